@@ -1,0 +1,1 @@
+"""The Slurm crontab emulator: scheduler tick, job folder scanning, status."""

@@ -1,0 +1,132 @@
+"""Finding, loading and validating the one TOML config.
+
+Search order: `--config PATH`, `$RTOOL_CONFIG`, `./rtool.toml`, `~/.config/rtool/rtool.toml`;
+with none, built-in defaults. Every error is reported at once with its key path and line.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from rtool.config.schema import Config
+from rtool.errors import ConfigError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+__all__ = ["Config", "find_config_path", "load_config", "load_config_text"]
+
+
+def find_config_path(explicit: str | Path | None = None) -> Path | None:
+    """The config file to use, or None for built-in defaults."""
+    if explicit:
+        return Path(explicit).expanduser()
+    env = os.environ.get("RTOOL_CONFIG")
+    if env:
+        return Path(env).expanduser()
+    for candidate in (Path("rtool.toml"), Path.home() / ".config" / "rtool" / "rtool.toml"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def load_config(path: str | Path | None = None) -> Config:
+    """Load the config at `path` (or the one found by the search order)."""
+    found = find_config_path(path)
+    if found is None:
+        return Config()
+    try:
+        text = found.read_text()
+    except OSError as exc:
+        raise ConfigError([f"cannot read config file: {exc.strerror}"], str(found)) from None
+    return load_config_text(text, str(found))
+
+
+def load_config_text(text: str, source: str = "<config>") -> Config:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError([f"not valid TOML: {exc}"], source) from None
+    try:
+        return Config.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(format_errors(exc, text), source) from None
+
+
+def format_errors(exc: ValidationError, text: str) -> list[str]:
+    """One line per error: `notify.email.port (line 7): Input should be a valid integer`.
+
+    The offending value is never echoed: it might be a secret pasted in the wrong place.
+    """
+    problems = []
+    for err in exc.errors(include_input=False, include_url=False):
+        loc = [str(p) for p in err["loc"]]
+        key = ".".join(loc) or "(top level)"
+        line = _line_of(text, loc)
+        where = f" (line {line})" if line else ""
+        msg = err["msg"]
+        if err["type"] == "extra_forbidden":
+            msg = "unknown key"
+        elif msg.startswith("Value error, "):
+            msg = msg[len("Value error, ") :]
+        problems.append(f"{key}{where}: {msg}")
+    return problems
+
+
+def _line_of(text: str, loc: list[str]) -> int | None:
+    """Best-effort line number of the key at `loc` in TOML `text`."""
+    lines = text.splitlines()
+    table_keys = [p for p in loc if not p.isdigit()]
+    for split in range(len(table_keys) - 1, -1, -1):
+        table, rest = table_keys[:split], table_keys[split:]
+        start = _table_start(lines, table)
+        if start is None:
+            continue
+        dotted = ".".join(rest)
+        key_re = re.compile(rf"^\s*{re.escape(dotted)}\s*=")
+        for i in range(start, len(lines)):
+            if i > start and lines[i].lstrip().startswith("[") and table:
+                break
+            if key_re.match(lines[i]):
+                return i + 1
+        header = _table_start(lines, table_keys[: split + 1]) if rest else None
+        if header is not None:
+            return header
+    return None
+
+
+def _table_start(lines: list[str], table: list[str]) -> int | None:
+    if not table:
+        return 0
+    name = ".".join(table)
+    header = re.compile(rf"^\s*\[\[?\s*{re.escape(name)}\s*\]\]?\s*(#.*)?$")
+    for i, line in enumerate(lines):
+        if header.match(line):
+            return i
+    return None
+
+
+def redacted(config: Config) -> dict[str, Any]:
+    """The effective config as plain data. Secrets are only ever named, never stored; any field
+    whose name says it holds a secret value (not the name of its env var or file) is masked."""
+    data = config.model_dump(mode="json")
+    return _mask(data)
+
+
+_SECRETISH = re.compile(r"(password|token|secret|webhook_url)$")
+
+
+def _mask(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {k: ("***" if _SECRETISH.search(k) and v else _mask(v)) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_mask(v) for v in obj]
+    return obj

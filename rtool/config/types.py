@@ -1,0 +1,78 @@
+"""Pydantic field types shared by every config section, and secret resolution."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, PlainSerializer
+
+from rtool.errors import SecretError
+from rtool.units import (
+    UnitError,
+    format_duration,
+    format_size,
+    parse_duration,
+    parse_percent,
+    parse_size,
+)
+
+
+def _wrap(parse: Any) -> Any:
+    def validator(value: Any) -> Any:
+        try:
+            return parse(value)
+        except UnitError as exc:
+            raise ValueError(str(exc)) from None
+
+    return validator
+
+
+#: Seconds, written `90s`, `30m`, `4h`, `7d` (a bare number is seconds).
+Duration = Annotated[
+    float, BeforeValidator(_wrap(parse_duration)), PlainSerializer(format_duration, return_type=str)
+]
+#: Bytes, written `500GiB`, `5TiB`, `1.5TB`.
+Size = Annotated[
+    int, BeforeValidator(_wrap(parse_size)), PlainSerializer(format_size, return_type=str)
+]
+#: Percent 0-100, written `80%`.
+Percent = Annotated[
+    float,
+    BeforeValidator(_wrap(parse_percent)),
+    PlainSerializer(lambda v: f"{v:g}%", return_type=str),
+]
+
+
+class Section(BaseModel):
+    """Base of every config section: unknown keys are errors."""
+
+    model_config = ConfigDict(extra="forbid", validate_default=True)
+
+
+def resolve_secret(env: str | None, file: str | None, what: str) -> str | None:
+    """Read a secret from the environment variable `env` or the private file `file`.
+
+    Returns None when neither is set. Never puts the secret itself in an error message.
+    """
+    if env:
+        value = os.environ.get(env)
+        if value:
+            return value
+        if not file:
+            raise SecretError(f"{what}: environment variable {env} is not set")
+    if file:
+        path = Path(file).expanduser()
+        try:
+            st = path.stat()
+        except OSError as exc:
+            raise SecretError(f"{what}: cannot read secret file {path}: {exc.strerror}") from None
+        if stat.S_IMODE(st.st_mode) & 0o077:
+            raise SecretError(
+                f"{what}: secret file {path} is readable by others "
+                f"(mode {stat.S_IMODE(st.st_mode):04o}); run: chmod 600 {path}"
+            )
+        return path.read_text().strip()
+    return None

@@ -1,0 +1,50 @@
+"""What every command needs, built lazily from the global options: config, state dir, Slurm."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import typer
+
+if TYPE_CHECKING:
+    from rtool.config import Config
+    from rtool.slurm import Slurm
+    from rtool.state import StateDir
+
+
+@dataclass
+class AppContext:
+    config_path: Path | None = None
+    verbose: int = 0
+    quiet: bool = False
+    debug: bool = False
+
+    @cached_property
+    def config(self) -> Config:
+        from rtool.config import load_config
+
+        return load_config(self.config_path)
+
+    @cached_property
+    def state(self) -> StateDir:
+        from rtool.state import StateDir
+
+        return StateDir(self.config.state.dir)
+
+    @cached_property
+    def slurm(self) -> Slurm:
+        from rtool.slurm import Slurm
+
+        return Slurm(timeout=self.config.slurm.timeout)
+
+
+def get_context(ctx: typer.Context) -> AppContext:
+    """The AppContext of the running command (a default one when called outside the CLI)."""
+    obj = ctx.find_root().obj
+    if not isinstance(obj, AppContext):
+        obj = AppContext()
+        ctx.find_root().obj = obj
+    return obj

@@ -1,0 +1,27 @@
+"""rtool's Slurm layer: pure parsers (`parse`) and the command wrapper (`cmd`)."""
+
+from rtool.slurm.cmd import Slurm, SlurmError, SlurmTimeout
+from rtool.slurm.parse import (
+    ParseError,
+    SqueueJob,
+    SubmitResult,
+    format_slurm_duration,
+    parse_scontrol_show_job,
+    parse_slurm_duration,
+    parse_slurm_timestamp,
+    parse_squeue,
+)
+
+__all__ = [
+    "ParseError",
+    "Slurm",
+    "SlurmError",
+    "SlurmTimeout",
+    "SqueueJob",
+    "SubmitResult",
+    "format_slurm_duration",
+    "parse_scontrol_show_job",
+    "parse_slurm_duration",
+    "parse_slurm_timestamp",
+    "parse_squeue",
+]

@@ -1,0 +1,165 @@
+"""The Slurm command layer: the only caller of squeue, scontrol, sbatch and scancel.
+
+Every call goes through `rtool.proc.run` with a timeout. Failures raise `SlurmError`
+(a timeout raises `SlurmTimeout`); checks turn both into UNKNOWN, never "job missing".
+"""
+
+from __future__ import annotations
+
+import getpass
+import logging
+from collections.abc import Iterable, Sequence
+
+from rtool.proc import ProcError, ProcTimeout, Result, run
+from rtool.slurm.parse import (
+    SQUEUE_FORMAT,
+    SqueueJob,
+    SubmitResult,
+    parse_sbatch_parsable,
+    parse_scontrol_show_job,
+    parse_squeue,
+)
+
+log = logging.getLogger(__name__)
+
+
+class SlurmError(ProcError):
+    """A Slurm command failed (slurmctld down, bad job id, rejected submission...)."""
+
+
+class SlurmTimeout(SlurmError):
+    """A Slurm command did not answer within its timeout."""
+
+
+class Slurm:
+    """Thin, typed access to the Slurm commands. One instance per process is enough."""
+
+    def __init__(self, timeout: float = 30.0) -> None:
+        self.timeout = timeout
+        #: Every command run, in order (used by benchmarks to count squeue calls per sweep).
+        self.calls: list[list[str]] = []
+
+    def _run(
+        self,
+        argv: Sequence[str],
+        *,
+        input: str | None = None,
+        cwd: str | None = None,
+        check: bool = True,
+    ) -> Result:
+        self.calls.append(list(argv))
+        try:
+            return run(argv, timeout=self.timeout, input=input, cwd=cwd, check=check)
+        except ProcTimeout as exc:
+            err = SlurmTimeout(exc.argv, f"timed out after {self.timeout:g}s")
+            raise err from None
+        except ProcError as exc:
+            detail = f"exit code {exc.returncode}" if exc.returncode is not None else "failed"
+            raise SlurmError(exc.argv, detail, exc.returncode, exc.stderr) from None
+
+    # -- queries -----------------------------------------------------------------------------
+    def squeue(
+        self,
+        *,
+        user: str | None = None,
+        users: Iterable[str] | None = None,
+        names: Iterable[str] | None = None,
+        job_ids: Iterable[str] | None = None,
+        partition: str | None = None,
+        states: str = "all",
+    ) -> list[SqueueJob]:
+        """Jobs known to slurmctld (one call, whatever the number of names)."""
+        argv = ["squeue", "-h", "-o", SQUEUE_FORMAT, f"--states={states}"]
+        user_list = list(users or []) + ([user] if user else [])
+        if user_list:
+            argv.append("--user=" + ",".join(user_list))
+        if names:
+            argv.append("--name=" + ",".join(names))
+        if partition:
+            argv.append(f"--partition={partition}")
+        if job_ids:
+            argv.append("--jobs=" + ",".join(job_ids))
+        try:
+            res = self._run(argv)
+        except SlurmError as exc:
+            if job_ids and "Invalid job id" in exc.stderr:
+                return []  # the job left the queue
+            raise
+        return parse_squeue(res.stdout)
+
+    def my_jobs(self, names: Iterable[str] | None = None) -> list[SqueueJob]:
+        return self.squeue(user=getpass.getuser(), names=names)
+
+    def show_job(self, job_id: str) -> list[dict[str, str]]:
+        """`scontrol show job ID` records ([] when the job is no longer known)."""
+        try:
+            res = self._run(["scontrol", "show", "job", str(job_id)])
+        except SlurmError as exc:
+            if "Invalid job id" in exc.stderr:
+                return []
+            raise
+        return parse_scontrol_show_job(res.stdout)
+
+    def ping(self) -> bool:
+        """True when slurmctld answers."""
+        try:
+            res = self._run(["scontrol", "ping"], check=False)
+        except SlurmError:
+            return False
+        return res.returncode == 0 and "UP" in res.stdout
+
+    # -- actions -----------------------------------------------------------------------------
+    def sbatch(
+        self,
+        args: Sequence[str] = (),
+        *,
+        script: str | None = None,
+        script_path: str | None = None,
+        cwd: str | None = None,
+    ) -> SubmitResult:
+        """Submit a script (given as text on stdin, or as a path). Returns the job id."""
+        argv = ["sbatch", "--parsable", *args]
+        if script_path:
+            argv.append(script_path)
+        res = self._run(argv, input=script, cwd=cwd)
+        return parse_sbatch_parsable(res.stdout)
+
+    def scancel(
+        self,
+        job_ids: Iterable[str] = (),
+        *,
+        signal: str | None = None,
+        batch: bool = False,
+        full: bool = False,
+        name: str | None = None,
+        user: str | None = None,
+        states: str | None = None,
+    ) -> None:
+        argv = ["scancel"]
+        if signal:
+            argv.append(f"--signal={signal}")
+        if batch:
+            argv.append("--batch")
+        if full:
+            argv.append("--full")
+        if name:
+            argv.append(f"--name={name}")
+        if user:
+            argv.append(f"--user={user}")
+        if states:
+            argv.append(f"--state={states}")
+        argv.extend(job_ids)
+        self._run(argv)
+
+    def scontrol(self, *args: str) -> str:
+        """Any other scontrol action (`requeue`, `hold`, `release`, `update` ...)."""
+        return self._run(["scontrol", *args]).stdout
+
+    def requeue(self, job_id: str, *, hold: bool = False) -> None:
+        self.scontrol("requeuehold" if hold else "requeue", str(job_id))
+
+    def hold(self, job_id: str) -> None:
+        self.scontrol("hold", str(job_id))
+
+    def release(self, job_id: str) -> None:
+        self.scontrol("release", str(job_id))

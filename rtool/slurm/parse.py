@@ -1,0 +1,183 @@
+"""Pure parsers of Slurm command output (squeue -h -o, scontrol show job, sbatch --parsable).
+
+No subprocess here: everything is a function of text, unit tested on captured output.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+
+#: squeue fields, in order; the job name is last so a `|` inside it cannot shift the others.
+SQUEUE_FIELDS: list[tuple[str, str]] = [
+    ("job_id", "%i"),
+    ("array_job_id", "%A"),
+    ("array_task", "%K"),
+    ("state", "%T"),
+    ("reason", "%r"),
+    ("user", "%u"),
+    ("partition", "%P"),
+    ("nodes", "%D"),
+    ("time_used", "%M"),
+    ("time_limit", "%l"),
+    ("start_time", "%S"),
+    ("submit_time", "%V"),
+    ("nodelist", "%N"),
+    ("name", "%j"),
+]
+SQUEUE_DELIM = "|"
+SQUEUE_FORMAT = SQUEUE_DELIM.join(code for _, code in SQUEUE_FIELDS)
+
+_NONE_WORDS = {"", "N/A", "NONE", "(NULL)", "UNKNOWN", "INVALID", "UNLIMITED", "NOT_SET"}
+
+
+class ParseError(ValueError):
+    """Output that does not have the expected shape."""
+
+
+@dataclass(frozen=True)
+class SqueueJob:
+    """One line of `squeue -h -o SQUEUE_FORMAT`."""
+
+    job_id: str  # as shown: "90", "88_3", "88_[2-10%1]"
+    array_job_id: str  # "88" (equals job_id for plain jobs)
+    array_task: str | None  # "3", "2-10%1" (pending tasks) or None for plain jobs
+    state: str  # RUNNING, PENDING, ...
+    reason: str | None  # None when Slurm says "None"
+    user: str
+    partition: str
+    nodes: int
+    time_used: float | None
+    time_limit: float | None  # None = UNLIMITED
+    start_time: datetime | None
+    submit_time: datetime | None
+    nodelist: str
+    name: str
+
+    @property
+    def is_array(self) -> bool:
+        return self.array_task is not None
+
+    @property
+    def pending_tasks(self) -> str | None:
+        """For a pending array record `88_[2-10%1]`, the task spec `2-10%1`."""
+        if self.array_task and "[" in self.job_id:
+            return self.array_task.strip("[]")
+        return None
+
+
+@dataclass(frozen=True)
+class SubmitResult:
+    job_id: str
+    cluster: str | None = None
+    extra: dict[str, str] = field(default_factory=dict)
+
+
+def parse_slurm_duration(text: str) -> float | None:
+    """Seconds in a Slurm time: `MM`, `MM:SS`, `HH:MM:SS`, `D-HH`, `D-HH:MM`, `D-HH:MM:SS`.
+
+    `UNLIMITED`, `INVALID`, `N/A` give None.
+    """
+    s = text.strip()
+    if s.upper() in _NONE_WORDS:
+        return None
+    m = re.fullmatch(r"(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?", s)
+    if not m:
+        raise ParseError(f"not a Slurm time: {text!r}")
+    days, a, b, c = m.groups()
+    nums = [int(x) for x in (a, b, c) if x is not None]
+    if days is not None:  # D-HH[:MM[:SS]]
+        hh, mm, ss = [*nums, 0, 0][:3]
+        return float(int(days) * 86400 + hh * 3600 + mm * 60 + ss)
+    if len(nums) == 1:  # MM
+        return float(nums[0] * 60)
+    if len(nums) == 2:  # MM:SS
+        return float(nums[0] * 60 + nums[1])
+    return float(nums[0] * 3600 + nums[1] * 60 + nums[2])
+
+
+def format_slurm_duration(seconds: float) -> str:
+    """`D-HH:MM:SS` (or `HH:MM:SS` under a day), as sbatch --time accepts."""
+    s = int(seconds)
+    d, s = divmod(s, 86400)
+    h, s = divmod(s, 3600)
+    m, s = divmod(s, 60)
+    return f"{d}-{h:02d}:{m:02d}:{s:02d}" if d else f"{h:02d}:{m:02d}:{s:02d}"
+
+
+def parse_slurm_timestamp(text: str) -> datetime | None:
+    """`2026-11-21T19:37:00` (local time, as Slurm prints it) or None for N/A/Unknown."""
+    s = text.strip()
+    if s.upper() in _NONE_WORDS:
+        return None
+    try:
+        return datetime.strptime(s, "%Y-%m-%dT%H:%M:%S").astimezone()
+    except ValueError:
+        raise ParseError(f"not a Slurm timestamp: {text!r}") from None
+
+
+def _opt(text: str) -> str | None:
+    s = text.strip()
+    return None if s.upper() in _NONE_WORDS else s
+
+
+def parse_squeue_line(line: str) -> SqueueJob:
+    parts = line.split(SQUEUE_DELIM, len(SQUEUE_FIELDS) - 1)
+    if len(parts) != len(SQUEUE_FIELDS):
+        raise ParseError(f"squeue line has {len(parts)} fields, expected {len(SQUEUE_FIELDS)}")
+    raw = dict(zip([name for name, _ in SQUEUE_FIELDS], parts, strict=True))
+    task = _opt(raw["array_task"])
+    nodes = raw["nodes"].strip()
+    return SqueueJob(
+        job_id=raw["job_id"].strip(),
+        array_job_id=raw["array_job_id"].strip(),
+        array_task=task,
+        state=raw["state"].strip(),
+        reason=_opt(raw["reason"]),
+        user=raw["user"].strip(),
+        partition=raw["partition"].strip(),
+        nodes=int(nodes) if nodes.isdigit() else 0,
+        time_used=parse_slurm_duration(raw["time_used"]),
+        time_limit=parse_slurm_duration(raw["time_limit"]),
+        start_time=parse_slurm_timestamp(raw["start_time"]),
+        submit_time=parse_slurm_timestamp(raw["submit_time"]),
+        nodelist=raw["nodelist"].strip(),
+        name=raw["name"].rstrip("\n"),
+    )
+
+
+def parse_squeue(text: str) -> list[SqueueJob]:
+    """All jobs in `squeue -h -o SQUEUE_FORMAT` output (blank lines ignored)."""
+    return [parse_squeue_line(line) for line in text.splitlines() if line.strip()]
+
+
+_KEY = re.compile(r"(?:(?<=\s)|^)([A-Za-z][\w:/.\-]*)=")
+
+
+def parse_scontrol_record(text: str) -> dict[str, str]:
+    """One `scontrol show job` record as {key: value} (values as printed, stripped)."""
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        matches = list(_KEY.finditer(line))
+        for i, m in enumerate(matches):
+            end = matches[i + 1].start() if i + 1 < len(matches) else len(line)
+            out[m.group(1)] = line[m.end() : end].strip()
+    return out
+
+
+def parse_scontrol_show_job(text: str) -> list[dict[str, str]]:
+    """Every record of `scontrol show job` output (an array gives one per task or task range)."""
+    records = re.split(r"\n\s*\n", text.strip())
+    return [parse_scontrol_record(r) for r in records if "JobId=" in r]
+
+
+def parse_sbatch_parsable(text: str) -> SubmitResult:
+    """`sbatch --parsable` prints `jobid` or `jobid;cluster`."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    if not lines:
+        raise ParseError("sbatch printed no job id")
+    job, _, cluster = lines[-1].partition(";")
+    if not job.isdigit():
+        raise ParseError(f"sbatch printed no job id: {lines[-1]!r}")
+    return SubmitResult(job_id=job, cluster=cluster or None)

@@ -1,0 +1,128 @@
+"""Durations, sizes and percentages written the way people write them.
+
+Stdlib only: the in-loop shim imports this module.
+
+    parse_duration("90s") == 90.0      parse_duration("1h30m") == 5400.0
+    parse_size("500GiB") == 500 * 2**30 parse_size("1.5TB") == 1.5e12
+    parse_percent("80%") == 80.0
+"""
+
+from __future__ import annotations
+
+import re
+
+_DURATION_UNITS = {
+    "ms": 0.001,
+    "s": 1.0,
+    "sec": 1.0,
+    "m": 60.0,
+    "min": 60.0,
+    "h": 3600.0,
+    "d": 86400.0,
+    "w": 7 * 86400.0,
+}
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|sec|min|s|m|h|d|w)", re.IGNORECASE)
+
+_SIZE_UNITS = {
+    "": 1,
+    "b": 1,
+    "k": 1000,
+    "kb": 1000,
+    "m": 1000**2,
+    "mb": 1000**2,
+    "g": 1000**3,
+    "gb": 1000**3,
+    "t": 1000**4,
+    "tb": 1000**4,
+    "p": 1000**5,
+    "pb": 1000**5,
+    "kib": 1024,
+    "mib": 1024**2,
+    "gib": 1024**3,
+    "tib": 1024**4,
+    "pib": 1024**5,
+}
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
+_PERCENT = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*%?\s*$")
+
+
+class UnitError(ValueError):
+    """A value that is not a valid duration, size or percentage."""
+
+
+def parse_duration(text: str | float | int) -> float:
+    """Seconds in `text`: `90s`, `30m`, `4h`, `7d`, `1h30m`, `250ms`; a bare number is seconds."""
+    if isinstance(text, bool):
+        raise UnitError(f"not a duration: {text!r}")
+    if isinstance(text, (int, float)):
+        if text < 0:
+            raise UnitError(f"duration must not be negative: {text!r}")
+        return float(text)
+    s = text.strip()
+    if re.fullmatch(r"\d+(?:\.\d+)?", s):
+        return float(s)
+    pos, total = 0, 0.0
+    compact = s.replace(" ", "")
+    for m in _DURATION_PART.finditer(compact):
+        if m.start() != pos:
+            break
+        total += float(m.group(1)) * _DURATION_UNITS[m.group(2).lower()]
+        pos = m.end()
+    if pos != len(compact) or not compact:
+        raise UnitError(f"not a duration: {text!r} (write e.g. 90s, 30m, 4h, 7d, 1h30m)")
+    return total
+
+
+def parse_size(text: str | int | float) -> int:
+    """Bytes in `text`: `500GiB`, `5TiB`, `1.5TB`, `100M`; a bare number is bytes."""
+    if isinstance(text, bool):
+        raise UnitError(f"not a size: {text!r}")
+    if isinstance(text, (int, float)):
+        if text < 0:
+            raise UnitError(f"size must not be negative: {text!r}")
+        return int(text)
+    m = _SIZE.match(text)
+    unit = m.group(2).lower() if m else None
+    if not m or unit not in _SIZE_UNITS:
+        raise UnitError(f"not a size: {text!r} (write e.g. 500GiB, 5TiB, 1.5TB)")
+    return int(float(m.group(1)) * _SIZE_UNITS[unit])
+
+
+def parse_percent(text: str | int | float) -> float:
+    """Percent in `text` (`80%`, `80`), between 0 and 100."""
+    if isinstance(text, bool):
+        raise UnitError(f"not a percentage: {text!r}")
+    if isinstance(text, (int, float)):
+        value = float(text)
+    else:
+        m = _PERCENT.match(text)
+        if not m:
+            raise UnitError(f"not a percentage: {text!r} (write e.g. 80%)")
+        value = float(m.group(1))
+    if not 0.0 <= value <= 100.0:
+        raise UnitError(f"percentage out of range 0-100%: {text!r}")
+    return value
+
+
+def format_duration(seconds: float) -> str:
+    """Short human form: `45s`, `12m`, `3h20m`, `2d4h`."""
+    s = round(seconds)
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m"
+    if s < 86400:
+        h, m = divmod(s // 60, 60)
+        return f"{h}h{m:02d}m" if m else f"{h}h"
+    d, h = divmod(s // 3600, 24)
+    return f"{d}d{h}h" if h else f"{d}d"
+
+
+def format_size(n: float) -> str:
+    """Binary units: `512B`, `1.5KiB`, `3.2GiB`."""
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if abs(value) < 1024 or unit == "PiB":
+            return f"{value:.0f}{unit}" if unit == "B" else f"{value:.1f}{unit}"
+        value /= 1024
+    return f"{value:.1f}PiB"  # pragma: no cover

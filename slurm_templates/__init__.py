@@ -1,0 +1,1 @@
+"""jinja2 sbatch templates and their renderer."""

@@ -1,0 +1,87 @@
+"""Shared fixtures: the real local Slurm (session), the CLI in-process, an isolated state dir.
+
+Tests that need Slurm request `slurm_cluster` (or `slurm`): when the cluster cannot start they
+FAIL with the reason; they are never skipped.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from rtool import localslurm
+from rtool.slurm import Slurm
+
+
+@pytest.fixture(autouse=True)
+def _isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test reads the developer's config or state."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg-state"))
+    monkeypatch.delenv("RTOOL_CONFIG", raising=False)
+    for var in list(os.environ):
+        if var.startswith("RTOOL_") and var != "RTOOL_SLURM_DIR":
+            monkeypatch.delenv(var, raising=False)
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster() -> Iterator[localslurm.Cluster]:
+    """A real single-node Slurm for the whole session, in its own folder and ports."""
+    directory = Path(tempfile.mkdtemp(prefix="rtool-slurm-"))
+    try:
+        cluster = localslurm.up(directory)
+    except localslurm.LocalSlurmError as exc:
+        pytest.fail(f"local Slurm could not start: {exc}", pytrace=False)
+    old = os.environ.get("SLURM_CONF")
+    os.environ["SLURM_CONF"] = str(cluster.conf)
+    yield cluster
+    localslurm.down(directory)
+    if old is None:
+        os.environ.pop("SLURM_CONF", None)
+    else:
+        os.environ["SLURM_CONF"] = old
+
+
+@pytest.fixture
+def slurm(slurm_cluster: localslurm.Cluster) -> Iterator[Slurm]:
+    """rtool's Slurm layer on the local cluster; jobs named by `job_name` are cancelled after."""
+    s = Slurm(timeout=30)
+    yield s
+
+
+@pytest.fixture
+def job_name(slurm: Slurm) -> Iterator[str]:
+    """A unique job name for this test; its jobs are cancelled afterwards."""
+    name = f"rt-{uuid.uuid4().hex[:8]}"
+    yield name
+    try:
+        s = Slurm(timeout=30)
+        s.scancel(name=name)
+    except Exception:
+        pass
+
+
+@dataclass
+class CliResult:
+    code: int
+    out: str
+    err: str
+
+
+@pytest.fixture
+def cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., CliResult]:
+    """Run `rtool ARGS...` in-process: cli("config", "check") -> CliResult(code, out, err)."""
+    from rtool.cli import main
+
+    def run(*args: str) -> CliResult:
+        capsys.readouterr()
+        code = main(list(args))
+        captured = capsys.readouterr()
+        return CliResult(code, captured.out, captured.err)
+
+    return run

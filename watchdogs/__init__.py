@@ -1,0 +1,2 @@
+"""Watchdogs: one pure check per module, an explicit registry, and the runner
+(the only side effects)."""
