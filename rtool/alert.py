@@ -1,0 +1,48 @@
+"""What a check produces and what notify consumes: a status and an alert.
+
+Stdlib only. An alert's identity is its `key` (e.g. `disk:/scratch`, `job:my-training-10b`),
+never its text.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from enum import IntEnum
+
+
+class Status(IntEnum):
+    """Monitoring-plugin statuses; the value is the exit code of `rtool watch`."""
+
+    OK = 0
+    WARNING = 1
+    CRITICAL = 2
+    UNKNOWN = 3
+
+    @property
+    def severity(self) -> int:
+        """Order for "worst wins": OK < UNKNOWN < WARNING < CRITICAL."""
+        return {0: 0, 3: 1, 1: 2, 2: 3}[int(self)]
+
+
+def worst(statuses: list[Status]) -> Status:
+    """The worst status (CRITICAL > WARNING > UNKNOWN > OK); OK for an empty list."""
+    return max(statuses, key=lambda s: s.severity, default=Status.OK)
+
+
+@dataclass
+class Alert:
+    """One observation of one watched thing, handed to notify.
+
+    key:     identity (`<watchdog>:<what>`), stable across runs
+    status:  OK, WARNING, CRITICAL or UNKNOWN
+    summary: one line, e.g. `/scratch 91% used (limit 80%)`
+    fields:  value, threshold, host, job id, node, since ... (strings)
+    time:    epoch seconds of the observation
+    """
+
+    key: str
+    status: Status
+    summary: str
+    fields: dict[str, str] = field(default_factory=dict)
+    time: float = field(default_factory=time.time)
