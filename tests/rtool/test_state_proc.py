@@ -77,6 +77,6 @@ def test_run_ok_and_errors_carry_command_and_stderr() -> None:
 
 def test_run_timeout_kills_the_group() -> None:
     t0 = time.monotonic()
-    with pytest.raises(ProcTimeout, match="timed out after 0.5s"):
+    with pytest.raises(ProcTimeout, match=r"timed out after 0\.5s"):
         run(["sh", "-c", "sleep 30 & sleep 30"], timeout=0.5)
     assert time.monotonic() - t0 < 5
