@@ -1,0 +1,90 @@
+"""Where a chain keeps its state: identity (job name), state file, heartbeat, locks.
+
+One chain per user and cron folder: its Slurm job name is `rtool-cron-<hash of user+dir>`,
+its state lives in `<state dir>/cron/<hash>/`, and the heartbeat is also copied to
+`<cron dir>/heartbeat.json` for people who look there.
+"""
+
+from __future__ import annotations
+
+import getpass
+import hashlib
+import json
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import Any
+
+from rtool.errors import UsageError
+from rtool.state import StateDir, atomic_write
+
+HEARTBEAT = "heartbeat.json"
+
+
+def resolve_dir(path: str | Path) -> Path:
+    """The cron folder as an absolute path (`~` expanded, symlinks resolved)."""
+    p = Path(path).expanduser()
+    try:
+        return p.resolve()
+    except OSError as exc:
+        raise UsageError(f"cron dir {p}: {exc.strerror}") from None
+
+
+def chain_key(root: Path, user: str | None = None) -> str:
+    who = user or getpass.getuser()
+    return hashlib.sha256(f"{who}\0{root}".encode()).hexdigest()[:10]
+
+
+def chain_name(root: Path, user: str | None = None) -> str:
+    """The Slurm job name of the scheduler chain for this user and folder."""
+    return f"rtool-cron-{chain_key(root, user)}"
+
+
+class CronStore:
+    """The state of one chain (under the state dir) and its heartbeat."""
+
+    def __init__(self, state: StateDir, root: Path) -> None:
+        self.state = state
+        self.root = root
+        self.key = chain_key(root)
+        self.name = chain_name(root)
+        self.rel = f"cron/{self.key}"
+
+    # -- state.json: last slots, cron.d last checks, job results, tracked Slurm jobs --------------
+    def load(self) -> dict[str, Any]:
+        data = self.state.read_json(f"{self.rel}/state.json", default=None)
+        if not isinstance(data, dict):
+            data = {}
+        data.setdefault("dir", str(self.root))
+        for key in ("last_slots", "lines", "jobs", "slurm_jobs"):
+            if not isinstance(data.get(key), dict):
+                data[key] = {}
+        return data
+
+    def save(self, data: dict[str, Any]) -> None:
+        self.state.write_json(f"{self.rel}/state.json", data)
+
+    # -- heartbeat ---------------------------------------------------------------------------
+    def read_heartbeat(self) -> dict[str, Any] | None:
+        data = self.state.read_json(f"{self.rel}/{HEARTBEAT}", default=None)
+        return data if isinstance(data, dict) else None
+
+    def write_heartbeat(self, beat: dict[str, Any]) -> None:
+        self.state.write_json(f"{self.rel}/{HEARTBEAT}", beat)
+        try:
+            text = json.dumps(beat, indent=1, sort_keys=True, default=str)
+            atomic_write(self.root / HEARTBEAT, text, mode=0o644)
+        except OSError:
+            pass  # the copy in the cron dir is a convenience; the state dir one is authoritative
+
+    # -- locks -------------------------------------------------------------------------------
+    def chain_lock(self, blocking: bool = True) -> AbstractContextManager[bool]:
+        """Held while checking for and queueing a chain job (start and each tick)."""
+        return self.state.lock(f"cron-{self.key}-chain", blocking=blocking)
+
+    def run_lock(self) -> AbstractContextManager[bool]:
+        """Held while running jobs (a tick or `cron run`); never waited for."""
+        return self.state.lock(f"cron-{self.key}-run", blocking=False)
+
+    @property
+    def logs(self) -> Path:
+        return self.root / "logs"
