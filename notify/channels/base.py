@@ -1,0 +1,96 @@
+"""The one small interface every channel implements, and its errors."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Protocol
+
+from notify.model import Notification
+
+
+class DeliveryError(Exception):
+    """The server did not accept a notification.
+
+    permanent:   retrying will not help (SMTP 5xx, Slack invalid_auth, HTTP 404): the
+                 notification goes to the fallback channel and is reported once.
+    retry_after: the server asked to wait this long (HTTP 429 Retry-After).
+    The message never contains a secret.
+    """
+
+    def __init__(self, reason: str, *, permanent: bool, retry_after: float | None = None):
+        super().__init__(reason)
+        self.reason = reason
+        self.permanent = permanent
+        self.retry_after = retry_after
+
+    @property
+    def kind(self) -> str:
+        return "permanent" if self.permanent else "temporary"
+
+
+@dataclass
+class Receipt:
+    """What the server said when it accepted a notification."""
+
+    ref: str | None = None  # a reference later messages can thread under (Slack ts)
+    detail: str = ""
+
+
+@dataclass
+class Envelope:
+    """A notification as handed to a channel: the notification plus delivery context."""
+
+    notification: Notification
+    note: str | None = None  # e.g. "slack refused it permanently: invalid_auth"
+    thread: str | None = None  # the channel's reference of the incident's first message
+
+
+class Channel(Protocol):
+    name: str
+
+    def send(self, envelope: Envelope) -> Receipt:
+        """Deliver one notification; return once the server accepted it, else raise
+        DeliveryError. Every network call has a timeout."""
+        ...
+
+
+def scrub(text: str, secrets: list[str | None]) -> str:
+    """`text` with every secret (and a URL's path, which often is the secret) masked."""
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, "***")
+            if "://" in secret:
+                path = secret.split("://", 1)[1].partition("/")[2]
+                if len(path) >= 6:
+                    text = text.replace("/" + path, "/***")
+    return text
+
+
+class ScrubFilter(logging.Filter):
+    """Masks secrets in the records of a third-party logger (slack_sdk logs URLs at INFO)."""
+
+    def __init__(self, secrets: list[str | None]) -> None:
+        super().__init__()
+        self.secrets = secrets
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.msg = scrub(record.getMessage(), self.secrets)
+        record.args = None
+        return True
+
+
+@contextlib.contextmanager
+def scrubbed_logs(names: list[str], secrets: list[str | None]) -> Iterator[logging.Logger]:
+    """While sending, mask `secrets` in what the loggers `names` emit; yields the first one."""
+    flt = ScrubFilter(secrets)
+    loggers = [logging.getLogger(n) for n in names]
+    for lg in loggers:
+        lg.addFilter(flt)
+    try:
+        yield loggers[0]
+    finally:
+        for lg in loggers:
+            lg.removeFilter(flt)

@@ -1,0 +1,92 @@
+"""The webhook channel: `requests` POST of a JSON document (schema `rtool.notification/1`).
+
+Sent means HTTP 2xx. Connection errors, timeouts and 5xx are retried `retries` times in the
+call and then left in the outbox; 429 is left in the outbox until its Retry-After has passed;
+other 4xx are permanent.
+
+The document:
+    {"schema": "rtool.notification/1", "id": "...", "kind": "alert|changed|repeat|resolved|test",
+     "key": "disk:/scratch", "status": "CRITICAL", "previous": null, "summary": "...",
+     "title": "[rtool CRITICAL] disk /scratch: ...", "fields": {...}, "host": "...",
+     "time": 1714557600.0, "since": ..., "duration": null, "incident": "...", "note": null}
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from notify.channels.base import DeliveryError, Envelope, Receipt, scrub, scrubbed_logs
+from notify.config import WebhookConfig
+from notify.model import subject
+from rtool.config.types import resolve_secret
+from rtool.errors import SecretError
+
+SCHEMA = "rtool.notification/1"
+
+
+def document(env: Envelope) -> dict[str, Any]:
+    n = env.notification
+    return {
+        "schema": SCHEMA,
+        "id": n.id,
+        "kind": n.kind,
+        "key": n.key,
+        "status": n.status,
+        "previous": n.previous,
+        "summary": n.summary,
+        "title": subject(n),
+        "fields": dict(n.fields),
+        "host": n.host,
+        "time": n.time,
+        "since": n.since,
+        "duration": n.duration,
+        "incident": n.incident,
+        "note": env.note,
+    }
+
+
+class WebhookChannel:
+    name = "webhook"
+
+    def __init__(self, cfg: WebhookConfig) -> None:
+        self.cfg = cfg
+
+    def send(self, envelope: Envelope) -> Receipt:
+        try:
+            url = resolve_secret(self.cfg.url_env, self.cfg.url_file, "webhook url") or ""
+        except SecretError as exc:
+            raise DeliveryError(exc.problems[0], permanent=True) from None
+        with scrubbed_logs(["urllib3.connectionpool", "urllib3.util.retry"], [url]):
+            try:
+                resp = self._session().post(
+                    url, json=document(envelope), headers=self.cfg.headers, timeout=self.cfg.timeout
+                )
+            except Exception as exc:  # requests.RequestException and friends: temporary
+                reason = scrub(f"{type(exc).__name__}: {exc}", [url])
+                raise DeliveryError(reason[:300], permanent=False) from None
+        if 200 <= resp.status_code < 300:
+            return Receipt(detail=f"HTTP {resp.status_code}")
+        reason = f"webhook answered HTTP {resp.status_code}"
+        if resp.status_code == 429 or resp.status_code >= 500 or resp.status_code == 408:
+            after = resp.headers.get("Retry-After")
+            wait = float(after) if after and after.isdigit() else None
+            raise DeliveryError(reason, permanent=False, retry_after=wait)
+        raise DeliveryError(reason, permanent=True)
+
+    def _session(self) -> Any:
+        import requests
+        from requests.adapters import HTTPAdapter
+        from urllib3.util.retry import Retry
+
+        retry = Retry(
+            total=self.cfg.retries,
+            backoff_factor=self.cfg.retry_interval,
+            status_forcelist=(500, 502, 503, 504),
+            allowed_methods=None,
+            respect_retry_after_header=False,
+            raise_on_status=False,
+        )
+        session = requests.Session()
+        session.mount("http://", HTTPAdapter(max_retries=retry))
+        session.mount("https://", HTTPAdapter(max_retries=retry))
+        return session
