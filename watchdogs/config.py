@@ -1,9 +1,130 @@
-"""[watch] config section (owned by the watchdogs package)."""
+"""[watch] config section (owned by the watchdogs package).
+
+```toml
+[watch]
+timeout = "10s"                  # default probe timeout
+
+[[watch.job]]
+name = "train-10b"               # exact job name, or a regex with regex = true
+max_pending = "6h"
+
+[[watch.log]]
+path = "logs/train-*.out"        # newest match wins
+stale = "30m"
+job_name = "train-10b"           # stale while the job is not running: OK with a note
+
+[[watch.disk]]
+path = "/scratch"
+max_used = "80%"
+min_free_inodes = 100000
+
+[[watch.memory]]
+max_used = "95%"
+```
+"""
 
 from __future__ import annotations
 
-from rtool.config.types import Duration, Section
+import re
+from typing import Literal
+
+from pydantic import field_validator, model_validator
+
+from rtool.config.types import Duration, Percent, Section, Size
+
+
+class JobWatch(Section):
+    name: str
+    regex: bool = False
+    users: list[str] = []
+    group: str | None = None
+    partition: str | None = None
+    #: PENDING longer than this (since submission) -> WARNING.
+    max_pending: Duration | None = 24 * 3600.0
+    timeout: Duration | None = None
+
+    @model_validator(mode="after")
+    def _valid_name(self) -> JobWatch:
+        if not self.name:
+            raise ValueError("job name must not be empty")
+        if self.regex:
+            try:
+                re.compile(self.name)
+            except re.error as exc:
+                raise ValueError(f"name is not a valid regex: {exc}") from None
+        return self
+
+    def pattern(self) -> re.Pattern[str]:
+        return re.compile(self.name if self.regex else re.escape(self.name))
+
+
+class LogWatch(Section):
+    path: str
+    stale: Duration = 30 * 60.0
+    job_name: str | None = None
+    #: Heartbeat file written by the training shim (sharper than the log).
+    heartbeat: str | None = None
+    dump_stacks: bool = False
+    #: Process to dump with py-spy (else the heartbeat's pid, or the job's processes via srun).
+    pid: int | None = None
+    #: `none`, `requeue`, or `signal:USR1` (scancel --signal to the job's batch step).
+    on_hang: str = "none"
+    timeout: Duration | None = None
+
+    @field_validator("on_hang")
+    @classmethod
+    def _on_hang(cls, v: str) -> str:
+        if v in ("none", "requeue") or re.fullmatch(r"signal:[A-Z0-9]+", v):
+            return v
+        raise ValueError(f"on_hang must be none, requeue or signal:NAME, not {v!r}")
+
+
+class DiskWatch(Section):
+    path: str
+    max_used: Percent | None = None  # CRITICAL above
+    warn_used: Percent | None = None  # WARNING above
+    min_free: Size | None = None  # CRITICAL below
+    max_inodes_used: Percent | None = None
+    min_free_inodes: int | None = None
+    #: On some distributed filesystems 80% is the real 100%: percentages are of the usable part.
+    usable: Percent = 100.0
+    #: WARNING when the usage trend fills the partition within this.
+    runway: Duration | None = None
+    history: Duration = 7 * 86400.0
+    trend_min_span: Duration = 3600.0
+    #: Quota command (argv list or a string split like a shell would) and its output format.
+    quota_cmd: list[str] | str | None = None
+    quota_format: Literal["lfs", "mmlsquota", "simple"] = "simple"
+    on_timeout: Literal["critical", "unknown"] = "critical"
+    quota_on_failure: Literal["critical", "unknown"] = "unknown"
+    timeout: Duration | None = None
+
+    @field_validator("usable")
+    @classmethod
+    def _usable(cls, v: float) -> float:
+        if v <= 0:
+            raise ValueError("usable must be above 0%")
+        return v
+
+
+class MemoryWatch(Section):
+    max_used: Percent = 95.0  # node RAM, CRITICAL above
+    warn_used: Percent = 90.0  # node RAM, WARNING above
+    max_swap_used: Percent | None = 80.0  # WARNING above
+    pids: list[int] = []
+    job: str | None = None
+    gpu: bool = False
+    gpu_max_used: Percent = 95.0
+    #: WARNING when the RSS trend fills the node within this.
+    runway: Duration = 24 * 3600.0
+    history: Duration = 6 * 3600.0
+    trend_min_span: Duration = 30 * 60.0
+    timeout: Duration | None = None
 
 
 class WatchConfig(Section):
     timeout: Duration = 10.0
+    job: list[JobWatch] = []
+    log: list[LogWatch] = []
+    disk: list[DiskWatch] = []
+    memory: list[MemoryWatch] = []

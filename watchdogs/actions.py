@@ -1,0 +1,77 @@
+"""Side effects a hang result asks for: py-spy stack dumps, requeue, signal. Runner-only.
+
+Each (action, token) pair runs once: a hang that persists across sweeps is acted on once.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from rtool.proc import ProcError, ProcNotFound, run
+from rtool.slurm import Slurm
+from rtool.state import StateDir
+from watchdogs.base import CheckResult
+
+log = logging.getLogger(__name__)
+
+DONE_FILE = "watch/actions-done.json"
+MAX_STACKS = 8000
+_JOB_DUMP = 'for p in $(pgrep -u "$(id -u)" -f python); do py-spy dump --pid "$p"; done'
+
+
+def dump_stacks(target: str, timeout: float) -> str:
+    """`py-spy dump` of a local pid (`pid:N`) or of the python processes of a job (`job:N`)."""
+    kind, _, ident = target.partition(":")
+    if kind == "pid":
+        argv = ["py-spy", "dump", "--pid", ident]
+    else:
+        argv = ["srun", f"--jobid={ident}", "--overlap", "--ntasks-per-node=1", "sh", "-c"]
+        argv.append(_JOB_DUMP)
+    try:
+        res = run(argv, timeout=timeout, check=False)
+    except ProcNotFound:
+        return f"{argv[0]} is not installed"
+    except ProcError as exc:
+        return str(exc)
+    text = (res.stdout + res.stderr).strip() or f"no output (exit code {res.returncode})"
+    return text[-MAX_STACKS:]
+
+
+def run_action(action: str, slurm: Slurm, timeout: float) -> tuple[str, str]:
+    """Carry out one action; returns (field name, outcome text)."""
+    kind, _, rest = action.partition(":")
+    try:
+        if kind == "dump":
+            return "stacks", dump_stacks(rest, timeout)
+        if kind == "requeue":
+            slurm.requeue(rest)
+            return "action", f"requeued job {rest}"
+        if kind == "signal":
+            sig, _, job = rest.partition(":")
+            slurm.scancel([job], signal=sig, full=True)
+            return "action", f"sent SIG{sig} to job {job}"
+    except ProcError as exc:
+        return "action", f"{action} failed: {exc}"
+    return "action", f"unknown action {action!r}"
+
+
+def apply(results: list[CheckResult], state: StateDir, slurm: Slurm, timeout: float) -> None:
+    """Run each result's actions once per token and record outcomes in its fields."""
+    with state.lock("watch-actions"):
+        done: Any = state.read_json(DONE_FILE, {})
+        done = done if isinstance(done, dict) else {}
+        for r in results:
+            for action in r.actions:
+                mark = f"{r.action_token}|{action}"
+                if r.action_token and mark in done:
+                    continue
+                name, outcome = run_action(action, slurm, timeout)
+                log.info("%s: %s", r.key, outcome.splitlines()[0] if outcome else action)
+                r.fields[name] = (
+                    outcome if name not in r.fields else r.fields[name] + "\n" + outcome
+                )
+                done[mark] = time.time()
+        keep = sorted(done.items(), key=lambda kv: kv[1])[-500:]
+        state.write_json(DONE_FILE, dict(keep))

@@ -1,0 +1,156 @@
+"""job: is the training job running or queued? One squeue call per sweep for every name."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from rtool.alert import Status
+from rtool.proc import ProcError, run
+from rtool.slurm import SqueueJob
+from rtool.units import format_duration
+from watchdogs.base import CheckResult, ProbeEnv, SqueueQuery
+from watchdogs.config import JobWatch
+
+RUNNING = {"RUNNING", "COMPLETING", "CONFIGURING", "RESIZING", "SIGNALING", "STAGE_OUT"}
+QUEUED = {"PENDING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "SUSPENDED", "STOPPED"}
+#: Pending reasons that will not clear by themselves.
+HELD = {"jobhelduser", "jobheldadmin"}
+NEVER = {
+    "dependencyneversatisfied",
+    "launch failed requeued held",
+    "badconstraints",
+    "invalidaccount",
+    "invalidqos",
+    "accountnotallowed",
+    "qosnotallowed",
+    "partitionconfig",
+}
+
+
+@dataclass
+class JobObservation:
+    jobs: list[SqueueJob] | None
+    error: str | None = None
+    own_ids: frozenset[str] = frozenset()
+    members: dict[str, list[str]] = field(default_factory=dict)
+    group_errors: dict[str, str] = field(default_factory=dict)
+
+
+def own_job_ids(env: dict[str, str]) -> frozenset[str]:
+    """The ids squeue shows for the job this process runs in (`123`, `88_3`), if any."""
+    ids = set()
+    if env.get("SLURM_JOB_ID"):
+        ids.add(env["SLURM_JOB_ID"])
+    if env.get("SLURM_ARRAY_JOB_ID") and env.get("SLURM_ARRAY_TASK_ID"):
+        ids.add(f"{env['SLURM_ARRAY_JOB_ID']}_{env['SLURM_ARRAY_TASK_ID']}")
+    return frozenset(ids)
+
+
+def group_members(group: str, timeout: float) -> list[str]:
+    """Members of a unix group (`getent group G`, 4th field). Raises ProcError."""
+    res = run(["getent", "group", group], timeout=timeout, check=False)
+    if res.returncode != 0 or not res.stdout.strip():
+        raise ProcError(["getent", "group", group], "no such group", res.returncode)
+    members = res.stdout.strip().split(":")[3:4]
+    return [m for m in (members[0].split(",") if members else []) if m]
+
+
+class JobWatchdog:
+    name = "job"
+
+    def __init__(self, specs: list[JobWatch], timeout: float = 10.0) -> None:
+        self.specs = specs
+        self.timeout = timeout
+
+    def targets(self) -> list[str]:
+        return [s.name for s in self.specs]
+
+    def squeue_query(self) -> SqueueQuery | None:
+        queries = [
+            SqueueQuery(
+                names=None if s.regex else frozenset([s.name]),
+                users=frozenset(s.users) if s.users and not s.group else None,
+            )
+            for s in self.specs
+        ]
+        return SqueueQuery.union(queries) if queries else None
+
+    def probe(self, env: ProbeEnv) -> JobObservation:
+        own = own_job_ids(dict(os.environ))
+        obs = JobObservation(jobs=None, own_ids=own)
+        for group in {s.group for s in self.specs if s.group}:
+            try:
+                obs.members[group] = group_members(group, self.timeout)
+            except ProcError as exc:
+                obs.group_errors[group] = str(exc)
+        try:
+            obs.jobs = env.jobs()
+        except ProcError as exc:  # SlurmError, SlurmTimeout
+            obs.error = str(exc)
+        return obs
+
+    def check(self, probe_output: JobObservation, now: float) -> list[CheckResult]:
+        return [check_one(s, probe_output, now) for s in self.specs]
+
+
+def matching(spec: JobWatch, obs: JobObservation) -> list[SqueueJob]:
+    pattern = spec.pattern()
+    users = set(spec.users) | set(obs.members.get(spec.group or "", []))
+    return [
+        j
+        for j in obs.jobs or []
+        if pattern.fullmatch(j.name)
+        and j.job_id not in obs.own_ids
+        and (not (spec.users or spec.group) or j.user in users)
+        and (spec.partition is None or j.partition == spec.partition)
+    ]
+
+
+def pending_status(spec: JobWatch, job: SqueueJob, now: float) -> tuple[Status, str]:
+    reason = job.reason or "no reason"
+    since = _age(job.submit_time, now)
+    waited = f" for {format_duration(since)}" if since is not None else ""
+    where = f"(job {job.job_id})"
+    if reason.lower() in NEVER:
+        return Status.CRITICAL, f"pending{waited}, {reason}: will never start by itself {where}"
+    if reason.lower() in HELD or job.state == "REQUEUE_HOLD":
+        return Status.WARNING, f"pending{waited}, held ({reason}) until released {where}"
+    if job.state in ("SUSPENDED", "STOPPED"):
+        return Status.WARNING, f"{job.state.lower()} {where}"
+    if spec.max_pending is not None and since is not None and since > spec.max_pending:
+        limit = format_duration(spec.max_pending)
+        return Status.WARNING, f"pending{waited} (limit {limit}), reason {reason} {where}"
+    return Status.OK, f"pending{waited} ({reason}) {where}"
+
+
+def _age(ts: datetime | None, now: float) -> float | None:
+    return max(0.0, now - ts.timestamp()) if ts is not None else None
+
+
+def check_one(spec: JobWatch, obs: JobObservation, now: float) -> CheckResult:
+    name = spec.name
+    if obs.error is not None:
+        return CheckResult("job", name, Status.UNKNOWN, f"{name}: squeue failed: {obs.error}")
+    if spec.group and spec.group in obs.group_errors:
+        why = obs.group_errors[spec.group]
+        return CheckResult("job", name, Status.UNKNOWN, f"{name}: {why}", {"error": why})
+    jobs = matching(spec, obs)
+    running = [j for j in jobs if j.state in RUNNING]
+    queued = [j for j in jobs if j.state in QUEUED]
+    if running:
+        j = running[0]
+        used = format_duration(j.time_used) if j.time_used is not None else "?"
+        more = f", {len(queued)} more queued" if queued else ""
+        fields = {"job_id": j.job_id, "state": j.state, "nodes": j.nodelist, "user": j.user}
+        summary = f"{name} running (job {j.job_id}, {used}, {j.nodelist or '?'}){more}"
+        return CheckResult("job", name, Status.OK, summary, fields)
+    if queued:
+        verdicts = [(pending_status(spec, j, now), j) for j in queued]
+        (status, text), j = min(verdicts, key=lambda v: v[0][0].severity)
+        fields = {"job_id": j.job_id, "state": j.state, "reason": j.reason or "", "user": j.user}
+        return CheckResult("job", name, status, f"{name} {text}", fields)
+    gone = [j for j in jobs if j.state not in RUNNING | QUEUED]
+    last = f" (last seen {gone[0].state}, job {gone[0].job_id})" if gone else ""
+    return CheckResult("job", name, Status.CRITICAL, f"{name} neither running nor queued{last}")

@@ -1,0 +1,225 @@
+"""log: has the training stopped writing? (log file or glob, or the shim's heartbeat)
+
+A log is stale when its size and mtime have not changed for longer than `stale`. Changes are
+tracked in the state dir, so a new file (rotation), a smaller size (truncation) or a new mtime
+count as activity even when the file's own mtime is old or skewed. The heartbeat file written
+by the training shim (`step`, `time`, `step_seconds`, `pid`, `host`, `job_id`,
+`last_stop_reason`; a `done` marker beside it) is the sharper signal when present.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+import socket
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from rtool.alert import Status
+from rtool.proc import ProcError
+from rtool.units import format_duration
+from watchdogs.base import CheckResult, ProbeEnv, SqueueQuery
+from watchdogs.config import LogWatch
+from watchdogs.job import RUNNING, own_job_ids
+from watchdogs.probes import child
+
+_NON_FINITE = re.compile(r"non[-_ ]?finite|\bnan\b|\binf\b", re.IGNORECASE)
+
+
+@dataclass
+class LogObservation:
+    spec: LogWatch
+    timeout: float
+    path: str | None = None
+    size: int | None = None
+    last_activity: float | None = None
+    heartbeat: dict[str, Any] | None = None
+    done: bool = False
+    error: str | None = None
+    timed_out: bool = False
+    stuck: dict[str, Any] | None = None
+    job_ids: list[str] | None = None  # running jobs named spec.job_name (None: not asked)
+    job_error: str | None = None
+    host: str = field(default_factory=socket.gethostname)
+
+
+def advance(prev: dict[str, Any] | None, cur: dict[str, Any], now: float) -> dict[str, Any]:
+    """Next stored observation: `changed_at` moves to `now` on any sign of activity."""
+    ident = {k: cur.get(k) for k in ("path", "ino", "dev", "size", "mtime")}
+    if prev is None or any(prev.get(k) != v for k, v in ident.items()):
+        first = prev is None or prev.get("path") is None
+        changed = min(float(cur.get("mtime") or now), now) if first else now
+        return {**ident, "changed_at": changed}
+    return {**ident, "changed_at": float(prev.get("changed_at", now))}
+
+
+def heartbeat_time(hb: dict[str, Any]) -> float | None:
+    value = hb.get("time")
+    return float(value) if isinstance(value, (int, float)) else None
+
+
+def non_finite_stop(hb: dict[str, Any]) -> bool:
+    reason = str(hb.get("last_stop_reason") or hb.get("stop_reason") or "")
+    return bool(_NON_FINITE.search(reason))
+
+
+class LogWatchdog:
+    name = "log"
+
+    def __init__(self, specs: list[LogWatch], timeout: float = 10.0) -> None:
+        self.specs = specs
+        self.timeout = timeout
+
+    def targets(self) -> list[str]:
+        return [s.path for s in self.specs]
+
+    def squeue_query(self) -> SqueueQuery | None:
+        names = {s.job_name for s in self.specs if s.job_name}
+        return SqueueQuery(names=frozenset(names)) if names else None
+
+    def probe(self, env: ProbeEnv) -> list[LogObservation]:
+        points = child.read_mount_points()
+        stuck = child.StuckProbes(env.state)
+        start = time.monotonic()
+        started = []
+        for spec in self.specs:
+            o = LogObservation(spec, spec.timeout or self.timeout)
+            mount = child.mount_of(_fixed_prefix(spec.path), points)
+            o.stuck = stuck.still_stuck(mount)
+            args = [spec.path] + ([spec.heartbeat] if spec.heartbeat else [])
+            started.append((o, mount, None if o.stuck else child.start("logstat", *args)))
+        for o, mount, proc in started:
+            if proc is not None:
+                out = child.collect(proc, start + o.timeout)
+                o.error, o.timed_out = out.error, out.timed_out
+                if out.timed_out and out.pid:
+                    stuck.remember(mount, out.pid, time.time())
+                elif out.data:
+                    _observe(env, o, out.data["logstat"])
+            if o.spec.job_name:
+                _job_state(env, o)
+        return [o for o, _, _ in started]
+
+    def check(self, probe_output: list[LogObservation], now: float) -> list[CheckResult]:
+        return [check_one(o, now) for o in probe_output]
+
+
+def _fixed_prefix(pattern: str) -> str:
+    """The part of a glob before its first wildcard (names the mount it lives on)."""
+    parts = pattern.split(os.sep)
+    fixed = [p for p in parts[: next((i for i, p in enumerate(parts) if glob.has_magic(p)), None)]]
+    return os.sep.join(fixed) or "."
+
+
+def _observe(env: ProbeEnv, o: LogObservation, data: dict[str, Any]) -> None:
+    from watchdogs.history import slug
+
+    now = time.time()
+    o.path, o.size, o.done = data.get("path"), data.get("size"), bool(data.get("done"))
+    hb = data.get("heartbeat")
+    o.heartbeat = hb if isinstance(hb, dict) and not hb.get("_invalid") else None
+    if o.path is None:
+        return
+    rel = f"watch/log/{slug(o.spec.path)}.json"
+    with env.state.lock("history-log"):
+        nxt = advance(env.state.read_json(rel), data, now)
+        env.state.write_json(rel, nxt)
+    o.last_activity = float(nxt["changed_at"])
+
+
+def _job_state(env: ProbeEnv, o: LogObservation) -> None:
+    own = own_job_ids(dict(os.environ))
+    try:
+        jobs = env.jobs()
+    except ProcError as exc:
+        o.job_error = str(exc)
+        return
+    o.job_ids = [
+        j.job_id
+        for j in jobs
+        if j.name == o.spec.job_name and j.state in RUNNING and j.job_id not in own
+    ]
+
+
+def _hang_actions(o: LogObservation) -> list[str]:
+    spec, hb = o.spec, o.heartbeat or {}
+    job = (o.job_ids or [""])[0] or (str(hb["job_id"]) if hb.get("job_id") else None)
+    actions = []
+    if spec.dump_stacks:
+        if spec.pid:
+            actions.append(f"dump:pid:{spec.pid}")
+        elif hb.get("pid") and hb.get("host") in (None, o.host):
+            actions.append(f"dump:pid:{hb['pid']}")
+        elif job:
+            actions.append(f"dump:job:{job}")
+    if spec.on_hang == "requeue" and job:
+        actions.append(f"requeue:{job}")
+    elif spec.on_hang.startswith("signal:") and job:
+        actions.append(f"{spec.on_hang}:{job}")
+    return actions
+
+
+def check_one(o: LogObservation, now: float) -> CheckResult:
+    spec, what = o.spec, o.spec.path
+    if o.stuck or o.timed_out:
+        why = (
+            "probe still hung, not probed again"
+            if o.stuck
+            else f"probe timed out after {o.timeout:g}s"
+        )
+        return CheckResult("log", what, Status.UNKNOWN, f"{what}: {why}", {"error": why})
+    if o.error:
+        return CheckResult("log", what, Status.UNKNOWN, f"{what}: {o.error}", {"error": o.error})
+    hb = o.heartbeat
+    if o.done:
+        return CheckResult("log", what, Status.OK, f"{what}: training finished (done marker)")
+    if hb is not None and non_finite_stop(hb):
+        reason = hb.get("last_stop_reason") or hb.get("stop_reason")
+        step = hb.get("step", "?")
+        text = f"{what}: training stopped on a non-finite loss at step {step} ({reason})"
+        return CheckResult("log", what, Status.CRITICAL, text, _hb_fields(hb))
+    last, source = _last_activity(o)
+    if last is None:
+        return _no_file(o)
+    idle = max(0.0, now - last)
+    fields = {"idle": format_duration(idle), "limit": format_duration(spec.stale), "file": source}
+    if hb is not None:
+        fields.update(_hb_fields(hb))
+    step = f" at step {hb.get('step')}" if hb and hb.get("step") is not None else ""
+    if idle <= spec.stale:
+        return CheckResult(
+            "log", what, Status.OK, f"{source} written {format_duration(idle)} ago{step}", fields
+        )
+    limit = format_duration(spec.stale)
+    stale = f"{source} not written for {format_duration(idle)} (limit {limit}){step}"
+    if spec.job_name and o.job_error:
+        return CheckResult(
+            "log", what, Status.UNKNOWN, f"{stale}; job state unknown: {o.job_error}", fields
+        )
+    if spec.job_name and not o.job_ids:
+        note = f"{stale}, but job {spec.job_name} is not running (not a hang)"
+        return CheckResult("log", what, Status.OK, note, fields)
+    token = f"{what}:{last}"
+    return CheckResult("log", what, Status.CRITICAL, stale, fields, _hang_actions(o), token)
+
+
+def _last_activity(o: LogObservation) -> tuple[float | None, str]:
+    hb = o.heartbeat
+    if hb is not None and heartbeat_time(hb) is not None:
+        return heartbeat_time(hb), "heartbeat"
+    return o.last_activity, o.path or o.spec.path
+
+
+def _no_file(o: LogObservation) -> CheckResult:
+    what = o.spec.path
+    if o.spec.job_name and o.job_ids == []:
+        text = f"{what}: no file yet, job {o.spec.job_name} is not running"
+        return CheckResult("log", what, Status.OK, text)
+    return CheckResult("log", what, Status.UNKNOWN, f"{what}: no such file")
+
+
+def _hb_fields(hb: dict[str, Any]) -> dict[str, str]:
+    keys = ("step", "step_seconds", "pid", "host", "job_id", "last_stop_reason")
+    return {k: str(hb[k]) for k in keys if hb.get(k) is not None}

@@ -1,0 +1,1 @@
+"""Probe helpers: filesystem probes run in a child process that can be abandoned on timeout."""

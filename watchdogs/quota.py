@@ -1,0 +1,136 @@
+"""Pure parsers of quota command output: `lfs quota`, `mmlsquota -Y` and a simple format.
+
+All return a `Quota` in bytes and files (None where there is no limit):
+
+- `lfs quota -u|-g|-p ... /fs`: KiB; a value ending in `*` is over its limit; `[...]` marks
+  an inaccurate value (used as is); long filesystem names push the numbers to the next line.
+- `mmlsquota -Y`: colon-separated with a `HEADER` row naming the fields; KiB; `blockInDoubt`
+  and `filesInDoubt` count against the headroom (added to the usage).
+- `simple`: `key=value` words, one or more lines: `used=BYTES limit=BYTES files=N
+  files_limit=N` (sizes may be written `500GiB`). For any site script.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from rtool.units import UnitError, parse_size
+
+FORMATS = ("lfs", "mmlsquota", "simple")
+
+
+class QuotaParseError(ValueError):
+    """Quota output that does not have the expected shape."""
+
+
+@dataclass(frozen=True)
+class Quota:
+    used: int  # bytes
+    limit: int | None  # bytes (hard limit, else soft)
+    files: int | None = None
+    files_limit: int | None = None
+    over: bool = False  # the tool flagged a limit as exceeded
+    inaccurate: bool = False
+
+
+def _num(token: str) -> tuple[int, bool, bool]:
+    """`1234`, `1234*`, `[1234]` -> (value, over, inaccurate)."""
+    over = token.endswith("*")
+    inaccurate = token.startswith("[")
+    raw = token.strip("[]*")
+    if not raw.isdigit():
+        raise QuotaParseError(f"not a number in quota output: {token!r}")
+    return int(raw), over, inaccurate
+
+
+def _limit(*values: int) -> int | None:
+    """The effective limit: the first non-zero of (hard, soft); 0 means none."""
+    return next((v for v in values if v > 0), None)
+
+
+def parse_lfs_quota(text: str) -> Quota:
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    header = next(
+        (i for i, ln in enumerate(lines) if ln.split()[:2] == ["Filesystem", "kbytes"]), None
+    )
+    if header is None:
+        raise QuotaParseError("lfs quota output has no 'Filesystem kbytes' header")
+    tokens: list[str] = []
+    for ln in lines[header + 1 :]:
+        tokens.extend(ln.split())
+        if len(tokens) >= 9:
+            break
+    # filesystem, kbytes, quota, limit, grace, files, quota, limit, grace
+    if len(tokens) < 9:
+        raise QuotaParseError("lfs quota output has no complete data row")
+    kbytes, over_b, inacc_b = _num(tokens[1])
+    bsoft, _, _ = _num(tokens[2])
+    bhard, _, _ = _num(tokens[3])
+    files, over_f, inacc_f = _num(tokens[5])
+    fsoft, _, _ = _num(tokens[6])
+    fhard, _, _ = _num(tokens[7])
+    limit = _limit(bhard, bsoft)
+    return Quota(
+        used=kbytes * 1024,
+        limit=limit * 1024 if limit else None,
+        files=files,
+        files_limit=_limit(fhard, fsoft),
+        over=over_b or over_f,
+        inaccurate=inacc_b or inacc_f,
+    )
+
+
+def parse_mmlsquota(text: str) -> Quota:
+    header: list[str] | None = None
+    for line in text.splitlines():
+        parts = line.strip().split(":")
+        if len(parts) < 3:
+            continue
+        if parts[2] == "HEADER":
+            header = parts
+            continue
+        if header is None:
+            continue
+        row = dict(zip(header, parts, strict=False))
+        try:
+            used = int(row["blockUsage"]) + int(row.get("blockInDoubt") or 0)
+            limit = _limit(int(row["blockLimit"]), int(row["blockQuota"]))
+            files = int(row["filesUsage"]) + int(row.get("filesInDoubt") or 0)
+            files_limit = _limit(int(row["filesLimit"]), int(row["filesQuota"]))
+        except (KeyError, ValueError) as exc:
+            raise QuotaParseError(f"mmlsquota -Y row without a valid {exc}") from None
+        return Quota(
+            used=used * 1024,
+            limit=limit * 1024 if limit else None,
+            files=files,
+            files_limit=files_limit,
+            over=bool(limit and used >= limit) or bool(files_limit and files >= files_limit),
+        )
+    raise QuotaParseError("mmlsquota -Y output has no HEADER row and data row")
+
+
+_WORD = re.compile(r"(\w+)=(\S+)")
+
+
+def parse_simple(text: str) -> Quota:
+    values = dict(_WORD.findall(text))
+    if "used" not in values:
+        raise QuotaParseError(
+            "quota output has no used=... (expected used= limit= files= files_limit=)"
+        )
+    try:
+        used = parse_size(values["used"])
+        limit = parse_size(values["limit"]) if "limit" in values else None
+        files = int(values["files"]) if "files" in values else None
+        files_limit = int(values["files_limit"]) if "files_limit" in values else None
+    except (UnitError, ValueError) as exc:
+        raise QuotaParseError(f"bad value in quota output: {exc}") from None
+    return Quota(used=used, limit=limit or None, files=files, files_limit=files_limit or None)
+
+
+def parse_quota(fmt: str, text: str) -> Quota:
+    parsers = {"lfs": parse_lfs_quota, "mmlsquota": parse_mmlsquota, "simple": parse_simple}
+    if fmt not in parsers:
+        raise QuotaParseError(f"unknown quota format {fmt!r} (one of {', '.join(FORMATS)})")
+    return parsers[fmt](text)
