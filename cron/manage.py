@@ -70,6 +70,8 @@ def start(env: TickEnv) -> str:
         for name, slot in slots.initial_slots(slots.periods(env.config.cron), now).items():
             data["last_slots"].setdefault(name, slot)
         store.save(data)
+        # `rtool watch cron` counts a fresh start like a tick (the first one is a period away)
+        store.write_heartbeat({**(store.read_heartbeat() or {}), "started": now})
         nxt = slots.next_slot(now, slots.tick_period(env.config.cron).length)
         job_id = chain.submit_tick(
             env.slurm, env.config.cron, env.root, store.name, nxt, env.config_path

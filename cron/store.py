@@ -18,6 +18,8 @@ from rtool.errors import UsageError
 from rtool.state import StateDir, atomic_write
 
 HEARTBEAT = "heartbeat.json"
+#: How many past ticks `ticks.json` keeps (slot, start, lateness: for status and the benchmark).
+TICK_HISTORY = 200
 
 
 def resolve_dir(path: str | Path) -> Path:
@@ -75,6 +77,14 @@ class CronStore:
             atomic_write(self.root / HEARTBEAT, text, mode=0o644)
         except OSError:
             pass  # the copy in the cron dir is a convenience; the state dir one is authoritative
+
+    def read_ticks(self) -> list[dict[str, Any]]:
+        data = self.state.read_json(f"{self.rel}/ticks.json", default=None)
+        return [t for t in data if isinstance(t, dict)] if isinstance(data, list) else []
+
+    def append_tick(self, entry: dict[str, Any]) -> None:
+        ticks = [*self.read_ticks(), entry][-TICK_HISTORY:]
+        self.state.write_json(f"{self.rel}/ticks.json", ticks)
 
     # -- locks -------------------------------------------------------------------------------
     def chain_lock(self, blocking: bool = True) -> AbstractContextManager[bool]:

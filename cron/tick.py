@@ -242,7 +242,12 @@ def heartbeat(report: TickReport, period: float) -> dict[str, Any]:
 
 
 def write_heartbeat(store: CronStore, report: TickReport, period: float) -> None:
-    store.write_heartbeat(heartbeat(report, period))
+    beat = heartbeat(report, period)
+    beat["started"] = (store.read_heartbeat() or {}).get("started")
+    store.write_heartbeat(beat)
+    entry = {k: beat[k] for k in ("time", "slot", "lateness", "job_id", "busy")}
+    entry["failed"] = sum(1 for r in report.results if r.failed)
+    store.append_tick(entry)
 
 
 def send_alerts(alerts: list[Alert], env: TickEnv) -> None:

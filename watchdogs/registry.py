@@ -12,6 +12,7 @@ from typing import Any
 
 from watchdogs.base import Watchdog
 from watchdogs.config import WatchConfig
+from watchdogs.cron import CronWatchdog
 from watchdogs.disk import DiskWatchdog
 from watchdogs.job import JobWatchdog
 from watchdogs.log import LogWatchdog
@@ -23,6 +24,7 @@ REGISTRY: dict[str, Callable[[list[Any], float], Watchdog]] = {
     "log": LogWatchdog,
     "disk": DiskWatchdog,
     "memory": MemoryWatchdog,
+    "cron": CronWatchdog,  # built by `rtool watch cron` from [cron] (no [[watch.cron]] entries)
 }
 
 

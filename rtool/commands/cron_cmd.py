@@ -19,7 +19,7 @@ app = typer.Typer(
     no_args_is_help=True,
 )
 
-_DIR_HELP = "The cron folder (default: [cron] dir in the config, ~/rtool-cron)."
+_DIR_HELP = "The cron folder (default: cron.dir in the config, ~/rtool-cron)."
 
 
 def _env(ctx: typer.Context, directory: Path | None) -> TickEnv:

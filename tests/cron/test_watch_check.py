@@ -1,0 +1,58 @@
+"""The pure `cron` watchdog check."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from cron.store import chain_name
+from rtool.alert import Status
+from rtool.slurm import SqueueJob
+from watchdogs.cron import ChainObservation, check_cron
+
+
+def job(state: str, name: str) -> SqueueJob:
+    return SqueueJob(
+        "7", "7", None, state, None, "me", "debug", 1, 0.0, None, None, datetime.now(), "", name
+    )
+
+
+NAME = "rtool-cron-abc"
+
+
+def check(beat: dict | None, jobs: list[SqueueJob] | None, now: float = 1000.0) -> Status:
+    obs = ChainObservation(beat, jobs, None if jobs is not None else "squeue: timed out")
+    return check_cron("/c", NAME, obs, period=60, grace=10, now=now).status
+
+
+def test_fresh_tick_and_queued_chain_is_ok() -> None:
+    assert check({"time": 950.0}, [job("PENDING", NAME)]) == Status.OK
+    assert check(None, [job("PENDING", NAME)]) == Status.OK  # started, first tick pending
+
+
+def test_stale_tick_is_critical_even_with_a_job_queued() -> None:
+    assert check({"time": 929.0}, [job("PENDING", NAME)]) == Status.CRITICAL
+
+
+def test_a_fresh_start_counts_like_a_tick() -> None:
+    assert check({"time": 500.0, "started": 990.0}, [job("PENDING", NAME)]) == Status.OK
+    assert check({"started": 900.0}, [job("PENDING", NAME)]) == Status.CRITICAL
+
+
+def test_no_chain_job_is_critical() -> None:
+    assert check({"time": 990.0}, []) == Status.CRITICAL
+    assert check({"time": 990.0}, [job("COMPLETED", NAME), job("PENDING", "other")]) == (
+        Status.CRITICAL
+    )
+    assert check(None, []) == Status.CRITICAL
+
+
+def test_squeue_failure_is_unknown_not_critical() -> None:
+    assert check({"time": 990.0}, None) == Status.UNKNOWN
+
+
+def test_chain_name_identifies_user_and_dir(tmp_path: object) -> None:
+    from pathlib import Path
+
+    a, b = chain_name(Path("/x/a")), chain_name(Path("/x/b"))
+    assert a != b and a.startswith("rtool-cron-")
+    assert chain_name(Path("/x/a"), user="u1") != chain_name(Path("/x/a"), user="u2")
