@@ -1,7 +1,316 @@
-"""`rtool watch ...` (placeholder: filled in by the watch issue)."""
+"""`rtool watch job|log|disk|memory|all`: monitoring-plugin style watchdogs.
+
+Each command builds watchdogs from its flags (no config needed) and hands them to
+`watchdogs.runner.run_watch`, which prints one status line per check and exits 0 OK,
+1 WARNING, 2 CRITICAL, 3 UNKNOWN. Adding a watchdog = one registry entry + one command here.
+"""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
 import typer
 
-app = typer.Typer(help="watch commands.", no_args_is_help=True)
+from rtool.context import get_context
+from rtool.errors import UsageError
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from watchdogs.base import Watchdog
+
+app = typer.Typer(
+    help="Watchdogs for a training run: job, log, disk, memory, or all from the config.\n\n"
+    "Exit codes like a monitoring plugin: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.\n\n"
+    "Example: rtool watch disk /scratch --max-used 80% --tee logs/train.log",
+    no_args_is_help=True,
+)
+
+_JSON = typer.Option(False, "--json", help="Print the results as JSON instead of status lines.")
+_NO_NOTIFY = typer.Option(False, "--no-notify", help="Only print; send no alert.")
+_TEE = typer.Option(None, "--tee", help="Also append the status lines, time-stamped, to this file.")
+_TIMEOUT = typer.Option(
+    None, "--timeout", help="Timeout of every probe (default: [watch] timeout, 10s)."
+)
+
+
+def _spec(model: type[BaseModel], **values: Any) -> Any:
+    """A config entry from flags; a bad value is a one-line usage error naming the flag."""
+    from pydantic import ValidationError
+
+    clean = {k: v for k, v in values.items() if v is not None}
+    try:
+        return model(**clean)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        flag = "--" + str(err["loc"][0]).replace("_", "-") if err["loc"] else model.__name__
+        msg = str(err["msg"]).removeprefix("Value error, ")
+        raise UsageError(f"{flag}: {msg}") from None
+
+
+def _run(
+    ctx: typer.Context,
+    watchdogs: list[Watchdog],
+    json_out: bool,
+    no_notify: bool,
+    tee: Path | None,
+    timeout: float | None,
+) -> int:
+    from watchdogs.runner import Output, run_watch
+
+    app_ctx = get_context(ctx)
+    cfg = app_ctx.config
+    out = Output(json=json_out, notify=not no_notify, tee=tee)
+    return run_watch(
+        watchdogs,
+        state=app_ctx.state,
+        notify_cfg=cfg.notify,
+        timeout=timeout if timeout is not None else cfg.watch.timeout,
+        out=out,
+    )
+
+
+def _timeout(ctx: typer.Context, text: str | None) -> float:
+    from rtool.units import UnitError, parse_duration
+
+    if text is None:
+        return float(get_context(ctx).config.watch.timeout)
+    try:
+        value = parse_duration(text)
+    except UnitError as exc:
+        raise UsageError(f"--timeout: {exc}") from None
+    if value <= 0:
+        raise UsageError("--timeout: must be above 0s")
+    return value
+
+
+@app.command("job")
+def job_cmd(
+    ctx: typer.Context,
+    name: list[str] = typer.Option(..., "--name", help="Job name (repeat for several)."),
+    regex: bool = typer.Option(False, "--regex", help="Names are regular expressions."),
+    user: list[str] = typer.Option([], "--user", help="Only jobs of this user (repeatable)."),
+    group: str | None = typer.Option(None, "--group", help="Only jobs of this unix group."),
+    partition: str | None = typer.Option(None, "--partition", help="Only this partition."),
+    max_pending: str = typer.Option("24h", "--max-pending", help="Pending longer -> WARNING."),
+    json_out: bool = _JSON,
+    no_notify: bool = _NO_NOTIFY,
+    tee: Path | None = _TEE,
+    timeout: str | None = _TIMEOUT,
+) -> int:
+    """Is the training job running or queued? One squeue call for all names.
+
+    RUNNING is OK; PENDING is OK unless held, never satisfiable or pending past
+    --max-pending; neither running nor queued is CRITICAL; squeue failing is UNKNOWN.
+
+    Example: rtool watch job --name train-10b --user alice --max-pending 6h
+    """
+    from watchdogs.config import JobWatch
+    from watchdogs.job import JobWatchdog
+
+    t = _timeout(ctx, timeout)
+    specs = [
+        _spec(
+            JobWatch,
+            name=n,
+            regex=regex,
+            users=user,
+            group=group,
+            partition=partition,
+            max_pending=max_pending,
+        )
+        for n in name
+    ]
+    return _run(ctx, [JobWatchdog(specs, t)], json_out, no_notify, tee, t)
+
+
+@app.command("log")
+def log_cmd(
+    ctx: typer.Context,
+    path: str = typer.Argument(..., help="Log file or glob (newest match wins)."),
+    stale: str = typer.Option("30m", "--stale", help="Not written for longer -> CRITICAL."),
+    job_name: str | None = typer.Option(
+        None, "--job-name", help="Stale while this job is not running: OK with a note."
+    ),
+    heartbeat: str | None = typer.Option(
+        None, "--heartbeat", help="Heartbeat file of the training shim (sharper signal)."
+    ),
+    dump_stacks: bool = typer.Option(
+        False, "--dump-stacks", help="On a hang, attach a py-spy dump to the alert."
+    ),
+    pid: int | None = typer.Option(None, "--pid", help="Process to dump (else heartbeat/job)."),
+    on_hang: str = typer.Option(
+        "none", "--on-hang", help="none, requeue or signal:USR1 (once per hang)."
+    ),
+    json_out: bool = _JSON,
+    no_notify: bool = _NO_NOTIFY,
+    tee: Path | None = _TEE,
+    timeout: str | None = _TIMEOUT,
+) -> int:
+    """Has the training stopped writing its log (or heartbeat)?
+
+    Example: rtool watch log 'logs/train-*.out' --stale 30m --job-name train-10b --on-hang requeue
+    """
+    from watchdogs.config import LogWatch
+    from watchdogs.log import LogWatchdog
+
+    t = _timeout(ctx, timeout)
+    spec = _spec(
+        LogWatch,
+        path=path,
+        stale=stale,
+        job_name=job_name,
+        heartbeat=heartbeat,
+        dump_stacks=dump_stacks,
+        pid=pid,
+        on_hang=on_hang,
+    )
+    return _run(ctx, [LogWatchdog([spec], t)], json_out, no_notify, tee, t)
+
+
+@app.command("disk")
+def disk_cmd(
+    ctx: typer.Context,
+    paths: list[str] = typer.Argument(..., help="Paths on the partitions the run needs."),
+    max_used: str = typer.Option("90%", "--max-used", help="Used above -> CRITICAL."),
+    warn_used: str | None = typer.Option(None, "--warn-used", help="Used above -> WARNING."),
+    min_free: str | None = typer.Option(None, "--min-free", help="Free below -> CRITICAL."),
+    max_inodes_used: str | None = typer.Option(None, "--max-inodes-used", help="e.g. 90%."),
+    min_free_inodes: int | None = typer.Option(None, "--min-free-inodes", help="e.g. 100000."),
+    usable: str = typer.Option("100%", "--usable", help="Share of the size that is usable."),
+    runway: str | None = typer.Option(None, "--runway", help="WARNING when full within."),
+    trend_min_span: str = typer.Option("1h", "--trend-min-span", help="History for a trend."),
+    quota_cmd: str | None = typer.Option(None, "--quota-cmd", help="e.g. 'lfs quota -u me /fs'."),
+    quota_format: str = typer.Option("simple", "--quota-format", help="lfs, mmlsquota, simple."),
+    json_out: bool = _JSON,
+    no_notify: bool = _NO_NOTIFY,
+    tee: Path | None = _TEE,
+    timeout: str | None = _TIMEOUT,
+) -> int:
+    """Space and inodes on every partition the run needs (a hung mount never hangs rtool).
+
+    Example: rtool watch disk /scratch /home --max-used 80% --min-free-inodes 100000 --runway 48h
+    """
+    from watchdogs.config import DiskWatch
+    from watchdogs.disk import DiskWatchdog
+
+    t = _timeout(ctx, timeout)
+    specs = [
+        _spec(
+            DiskWatch,
+            path=p,
+            max_used=max_used,
+            warn_used=warn_used,
+            min_free=min_free,
+            max_inodes_used=max_inodes_used,
+            min_free_inodes=min_free_inodes,
+            usable=usable,
+            runway=runway,
+            trend_min_span=trend_min_span,
+            quota_cmd=quota_cmd,
+            quota_format=quota_format,
+        )
+        for p in paths
+    ]
+    return _run(ctx, [DiskWatchdog(specs, t)], json_out, no_notify, tee, t)
+
+
+@app.command("memory")
+def memory_cmd(
+    ctx: typer.Context,
+    max_used: str = typer.Option("95%", "--max-used", help="Node RAM used above -> CRITICAL."),
+    warn_used: str = typer.Option("90%", "--warn-used", help="Node RAM used above -> WARNING."),
+    pid: list[int] = typer.Option([], "--pid", help="Watch the RSS growth of this process."),
+    job: str | None = typer.Option(None, "--job", help="Watch a Slurm job's processes here."),
+    gpu: bool = typer.Option(False, "--gpu", help="Check GPU memory (nvidia-smi) if present."),
+    runway: str = typer.Option("24h", "--runway", help="WARNING when RSS growth fills RAM within."),
+    trend_min_span: str = typer.Option("30m", "--trend-min-span", help="History for a trend."),
+    json_out: bool = _JSON,
+    no_notify: bool = _NO_NOTIFY,
+    tee: Path | None = _TEE,
+    timeout: str | None = _TIMEOUT,
+) -> int:
+    """Node RAM and swap, RSS growth of processes or a job, GPU memory.
+
+    Example: rtool watch memory --max-used 90% --job $SLURM_JOB_ID --gpu
+    """
+    from watchdogs.config import MemoryWatch
+    from watchdogs.memory import MemoryWatchdog
+
+    t = _timeout(ctx, timeout)
+    warn = warn_used if warn_used is not None else max_used
+    spec = _spec(
+        MemoryWatch,
+        max_used=max_used,
+        warn_used=warn,
+        pids=pid,
+        job=job,
+        gpu=gpu,
+        runway=runway,
+        trend_min_span=trend_min_span,
+    )
+    return _run(ctx, [MemoryWatchdog([spec], t)], json_out, no_notify, tee, t)
+
+
+@app.command("cron")
+def cron_cmd(
+    ctx: typer.Context,
+    directory: Path | None = typer.Option(
+        None, "--dir", help="The cron folder (default: cron.dir in the config)."
+    ),
+    grace: str | None = typer.Option(
+        None, "--grace", help="Allowed delay after the tick period (default: cron.grace, 10m)."
+    ),
+    json_out: bool = _JSON,
+    no_notify: bool = _NO_NOTIFY,
+    tee: Path | None = _TEE,
+    timeout: str | None = _TIMEOUT,
+) -> int:
+    """Who watches the watchman: is the `rtool cron` chain alive?
+
+    CRITICAL when its last tick is older than the tick period plus the grace, or when no
+    scheduler job is queued or running; UNKNOWN when squeue fails. Run it from a login
+    node's real crontab where there is one.
+
+    Example: rtool watch cron --dir ~/rtool-cron --grace 15m
+    """
+    from cron.store import resolve_dir
+    from rtool.units import UnitError, parse_duration
+    from watchdogs.cron import CronWatchdog, spec_from_config
+
+    t = _timeout(ctx, timeout)
+    cfg = get_context(ctx).config.cron
+    try:
+        g = parse_duration(grace) if grace is not None else None
+    except UnitError as exc:
+        raise UsageError(f"--grace: {exc}") from None
+    spec = spec_from_config(cfg, resolve_dir(directory or cfg.dir), g)
+    return _run(ctx, [CronWatchdog([spec], t)], json_out, no_notify, tee, t)
+
+
+@app.command("all")
+def all_cmd(
+    ctx: typer.Context,
+    json_out: bool = _JSON,
+    no_notify: bool = _NO_NOTIFY,
+    tee: Path | None = _TEE,
+    timeout: str | None = _TIMEOUT,
+) -> int:
+    """Every [[watch.*]] entry of the config in one sweep (worst status wins).
+
+    Example: rtool --config rtool.toml watch all --tee logs/train.log
+    """
+    from watchdogs.registry import from_config
+
+    t = _timeout(ctx, timeout)
+    watch = get_context(ctx).config.watch
+    watchdogs = from_config(watch.model_copy(update={"timeout": t}))
+    if not watchdogs:
+        typer.echo(
+            "rtool: nothing to watch: the config has no [[watch.job]], [[watch.log]], "
+            "[[watch.disk]] or [[watch.memory]] entries",
+            err=True,
+        )
+        return 3
+    return _run(ctx, watchdogs, json_out, no_notify, tee, t)

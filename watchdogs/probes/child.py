@@ -51,8 +51,12 @@ def start(mode: str, *args: str) -> subprocess.Popen[bytes]:
 
 def collect(proc: subprocess.Popen[bytes], deadline: float) -> Outcome:
     """Wait for `proc` until `deadline` (time.monotonic); abandon it after that."""
+    remaining = deadline - time.monotonic()
     try:
-        out, err = proc.communicate(timeout=max(0.0, deadline - time.monotonic()))
+        if proc.poll() is not None:  # finished while we waited for another probe
+            out, err = proc.communicate()
+        else:
+            out, err = proc.communicate(timeout=max(0.05, remaining))
     except subprocess.TimeoutExpired:
         abandon(proc)
         return Outcome(timed_out=True, pid=proc.pid)
