@@ -1,0 +1,131 @@
+"""job watchdog against real jobs on the local Slurm (fails, never skips, without Slurm)."""
+
+from __future__ import annotations
+
+import re
+import socket
+import time
+from pathlib import Path
+
+import pytest
+
+from rtool.alert import Status
+from rtool.slurm import Slurm
+from rtool.state import StateDir
+from tests.helpers import wait_for
+from watchdogs.base import ProbeEnv
+from watchdogs.config import JobWatch, LogWatch
+from watchdogs.job import JobWatchdog
+from watchdogs.log import LogWatchdog
+from watchdogs.runner import query_for, sweep
+
+pytestmark = pytest.mark.slurm
+
+
+def submit(slurm: Slurm, name: str, *args: str, wrap: str = "sleep 300") -> str:
+    return slurm.sbatch(["--job-name", name, "--output=/dev/null", *args, "--wrap", wrap]).job_id
+
+
+def state_of(slurm: Slurm, job_id: str) -> tuple[str, str | None]:
+    jobs = slurm.squeue(job_ids=[job_id])
+    return (jobs[0].state, jobs[0].reason) if jobs else ("GONE", None)
+
+
+def test_running_job_is_ok(slurm, job_name, cli):
+    job = submit(slurm, job_name)
+    wait_for(lambda: state_of(slurm, job)[0] == "RUNNING", 60, what="job running")
+    r = cli("watch", "job", "--name", job_name, "--no-notify")
+    assert r.code == 0, r.out
+    assert r.out.startswith(f"JOB OK - {job_name} running (job {job},")
+
+
+def test_own_job_never_counts_as_the_watched_job(slurm, job_name, cli, monkeypatch):
+    job = submit(slurm, job_name)
+    wait_for(lambda: state_of(slurm, job)[0] == "RUNNING", 60, what="job running")
+    monkeypatch.setenv("SLURM_JOB_ID", job)  # as if the watchdog ran inside that job
+    r = cli("watch", "job", "--name", job_name, "--no-notify")
+    assert r.code == 2
+    assert f"{job_name} neither running nor queued" in r.out
+
+
+def test_held_job_warns_with_the_reason(slurm, job_name, cli):
+    job = submit(slurm, job_name, "--hold")
+    wait_for(lambda: state_of(slurm, job)[1] == "JobHeldUser", 30, what="held")
+    r = cli("watch", "job", "--name", job_name, "--no-notify")
+    assert r.code == 1
+    assert f"JOB WARNING - {job_name} pending" in r.out and "held (JobHeldUser)" in r.out
+
+
+def test_pending_on_a_dependency_ok_until_max_pending(slurm, job_name, cli):
+    first = submit(slurm, job_name + "-first")
+    try:
+        job = submit(slurm, job_name, f"--dependency=afterok:{first}")
+        wait_for(lambda: state_of(slurm, job)[1] == "Dependency", 30, what="dependency")
+        r = cli("watch", "job", "--name", job_name, "--no-notify")
+        assert r.code == 0 and "(Dependency)" in r.out, r.out
+        time.sleep(1.1)
+        r = cli("watch", "job", "--name", job_name, "--max-pending", "1s", "--no-notify")
+        assert r.code == 1 and "(limit 1s), reason Dependency" in r.out, r.out
+    finally:
+        slurm.scancel(name=job_name + "-first")
+
+
+def test_dependency_never_satisfied_is_critical(slurm, job_name, cli):
+    first = submit(slurm, job_name + "-bad", "--begin=now+2", wrap="exit 1")
+    try:
+        job = submit(slurm, job_name, f"--dependency=afterok:{first}")
+        wait_for(lambda: state_of(slurm, job)[1] == "DependencyNeverSatisfied", 60, what="never")
+        r = cli("watch", "job", "--name", job_name, "--no-notify")
+        assert r.code == 2
+        assert "DependencyNeverSatisfied: will never start by itself" in r.out
+    finally:
+        slurm.scancel(name=job_name + "-bad")
+
+
+def test_absent_job_is_critical(slurm_cluster, job_name, cli):
+    r = cli("watch", "job", "--name", job_name, "--name", job_name + "-2", "--no-notify")
+    assert r.code == 2
+    assert r.out.splitlines() == [
+        f"JOB CRITICAL - {job_name} neither running nor queued",
+        f"JOB CRITICAL - {job_name}-2 neither running nor queued",
+    ]
+
+
+def test_regex_and_user_filter(slurm, job_name, cli):
+    job = submit(slurm, job_name + "-x7")
+    wait_for(lambda: state_of(slurm, job)[0] == "RUNNING", 60, what="job running")
+    try:
+        r = cli("watch", "job", "--name", job_name + r"-x\d", "--regex", "--no-notify")
+        assert r.code == 0 and f"(job {job}," in r.out
+        r = cli("watch", "job", "--name", job_name + "-x7", "--user", "nobody", "--no-notify")
+        assert r.code == 2
+    finally:
+        slurm.scancel(name=job_name + "-x7")
+
+
+def test_unreachable_slurmctld_is_unknown_not_missing(slurm_cluster, tmp_path, cli, monkeypatch):
+    conf = Path(slurm_cluster.conf).read_text()
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        dead = s.getsockname()[1]
+    (tmp_path / "slurm.conf").write_text(
+        re.sub(r"SlurmctldPort=\d+", f"SlurmctldPort={dead}", conf)
+    )
+    monkeypatch.setenv("SLURM_CONF", str(tmp_path / "slurm.conf"))
+    r = cli("watch", "job", "--name", "anything", "--timeout", "5s", "--no-notify")
+    assert r.code == 3, r.out
+    assert r.out.startswith("JOB UNKNOWN - anything: squeue failed")
+
+
+@pytest.mark.parametrize("n", [1, 20])
+def test_one_squeue_call_per_sweep(slurm_cluster, tmp_path, n):
+    names = [f"w{i}" for i in range(n)]
+    watchdogs = [
+        JobWatchdog([JobWatch(name=x) for x in names]),
+        LogWatchdog([LogWatch(path=str(tmp_path / "x.log"), job_name="w0")]),
+    ]
+    s = Slurm(timeout=30)
+    results = sweep(watchdogs, ProbeEnv(s, StateDir(tmp_path / "st"), query_for(watchdogs)), 10)
+    assert len(results) == n + 1
+    assert [c[0] for c in s.calls] == ["squeue"]
+    assert all(r.status == Status.CRITICAL for r in results[:n])
