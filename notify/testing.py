@@ -94,7 +94,8 @@ class SlackLikeServer:
         ThreadingHTTPServer.allow_reuse_address = True
         self._server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
         self._server.daemon_threads = True
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        server = self._server
+        threading.Thread(target=lambda: server.serve_forever(0.05), daemon=True).start()
         return self
 
     def stop(self) -> None:
@@ -218,7 +219,7 @@ class SmtpServer:
             data.login.decode(),
             data.password.decode(),
         )
-        return AuthResult(success=ok)
+        return AuthResult(success=ok, handled=False, auth_data=data if ok else None)
 
 
 class _SmtpHandler:

@@ -9,6 +9,7 @@ message. Sent means: webhook HTTP 200 `ok`, API `"ok": true`.
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 
 from notify.channels.base import DeliveryError, Envelope, Receipt, scrub, scrubbed_logs
@@ -119,6 +120,9 @@ class SlackChannel:
 
     def send(self, envelope: Envelope) -> Receipt:
         mode, secret = self._secret()
+        # the SDK logs every failed try at ERROR; the outbox reports the outcome once
+        debug = logging.getLogger().isEnabledFor(logging.DEBUG)
+        logging.getLogger(_LOGGERS[0]).setLevel(logging.NOTSET if debug else logging.CRITICAL)
         with scrubbed_logs(_LOGGERS, [secret]) as logger:
             try:
                 if mode == "webhook":

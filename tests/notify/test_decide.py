@@ -1,0 +1,69 @@
+"""The per-key state machine (pure): first alert, change, repeat, resolved, min_failures."""
+
+from __future__ import annotations
+
+from notify.decide import KeyState, decide
+from rtool.alert import Status
+from tests.notify.conftest import T0, alert
+
+H = 3600.0
+
+
+def run(statuses: list[tuple[float, Status]], repeat: float = 4 * H, min_failures: int = 1):
+    st = KeyState()
+    kinds = []
+    for t, s in statuses:
+        st, d = decide(st, alert(s), T0 + t, repeat, min_failures)
+        kinds.append(d.kind)
+    return kinds, st
+
+
+def test_first_bad_result_alerts_and_nothing_again_while_unchanged() -> None:
+    kinds, st = run([(0, Status.CRITICAL), (60, Status.CRITICAL), (120, Status.CRITICAL)])
+    assert kinds == ["alert", None, None]
+    assert st.failures == 3 and st.since == T0
+
+
+def test_ok_polls_send_nothing() -> None:
+    kinds, _ = run([(0, Status.OK), (60, Status.OK)])
+    assert kinds == [None, None]
+
+
+def test_status_change_is_sent_both_ways() -> None:
+    kinds, _ = run([(0, Status.WARNING), (60, Status.CRITICAL), (120, Status.WARNING)])
+    assert kinds == ["alert", "changed", "changed"]
+
+
+def test_repeat_after_interval_counts_from_last_notification() -> None:
+    t = [0, H, 4 * H - 1, 4 * H, 5 * H, 8 * H]
+    kinds, _ = run([(x, Status.CRITICAL) for x in t])
+    assert kinds == ["alert", None, None, "repeat", None, "repeat"]
+
+
+def test_repeat_interval_zero_never_repeats() -> None:
+    kinds, _ = run([(0, Status.CRITICAL), (100 * H, Status.CRITICAL)], repeat=0)
+    assert kinds == ["alert", None]
+
+
+def test_resolved_after_alert_with_duration_source() -> None:
+    st = KeyState()
+    st, _ = decide(st, alert(Status.CRITICAL), T0, 4 * H)
+    st, _ = decide(st, alert(Status.CRITICAL), T0 + 600, 4 * H)
+    before = st
+    st, d = decide(st, alert(Status.OK), T0 + 2 * H, 4 * H)
+    assert d.kind == "resolved" and before.since == T0
+    assert st.status == "OK" and st.notified is None and st.version == before.version + 1
+
+
+def test_min_failures_rides_out_flapping() -> None:
+    flap = [(0, Status.CRITICAL), (60, Status.OK), (120, Status.CRITICAL), (180, Status.OK)]
+    kinds, _ = run(flap, min_failures=2)
+    assert kinds == [None, None, None, None]  # no alert, so no resolved notice either
+    kinds, st = run([(0, Status.WARNING), (60, Status.CRITICAL)], min_failures=2)
+    assert kinds == [None, "alert"] and st.notified == "CRITICAL" and st.since == T0
+
+
+def test_text_is_not_identity() -> None:
+    st, d1 = decide(KeyState(), alert(Status.CRITICAL, pct=91), T0, 4 * H)
+    st, d2 = decide(st, alert(Status.CRITICAL, pct=97), T0 + 60, 4 * H)
+    assert (d1.kind, d2.kind) == ("alert", None)
