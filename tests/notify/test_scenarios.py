@@ -192,3 +192,37 @@ def test_no_channel_configured_logs_to_stderr(
     assert len(err) == 2
     assert "[rtool CRITICAL] disk /scratch: 91% used (limit 80%)" in err[0]
     assert "[rtool RESOLVED]" in err[1] and "(lasted 1m)" in err[1]
+
+
+def test_kill_between_queueing_and_state_write_queues_no_duplicate(
+    state: StateDir, smtp_server: SmtpServer
+) -> None:
+    cfg = config(email=email_cfg(smtp_server))
+    process([alert(Status.CRITICAL)], cfg, state, now=T0, send=False)
+    assert len(Outbox(state).items()) == 1
+    # as if killed after the outbox write, before the key state write
+    epoch = state.read_json("notify/alerts.json")["epoch"]
+    state.write_json("notify/alerts.json", {"epoch": epoch, "keys": {}})
+    process([alert(Status.CRITICAL)], cfg, state, now=T0 + 60)
+    assert len(smtp_server.messages) == 1
+
+
+def test_concurrent_runs_send_each_notification_once(
+    state: StateDir, slack_server: SlackLikeServer, monkeypatch
+) -> None:
+    import threading
+
+    cfg = config(slack=webhook_slack_cfg(monkeypatch, slack_server))
+    keys = [f"job:run-{i}" for i in range(3)]
+    process([alert(Status.CRITICAL, key=k) for k in keys], cfg, state, now=T0, send=False)
+    slack_server.delay = 0.3
+    slack_server.script("slow")  # the first send is slow: the other run waits on the lock
+    runs = [threading.Thread(target=flush, args=(cfg, state, T0)) for _ in range(3)]
+    for t in runs:
+        t.start()
+    for t in runs:
+        t.join(30)
+    assert sorted(r["body"]["text"].split("]")[1] for r in slack_server.accepted) == sorted(
+        f" job {k.split(':')[1]}: /scratch 91% used (limit 80%)" for k in keys
+    )
+    assert not Outbox(state).items()
