@@ -12,7 +12,7 @@ from cron.jobs import SUBDIRS, scan
 from cron.runner import JobResult, run_job
 from cron.status import format_status
 from cron.store import CronStore
-from cron.tick import TickEnv, job_alert, send_alerts
+from cron.tick import TickEnv, job_alert, record, send_alerts
 from rtool.errors import RtoolError, UsageError
 from rtool.slurm import SlurmError
 
@@ -122,9 +122,7 @@ def run_one(env: TickEnv, name: str) -> JobResult:
             raise RtoolError("a tick is running jobs right now; try again in a moment")
         result = run_job(job, env.root, timeout=env.config.cron.job_timeout, slurm=env.slurm)
         data = store.load()
-        data["jobs"][job.name] = result.to_dict()
-        if result.status == "submitted" and result.job_id:
-            data["slurm_jobs"][job.name] = {"job_id": result.job_id, "log": result.log}
+        record(data, result)
         store.save(data)
     if result.status != "submitted":
         send_alerts([job_alert(result, env.root)], env)

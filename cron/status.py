@@ -66,6 +66,10 @@ def format_status(
         dur_s = f"{dur:.1f}s" if isinstance(dur, (int, float)) else "-"
         code = rec.get("exit_code")
         status = str(rec.get("status", "-"))
+        outcome = rec.get("last_outcome")
+        if status == "submitted" and isinstance(outcome, dict):
+            status = f"submitted (last {outcome.get('status')})"
+            code = outcome.get("exit_code") if code is None else code
         gone = "" if job in job_names else " (removed)"
         lines.append(
             f"{job:<32} {start_s:<20} {dur_s:>8} {'-' if code is None else code!s:>4} "

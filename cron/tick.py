@@ -163,44 +163,58 @@ def _run_and_record(
     log.info("running %s", job.name)
     result = run_job(job, env.root, timeout=env.cron.job_timeout, slurm=env.slurm)
     report.results.append(result)
-    data["jobs"][job.name] = result.to_dict()
-    if result.status == "submitted" and result.job_id:
-        data["slurm_jobs"][job.name] = {"job_id": result.job_id, "log": result.log}
-    else:
+    record(data, result)
+    if result.status != "submitted":
         report.alerts.append(job_alert(result, env.root))
     store.save(data)
     return result
+
+
+def record(data: dict[str, Any], result: JobResult) -> None:
+    """Store a job's last run; a submitted Slurm job is tracked until it ends."""
+    previous = data["jobs"].get(result.name) or {}
+    entry = result.to_dict()
+    if "last_outcome" in previous:
+        entry["last_outcome"] = previous["last_outcome"]
+    data["jobs"][result.name] = entry
+    if result.status == "submitted" and result.job_id:
+        data["slurm_jobs"][result.job_id] = {
+            "name": result.name,
+            "log": result.log,
+            "start": result.start,
+        }
 
 
 def _check_submitted(
     env: TickEnv, store: CronStore, data: dict[str, Any], report: TickReport
 ) -> None:
     """Record the outcome of `*.slurm` jobs submitted by earlier ticks, once they end."""
-    for name, info in list(data["slurm_jobs"].items()):
+    for job_id, info in list(data["slurm_jobs"].items()):
+        name = str(info.get("name", "?"))
         try:
-            records = env.slurm.show_job(str(info["job_id"]))
+            records = env.slurm.show_job(job_id)
         except SlurmError as exc:
-            log.warning("cannot check job %s of %s: %s", info.get("job_id"), name, exc)
+            log.warning("cannot check job %s of %s: %s", job_id, name, exc)
             continue
-        job_rec = data["jobs"].get(name, {})
-        if not records:  # gone from slurmctld's memory before we looked
-            job_rec["status"] = "unknown"
-            job_rec["message"] = f"job {info['job_id']} ended; outcome no longer known to Slurm"
+        if not records:  # gone from slurmctld's memory before we looked: no alert either way
+            outcome = {"job_id": job_id, "status": "unknown", "exit_code": None}
         else:
-            outcome = slurm_outcome(records[0])
-            if outcome is None:
-                continue
-            status, code = outcome
-            job_rec.update(status=status, exit_code=code, message=f"job {info['job_id']} {status}")
-            result = JobResult(name, "slurm", status, float(job_rec.get("start", 0.0)), 0.0, code)
-            result.log, result.job_id, result.message = (
-                info.get("log"),
-                info["job_id"],
-                job_rec["message"],
-            )
+            found = slurm_outcome(records[0])
+            if found is None:
+                continue  # still pending or running
+            status, code = found
+            outcome = {"job_id": job_id, "status": status, "exit_code": code}
+            result = JobResult(name, "slurm", status, float(info.get("start") or 0.0), 0.0, code)
+            result.log, result.job_id = info.get("log"), job_id
+            result.message = f"Slurm job {job_id} {records[0].get('JobState', '?')}"
+            if code:
+                result.message += f", exit code {code}"
             report.alerts.append(job_alert(result, env.root))
-        data["jobs"][name] = job_rec
-        del data["slurm_jobs"][name]
+        entry = data["jobs"].setdefault(name, {"name": name, "kind": "slurm"})
+        entry["last_outcome"] = outcome
+        if entry.get("job_id") == job_id:
+            entry.update(status=outcome["status"], exit_code=outcome["exit_code"])
+        del data["slurm_jobs"][job_id]
 
 
 def job_alert(result: JobResult, root: Path) -> Alert:

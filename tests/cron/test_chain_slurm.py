@@ -1,0 +1,165 @@
+"""The cron chain on the real local Slurm, with "hourly" compressed to a few seconds."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cron import chain, manage
+from cron.tick import TickEnv
+from rtool.config import load_config
+from rtool.slurm import Slurm
+from rtool.state import StateDir
+from tests.cron.conftest import CronSetup
+from tests.helpers import wait_for
+
+pytestmark = pytest.mark.slurm
+
+PERIOD = 3.0
+TICKS = 10
+#: How far after its slot a tick may start on a busy 2-core machine (Slurm's begin-time
+#: scheduling with bf_interval=1,sched_interval=2 plus Python start-up). It must not grow.
+MAX_LATENESS = 2.9
+
+
+def executable(path: Path, text: str) -> Path:
+    path.write_text(text)
+    path.chmod(0o755)
+    return path
+
+
+def active(slurm: Slurm, setup: CronSetup) -> list[str]:
+    return [f"{j.job_id}:{j.state}" for j in chain.chain_jobs(slurm, setup.name)]
+
+
+def test_chain_ticks_on_slots_runs_jobs_alerts_once_and_cleans_logs(
+    make_cron: Callable[..., CronSetup], cli: Callable[..., Any], slurm: Slurm, tmp_path: Path
+) -> None:
+    c = make_cron(hourly=f"{PERIOD:g}s")
+    hourly = c.root / "cron.hourly"
+    runs = tmp_path / "runs.txt"
+    executable(hourly / "hello.sh", f"#!/bin/sh\ndate +%s >> {runs}\n")
+    executable(hourly / "fail.sh", "#!/bin/sh\necho broken >&2\nexit 3\n")
+    marker = tmp_path / "child.txt"
+    (hourly / "child.slurm").write_text(
+        f"#!/bin/bash\n#SBATCH --time=1\necho $SLURM_JOB_ID > {marker}\n"
+    )
+    (hourly / "notes").write_text("not a job")
+    old_log = c.root / "logs" / "ancient.log"
+    old_log.write_text("x")
+    eight_days_ago = time.time() - 8 * 86400
+    os.utime(old_log, (eight_days_ago, eight_days_ago))
+
+    res = cli(*c.args("cron", "start"))
+    assert res.code == 0, res.err
+    assert "cron chain started" in res.out
+
+    store = c.store()
+    wait_for(lambda: len(store.read_ticks()) >= TICKS, timeout=TICKS * PERIOD + 25, what="10 ticks")
+    ticks = store.read_ticks()[:TICKS]
+
+    # anchored to slots: every slot is on the period's grid, none is skipped, lateness bounded
+    slots = [t["slot"] for t in ticks]
+    assert all(s % PERIOD == 0 for s in slots), slots
+    assert [slots[i + 1] - slots[i] for i in range(TICKS - 1)] == [PERIOD] * (TICKS - 1)
+    late = [t["lateness"] for t in ticks]
+    assert max(late) < MAX_LATENESS, late
+    # no accumulating drift: the last ticks are not later than the first ones plus noise
+    assert sum(late[-3:]) / 3 < sum(late[:3]) / 3 + 1.0, late
+
+    # the dropped jobs ran on (almost) every tick
+    assert len(runs.read_text().split()) >= TICKS - 1
+    # the .slurm file became a Slurm job, and its outcome was recorded by a later tick
+    wait_for(marker.exists, timeout=15, what="the .slurm job's output")
+    rec = wait_for(
+        lambda: store.load()["jobs"]["cron.hourly/child.slurm"].get("last_outcome"),
+        timeout=15,
+        what="the .slurm job's outcome",
+    )
+    assert rec == {"job_id": rec["job_id"], "status": "ok", "exit_code": 0}
+    # the failing job alerted once, not once per tick
+    alert_lines = [
+        ln for ln in c.alerts.read_text().splitlines() if "key=cron:cron.hourly/fail.sh" in ln
+    ]
+    assert len(alert_lines) == 1, alert_lines
+    assert "CRITICAL" in alert_lines[0] and "exit_code=3" in alert_lines[0]
+    assert "key=cron:cron.hourly/hello.sh" not in c.alerts.read_text()
+    # the bad file is skipped with a warning in the scheduler's log; old logs are removed
+    sched_logs = "".join(p.read_text() for p in (c.root / "logs").glob("scheduler.*.log"))
+    assert "cron.hourly/notes: skipped" in sched_logs
+    assert not old_log.exists()
+    assert any((c.root / "logs").glob("hourly-fail.sh.*.log"))
+
+    status = cli(*c.args("cron", "status"))
+    assert status.code == 0
+    assert "PENDING" in status.out or "RUNNING" in status.out
+    assert any(
+        ln.startswith("cron.hourly/fail.sh") and " 3 " in ln for ln in status.out.splitlines()
+    )
+
+    # the watchman: OK while the chain lives, CRITICAL once it is cancelled
+    assert cli(*c.args("watch", "cron", "--no-notify")).code == 0
+    slurm.scancel(name=c.name)
+    wait_for(lambda: not active(slurm, c), timeout=15, what="the chain to be gone")
+    watch = cli(*c.args("watch", "cron", "--no-notify"))
+    assert watch.code == 2, watch.out
+    assert "CRON CRITICAL" in watch.out and "no scheduler job" in watch.out
+
+
+def test_second_start_leaves_one_chain_and_stop_cancels_it(
+    make_cron: Callable[..., CronSetup], cli: Callable[..., Any], slurm: Slurm
+) -> None:
+    c = make_cron(hourly="1h")
+    config = load_config(c.config)
+    env = TickEnv(config, StateDir(c.state), Slurm(timeout=30), c.root, c.config)
+    messages: list[str] = []
+    threads = [
+        threading.Thread(target=lambda: messages.append(manage.start(env))) for _ in range(3)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert sum("started" in m for m in messages) == 1, messages
+    again = cli(*c.args("cron", "start"))
+    assert again.code == 0 and "already runs" in again.out
+    assert len(active(slurm, c)) == 1
+
+    stopped = cli(*c.args("cron", "stop"))
+    assert stopped.code == 0 and "cancelled" in stopped.out
+    wait_for(lambda: not active(slurm, c), timeout=15, what="the chain to be cancelled")
+
+
+def test_cron_run_and_clear_errors(
+    make_cron: Callable[..., CronSetup], cli: Callable[..., Any], tmp_path: Path
+) -> None:
+    c = make_cron(hourly="1h", partition="no-such-partition")
+    executable(c.root / "cron.daily" / "fail.sh", "#!/bin/sh\necho oops\nexit 4\n")
+    (c.root / "cron.d" / "lines").write_text(f"*/5 * * * * echo line-ran > {tmp_path}/line.txt\n")
+
+    res = cli(*c.args("cron", "run", "fail.sh"))
+    assert res.code == 1 and "exit code 4" in res.out
+    log_file = res.out.split("log: ")[1].strip()
+    assert "oops" in Path(log_file).read_text()
+    assert "key=cron:cron.daily/fail.sh" in c.alerts.read_text()
+
+    assert cli(*c.args("cron", "run", "cron.d/lines:1")).code == 0
+    assert (tmp_path / "line.txt").read_text().strip() == "line-ran"
+
+    missing = cli(*c.args("cron", "run", "nope"))
+    assert missing.code == 2 and "no cron job named 'nope'" in missing.err
+
+    # a rejected submission is one clear line, no traceback, and no chain
+    bad = cli(*c.args("cron", "start"))
+    assert bad.code == 1
+    assert bad.err.startswith("rtool: ") and len(bad.err.strip().splitlines()) == 1
+    assert "Traceback" not in bad.err
+
+    not_a_dir = cli("cron", "start", "--dir", str(tmp_path / "nowhere"))
+    assert not_a_dir.code == 2 and "rtool cron init" in not_a_dir.err
