@@ -46,13 +46,22 @@ class LogObservation:
 
 
 def advance(prev: dict[str, Any] | None, cur: dict[str, Any], now: float) -> dict[str, Any]:
-    """Next stored observation: `changed_at` moves to `now` on any sign of activity."""
+    """Next stored observation of a log file: `changed_at` is when it last showed activity.
+
+    First sight: its mtime. A new file (rotation), another size (growth, truncation) or a
+    newer mtime: now (so a skewed file-server clock does not matter). An mtime moved back
+    (`touch -d`, a restored copy): that older time.
+    """
     ident = {k: cur.get(k) for k in ("path", "ino", "dev", "size", "mtime")}
-    if prev is None or any(prev.get(k) != v for k, v in ident.items()):
-        first = prev is None or prev.get("path") is None
-        changed = min(float(cur.get("mtime") or now), now) if first else now
-        return {**ident, "changed_at": changed}
-    return {**ident, "changed_at": float(prev.get("changed_at", now))}
+    mtime = min(float(cur.get("mtime") or now), now)
+    if prev is None or prev.get("path") is None:
+        return {**ident, "changed_at": mtime}
+    before = float(prev.get("changed_at", now))
+    moved = any(prev.get(k) != ident[k] for k in ("path", "ino", "dev", "size"))
+    new_m, old_m = float(cur.get("mtime") or 0), float(prev.get("mtime") or 0)
+    if moved or new_m > old_m:
+        return {**ident, "changed_at": now}
+    return {**ident, "changed_at": min(before, mtime) if new_m < old_m else before}
 
 
 def heartbeat_time(hb: dict[str, Any]) -> float | None:
@@ -173,7 +182,7 @@ def check_one(o: LogObservation, now: float) -> CheckResult:
     if o.error:
         return CheckResult("log", what, Status.UNKNOWN, f"{what}: {o.error}", {"error": o.error})
     hb = o.heartbeat
-    if o.done:
+    if o.done or (hb is not None and hb.get("state") == "finished"):
         return CheckResult("log", what, Status.OK, f"{what}: training finished (done marker)")
     if hb is not None and non_finite_stop(hb):
         reason = hb.get("last_stop_reason") or hb.get("stop_reason")
@@ -194,6 +203,10 @@ def check_one(o: LogObservation, now: float) -> CheckResult:
         )
     limit = format_duration(spec.stale)
     stale = f"{source} not written for {format_duration(idle)} (limit {limit}){step}"
+    if hb is not None and hb.get("state") == "stopped" and not (spec.job_name and o.job_ids):
+        reason = hb.get("last_stop_reason") or hb.get("stop_reason") or "no reason"
+        note = f"{what}: training stopped ({reason}) at step {hb.get('step', '?')}, not a hang"
+        return CheckResult("log", what, Status.OK, note, fields)
     if spec.job_name and o.job_error:
         return CheckResult(
             "log", what, Status.UNKNOWN, f"{stale}; job state unknown: {o.job_error}", fields

@@ -1,0 +1,135 @@
+"""log watchdog on real files: aged with os.utime, truncated, rotated; the shim's heartbeat."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from rtool.alert import Status
+from rtool.state import StateDir
+from watchdogs.base import ProbeEnv
+from watchdogs.config import LogWatch
+from watchdogs.log import LogWatchdog
+
+
+def age(path: Path, seconds: float) -> None:
+    t = time.time() - seconds
+    os.utime(path, (t, t))
+
+
+def sweep(state: StateDir, **spec: object):
+    wd = LogWatchdog([LogWatch(**spec)], 5.0)  # type: ignore[arg-type]
+    [res] = wd.check(wd.probe(ProbeEnv(None, state)), time.time())
+    return res
+
+
+@pytest.fixture
+def state(tmp_path: Path) -> StateDir:
+    return StateDir(tmp_path / "state")
+
+
+def test_fresh_then_stale(tmp_path, cli):
+    log = tmp_path / "train.out"
+    log.write_text("step 1\n")
+    r = cli("watch", "log", str(log), "--stale", "30m", "--no-notify")
+    assert r.code == 0 and r.out.startswith(f"LOG OK - {log} written 0s ago")
+    age(log, 3600)
+    r = cli("watch", "log", str(log), "--stale", "30m", "--no-notify")
+    assert r.code == 2
+    assert r.out.strip() == f"LOG CRITICAL - {log} not written for 1h (limit 30m)"
+
+
+def test_truncation_is_activity(tmp_path, state):
+    log = tmp_path / "train.out"
+    log.write_text("x" * 1000)
+    age(log, 3600)
+    assert sweep(state, path=str(log), stale="30m").status == Status.CRITICAL
+    log.write_text("y")  # truncated and rewritten, then the mtime is made old again
+    age(log, 3600)
+    res = sweep(state, path=str(log), stale="30m")
+    assert res.status == Status.OK, res.summary
+    # and without change since, it goes stale by the remembered time, not the mtime
+    res = sweep(state, path=str(log), stale="30m")
+    assert res.status == Status.OK
+
+
+def test_glob_newest_match_and_rotation(tmp_path, state):
+    old = tmp_path / "train-100.out"
+    old.write_text("old")
+    age(old, 7200)
+    pattern = str(tmp_path / "train-*.out")
+    res = sweep(state, path=pattern, stale="30m")
+    assert res.status == Status.CRITICAL and str(old) in res.summary
+    new = tmp_path / "train-101.out"  # the next array task's log
+    new.write_text("new")
+    age(new, 3600)  # even with an old mtime, a new file is activity
+    res = sweep(state, path=pattern, stale="30m")
+    assert res.status == Status.OK and str(new) in res.summary
+
+
+def test_stale_log_of_a_job_that_is_not_running_is_not_a_hang(slurm_cluster, tmp_path, cli):
+    log = tmp_path / "train.out"
+    log.write_text("done\n")
+    age(log, 3600)
+    r = cli("watch", "log", str(log), "--job-name", "rt-not-running", "--no-notify")
+    assert r.code == 0
+    assert "but job rt-not-running is not running (not a hang)" in r.out
+
+
+def write_hb(path: Path, **fields: object) -> None:
+    base = {"version": 1, "pid": os.getpid(), "host": "n1", "state": "running"}
+    path.write_text(json.dumps({**base, **fields}))
+
+
+def test_heartbeat_is_the_sharper_signal(tmp_path, state):
+    log, hb = tmp_path / "train.out", tmp_path / "hb.json"
+    log.write_text("noisy log keeps changing\n")  # the log is fresh ...
+    write_hb(hb, step=420, time=time.time() - 2000, step_seconds=1.5)
+    res = sweep(state, path=str(log), heartbeat=str(hb), stale="30m")
+    assert res.status == Status.CRITICAL  # ... but the loop has not stepped for 33 min
+    assert res.summary == "heartbeat not written for 33m (limit 30m) at step 420"
+    write_hb(hb, step=421, time=time.time() - 5, step_seconds=1.5)
+    res = sweep(state, path=str(log), heartbeat=str(hb), stale="30m")
+    assert res.status == Status.OK and "at step 421" in res.summary
+
+
+def test_non_finite_loss_stop_is_critical(tmp_path, state):
+    hb = tmp_path / "hb.json"
+    write_hb(hb, step=7, time=time.time(), state="stopped", stop_reason="non-finite loss")
+    res = sweep(state, path=str(tmp_path / "x.out"), heartbeat=str(hb), stale="30m")
+    assert res.status == Status.CRITICAL
+    assert "non-finite loss at step 7" in res.summary
+
+
+def test_done_marker_means_finished(tmp_path, state):
+    hb = tmp_path / "hb.json"
+    write_hb(hb, step=9, time=time.time() - 9999)
+    Path(f"{hb}.done").write_text("{}")
+    res = sweep(state, path=str(tmp_path / "x.out"), heartbeat=str(hb), stale="30m")
+    assert res.status == Status.OK and "finished" in res.summary
+
+
+def test_hang_dumps_stacks_once(tmp_path, state):
+    log = tmp_path / "train.out"
+    log.write_text("x")
+    age(log, 3600)
+    res = sweep(state, path=str(log), stale="30m", dump_stacks=True, pid=os.getpid())
+    assert res.status == Status.CRITICAL
+    assert res.actions == [f"dump:pid:{os.getpid()}"]
+    from rtool.slurm import Slurm
+    from watchdogs import actions
+
+    actions.apply([res], state, Slurm(timeout=5), 5)
+    assert "py-spy" in res.fields["stacks"]  # its dump, or "py-spy is not installed"
+    again = sweep(state, path=str(log), stale="30m", dump_stacks=True, pid=os.getpid())
+    actions.apply([again], state, Slurm(timeout=5), 5)
+    assert "stacks" not in again.fields  # same hang: not dumped twice
+
+
+def test_bad_on_hang_is_a_usage_error(tmp_path, cli):
+    r = cli("watch", "log", str(tmp_path / "x"), "--on-hang", "reboot")
+    assert r.code == 2 and "--on-hang" in r.err and "Traceback" not in r.err
