@@ -94,3 +94,15 @@ def scrubbed_logs(names: list[str], secrets: list[str | None]) -> Iterator[loggi
     finally:
         for lg in loggers:
             lg.removeFilter(flt)
+
+
+def describe(exc: BaseException) -> str:
+    """A short reason for a network exception: `connection refused`, `timed out`, ..."""
+    inner = getattr(exc, "reason", None)  # urllib's URLError wraps the socket error
+    if isinstance(inner, BaseException):
+        exc = inner
+    if isinstance(exc, TimeoutError):
+        return "timed out"
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return f"{type(exc).__name__}: {exc}"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import email.utils
 from typing import TYPE_CHECKING
 
-from notify.channels.base import DeliveryError, Envelope, Receipt, scrub
+from notify.channels.base import DeliveryError, Envelope, Receipt, describe, scrub
 from notify.config import EmailConfig
 from notify.model import Notification, body, subject
 from rtool.config.types import resolve_secret
@@ -80,7 +80,7 @@ class EmailChannel:
         except smtplib.SMTPNotSupportedError as exc:
             raise DeliveryError(f"SMTP server: {exc}", permanent=True) from None
         except (smtplib.SMTPException, OSError) as exc:
-            reason = scrub(f"{type(exc).__name__}: {exc}", [password])
+            reason = scrub(describe(exc), [password])
             raise DeliveryError(reason, permanent=False) from None
         detail = f"refused for {sorted(refused)}" if refused else "250 accepted"
         return Receipt(ref=msg["Message-Id"], detail=detail)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from notify.channels.base import DeliveryError, Envelope, Receipt, scrub, scrubbed_logs
+from notify.channels.base import DeliveryError, Envelope, Receipt, describe, scrub, scrubbed_logs
 from notify.config import SlackConfig
 from notify.model import Notification, all_fields, headline, subject
 from rtool.config.types import resolve_secret
@@ -131,7 +131,7 @@ class SlackChannel:
             except DeliveryError:
                 raise
             except Exception as exc:  # urllib errors, timeouts, bad JSON: all temporary
-                reason = scrub(f"{type(exc).__name__}: {exc}", [secret])
+                reason = scrub(describe(exc), [secret])
                 raise DeliveryError(reason[:300], permanent=False) from None
 
     def _webhook(self, url: str, env: Envelope, logger: Any) -> Receipt:

@@ -1,0 +1,117 @@
+"""notify overhead, as ratios against baselines measured in the same run.
+
+1. a steady-state poll (N keys, nothing changed, nothing sent) through `notify.process`
+   vs. the least any stateful dedup must do: read the JSON state and write it back atomically;
+2. delivering N queued notifications through the Slack webhook channel (slack_sdk, outbox
+   bookkeeping) vs. N bare urllib POSTs to the same local Slack-like server;
+3. the same for email through the email channel vs. N bare smtplib sends to the same aiosmtpd.
+
+    python bench/notify_bench.py [--keys 200] [--messages 50]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import smtplib
+import statistics
+import tempfile
+import time
+import urllib.request
+from collections.abc import Callable
+
+from notify import flush, process
+from notify.config import NotifyConfig
+from notify.testing import SlackLikeServer, SmtpServer
+from rtool.alert import Alert, Status
+from rtool.state import StateDir, atomic_write
+
+
+def best(fn: Callable[[], object], repeat: int = 5) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def alerts(n: int) -> list[Alert]:
+    return [
+        Alert(f"job:run-{i}", Status.CRITICAL, f"run-{i} missing", {"id": str(i)}) for i in range(n)
+    ]
+
+
+def bench_poll(keys: int) -> tuple[float, float]:
+    state = StateDir(tempfile.mkdtemp(prefix="nb-"))
+    cfg = NotifyConfig.model_validate({"log": {"path": str(state.path / "log")}})
+    batch = alerts(keys)
+    process(batch, cfg, state)  # first run alerts; the measured ones change nothing
+    measured = best(lambda: process(batch, cfg, state))
+    path = state.path / "baseline.json"
+    atomic_write(path, (state.path / "notify" / "alerts.json").read_text())
+
+    def baseline() -> None:
+        data = json.loads(path.read_text())
+        atomic_write(path, json.dumps(data, indent=1, sort_keys=True))
+
+    return measured, best(baseline)
+
+
+def bench_slack(n: int) -> tuple[float, float]:
+    with SlackLikeServer() as slack:
+        os.environ["NB_HOOK"] = slack.webhook_url
+        cfg = NotifyConfig.model_validate({"slack": {"webhook_url_env": "NB_HOOK"}})
+
+        def measured() -> None:
+            state = StateDir(tempfile.mkdtemp(prefix="nb-"))
+            process(alerts(n), cfg, state, send=False)
+            flush(cfg, state)
+
+        def baseline() -> None:
+            for i in range(n):
+                body = json.dumps({"text": f"run-{i} missing"}).encode()
+                req = urllib.request.Request(
+                    slack.webhook_url, body, {"Content-Type": "application/json"}
+                )
+                urllib.request.urlopen(req, timeout=10).read()
+
+        return best(measured, 3), best(baseline, 3)
+
+
+def bench_email(n: int) -> tuple[float, float]:
+    with SmtpServer() as smtp:
+        email = {"host": "127.0.0.1", "port": smtp.port, "starttls": False, "sender": "a@b.org"}
+        cfg = NotifyConfig.model_validate({"email": {**email, "to": ["c@d.org"]}})
+
+        def measured() -> None:
+            state = StateDir(tempfile.mkdtemp(prefix="nb-"))
+            process(alerts(n), cfg, state, send=False)
+            flush(cfg, state)
+
+        def baseline() -> None:
+            for i in range(n):
+                with smtplib.SMTP("127.0.0.1", smtp.port, timeout=10) as s:
+                    s.sendmail("a@b.org", ["c@d.org"], f"Subject: run-{i}\n\nmissing\n")
+
+        return best(measured, 3), best(baseline, 3)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--keys", type=int, default=200)
+    ap.add_argument("--messages", type=int, default=50)
+    args = ap.parse_args()
+    rows = [
+        (f"poll, {args.keys} keys, nothing sent", *bench_poll(args.keys)),
+        (f"slack webhook, {args.messages} msgs", *bench_slack(args.messages)),
+        (f"email, {args.messages} msgs", *bench_email(args.messages)),
+    ]
+    print(f"{'case':34} {'notify':>9} {'baseline':>9} {'ratio':>6}")
+    for name, m, b in rows:
+        print(f"{name:34} {m * 1000:8.1f}ms {b * 1000:8.1f}ms {m / b:5.2f}x")
+
+
+if __name__ == "__main__":
+    main()
