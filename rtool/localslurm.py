@@ -191,6 +191,8 @@ def write_conf(cluster: Cluster, fast: bool = True) -> None:
         "KillWait=10",
         "MinJobAge=600",
         "MaxArraySize=10001",
+        # A requeued job waits cred_expire seconds before it may start again (default 120).
+        "AuthInfo=cred_expire=15",
     ]
     if fast:
         lines.append("SchedulerParameters=bf_interval=1,sched_interval=2")

@@ -1,0 +1,222 @@
+"""Validators of the Slurm specs that reach an sbatch script (pure functions, no Slurm call).
+
+Each returns the normalised text (or a small dataclass) and raises `SpecError` with a one-line
+message naming the problem. They run before anything is rendered or submitted.
+"""
+
+from __future__ import annotations
+
+import re
+import signal as _signal
+from dataclasses import dataclass
+
+from rtool.units import UnitError, parse_duration
+
+
+class SpecError(ValueError):
+    """A value that Slurm would reject or that is unsafe in a batch script."""
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_ARRAY_ITEM = re.compile(r"^(\d+)(?:-(\d+)(?::(\d+))?)?$")
+_SIGNAL = re.compile(r"^(?P<flags>(?:[BR]{1,2}:){0,2})(?P<sig>[A-Za-z0-9]+)(?:@(?P<secs>\d+))?$")
+_SLURM_TIME = re.compile(
+    r"^(?:(?P<d>\d+)-(?P<dh>\d+)(?::(?P<dm>\d+)(?::(?P<ds>\d+))?)?"
+    r"|(?P<a>\d+)(?::(?P<b>\d+)(?::(?P<c>\d+))?)?)$"
+)
+_WORD_LIST = re.compile(r"^[A-Za-z0-9_.\-]+(?:,[A-Za-z0-9_.\-]+)*$")
+_HOSTLIST = re.compile(r"^[A-Za-z0-9_.\-]+(?:\[[0-9,\-]+\])?[A-Za-z0-9_.\-]*$")
+_JOB_ID = re.compile(r"^\d+(?:_\d+)?$")
+#: Signals a batch shell can trap (KILL and STOP cannot be caught).
+CATCHABLE = ("USR1", "USR2", "TERM", "INT", "HUP", "QUIT", "ALRM", "CONT", "URG", "WINCH")
+MAX_SIGNAL_LEAD = 65535  # Slurm stores the lead time in 16 bits
+MAX_NAME = 200
+
+
+def check_text(value: str, what: str) -> str:
+    """A free-text value (job name, path): no newline or other control character."""
+    if _CONTROL.search(value):
+        raise SpecError(f"{what} {value!r} contains a newline or control character")
+    return value
+
+
+def validate_job_name(name: str) -> str:
+    """Job names: 1-200 printable characters (quotes and spaces are fine, they are quoted)."""
+    if not name or not name.strip():
+        raise SpecError("job name is empty")
+    if len(name) > MAX_NAME:
+        raise SpecError(f"job name is longer than {MAX_NAME} characters")
+    return check_text(name, "job name")
+
+
+def validate_array(spec: str) -> str:
+    """`1-10%1`, `0-99:2%4`, `1,3,5`, `1-3,7%2`: indices, ranges, steps and a `%` limit."""
+    text = spec.strip()
+    body, sep, limit = text.partition("%")
+    if sep and (not limit.isdigit() or int(limit) < 1):
+        raise SpecError(f"array spec {spec!r}: the limit after % must be a positive integer")
+    if not body:
+        raise SpecError(f"array spec {spec!r} is empty")
+    for item in body.split(","):
+        m = _ARRAY_ITEM.match(item)
+        if not m:
+            raise SpecError(
+                f"array spec {spec!r}: bad item {item!r} (expected N, N-M or N-M:STEP, "
+                "e.g. 1-10%1, 0-99:2%4, 1,3,5)"
+            )
+        first, last, step = m.group(1), m.group(2), m.group(3)
+        if last is not None and int(last) < int(first):
+            raise SpecError(f"array spec {spec!r}: range {item!r} ends before it starts")
+        if step is not None and int(step) < 1:
+            raise SpecError(f"array spec {spec!r}: step in {item!r} must be at least 1")
+    return text
+
+
+def array_task_count(spec: str) -> int:
+    """Number of tasks in a valid array spec."""
+    total = 0
+    for item in validate_array(spec).partition("%")[0].split(","):
+        m = _ARRAY_ITEM.match(item)
+        assert m is not None
+        first, last, step = int(m.group(1)), m.group(2), m.group(3)
+        total += 1 if last is None else (int(last) - first) // int(step or 1) + 1
+    return total
+
+
+@dataclass(frozen=True)
+class SignalSpec:
+    """A parsed `--signal` spec: `B:USR1@600` -> batch=True, name="USR1", lead=600."""
+
+    name: str  # without the SIG prefix: USR1, TERM ...
+    lead: int  # seconds before the time limit
+    batch: bool = True  # B: the signal goes to the batch shell only
+    reservation: bool = False  # R: relative to the reservation end
+
+    @property
+    def number(self) -> int:
+        return int(_signal.Signals["SIG" + self.name])
+
+    def sbatch(self) -> str:
+        flags = ("B:" if self.batch else "") + ("R:" if self.reservation else "")
+        return f"{flags}{self.name}@{self.lead}"
+
+
+def validate_signal(spec: str) -> SignalSpec:
+    """`[B:][R:]SIG[@SECONDS]`; SIG is a name (USR1, SIGUSR1) or a number; default lead 60 s."""
+    m = _SIGNAL.match(spec.strip())
+    if not m:
+        raise SpecError(f"signal spec {spec!r}: expected [B:][R:]SIG@SECONDS, e.g. B:USR1@600")
+    flags = m.group("flags").replace(":", "")
+    if len(set(flags)) != len(flags):
+        raise SpecError(f"signal spec {spec!r}: repeated flag")
+    name = _signal_name(m.group("sig"), spec)
+    lead = int(m.group("secs") or 60)
+    if lead > MAX_SIGNAL_LEAD:
+        raise SpecError(f"signal spec {spec!r}: lead time must be at most {MAX_SIGNAL_LEAD} s")
+    return SignalSpec(name=name, lead=lead, batch="B" in flags, reservation="R" in flags)
+
+
+def _signal_name(sig: str, spec: str) -> str:
+    if sig.isdigit():
+        try:
+            name = _signal.Signals(int(sig)).name[3:]
+        except ValueError:
+            raise SpecError(f"signal spec {spec!r}: no signal number {sig}") from None
+    else:
+        name = sig.upper().removeprefix("SIG")
+    if name not in CATCHABLE:
+        raise SpecError(
+            f"signal spec {spec!r}: {name} cannot be used (one of {', '.join(CATCHABLE)})"
+        )
+    return name
+
+
+def validate_time(spec: str) -> str:
+    """A time limit as Slurm writes it (`20:00:00`, `2-00:00:00`, `30`) or as `90m`, `20h`, `2d`.
+
+    Returns Slurm's form (`D-HH:MM:SS` or `HH:MM:SS`, or `UNLIMITED`).
+    """
+    text = spec.strip()
+    if text.upper() in ("UNLIMITED", "INFINITE"):
+        return "UNLIMITED"
+    if _SLURM_TIME.match(text):
+        return format_time(slurm_time_seconds(text))
+    try:
+        seconds = parse_duration(text)
+    except UnitError:
+        raise SpecError(
+            f"time limit {spec!r}: expected HH:MM:SS, D-HH:MM:SS, minutes, or 90m / 20h / 2d"
+        ) from None
+    if seconds < 60:
+        raise SpecError(f"time limit {spec!r} is shorter than Slurm's minimum of one minute")
+    return format_time(int(-(-seconds // 60) * 60))  # Slurm counts whole minutes
+
+
+def slurm_time_seconds(text: str) -> int:
+    """Seconds in a Slurm time spec (`MM`, `MM:SS`, `HH:MM:SS`, `D-HH[:MM[:SS]]`)."""
+    m = _SLURM_TIME.match(text.strip())
+    if not m:
+        raise SpecError(f"time limit {text!r} is not a Slurm time")
+    g = {k: int(v) for k, v in m.groupdict().items() if v is not None}
+    if "d" in g:
+        return ((g["d"] * 24 + g["dh"]) * 60 + g.get("dm", 0)) * 60 + g.get("ds", 0)
+    if "c" in g:
+        return (g["a"] * 60 + g["b"]) * 60 + g["c"]
+    if "b" in g:
+        return g["a"] * 60 + g["b"]
+    return g["a"] * 60
+
+
+def format_time(seconds: int) -> str:
+    days, rest = divmod(int(seconds), 86400)
+    hours, rest = divmod(rest, 3600)
+    text = f"{hours:02d}:{rest // 60:02d}:{rest % 60:02d}"
+    return f"{days}-{text}" if days else text
+
+
+def time_seconds(spec: str) -> int | None:
+    """Seconds of a validated time limit, None for UNLIMITED."""
+    norm = validate_time(spec)
+    return None if norm == "UNLIMITED" else slurm_time_seconds(norm)
+
+
+def validate_words(value: str, what: str) -> str:
+    """Partition, account, QOS: letters, digits, `_.-`, comma-separated."""
+    if not _WORD_LIST.match(value):
+        raise SpecError(f"{what} {value!r}: only letters, digits, '_', '.', '-' and commas")
+    return value
+
+
+def validate_nodelist(value: str) -> str:
+    """A Slurm host list: `node01,gpu[01-04,07]`."""
+    parts = _split_hostlist(value)
+    if not parts or not all(_HOSTLIST.match(p) for p in parts):
+        raise SpecError(f"node list {value!r}: expected names like node01,gpu[01-04,07]")
+    return value
+
+
+def _split_hostlist(value: str) -> list[str]:
+    parts, depth, cur = [], 0, ""
+    for ch in value:
+        if ch == "," and depth == 0:
+            parts.append(cur)
+            cur = ""
+            continue
+        depth += {"[": 1, "]": -1}.get(ch, 0)
+        if depth not in (0, 1):
+            return []
+        cur += ch
+    return [*parts, cur] if depth == 0 else []
+
+
+def validate_job_id(value: str) -> str:
+    """A job id (`1234`) or an array task (`1234_5`)."""
+    if not _JOB_ID.match(value.strip()):
+        raise SpecError(f"job id {value!r}: expected digits, e.g. 1234 or 1234_5")
+    return value.strip()
+
+
+def validate_positive(value: int, what: str) -> int:
+    if value < 1:
+        raise SpecError(f"{what} must be at least 1 (got {value})")
+    return value
