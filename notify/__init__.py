@@ -5,15 +5,36 @@ and the outbox.
     report = process(alerts, cfg.notify, state)   # decide, queue (before sending), deliver
     report = flush(cfg.notify, state)             # just deliver the outbox
 
-Importing `notify` is cheap: smtplib, slack_sdk and requests load only when a channel sends.
+Importing `notify` is cheap (the names above load on first use; smtplib, slack_sdk and
+requests only when a channel sends).
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 # rtool.config's schema imports notify.config: load it first so any import order works.
 import rtool.config  # noqa: F401  (isort: skip)
-from notify.deliver import flush
-from notify.engine import process
-from notify.report import Delivery, Report
+
+if TYPE_CHECKING:
+    from notify.deliver import flush
+    from notify.engine import process
+    from notify.report import Delivery, Report
 
 __all__ = ["Delivery", "Report", "flush", "process"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "process":
+        from notify.engine import process
+
+        return process
+    if name == "flush":
+        from notify.deliver import flush
+
+        return flush
+    if name in ("Delivery", "Report"):
+        from notify import report
+
+        return getattr(report, name)
+    raise AttributeError(f"module 'notify' has no attribute {name!r}")

@@ -91,7 +91,6 @@ class SlackLikeServer:
             def log_message(self, format: str, *args: Any) -> None:
                 pass
 
-        ThreadingHTTPServer.allow_reuse_address = True
         self._server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
         self._server.daemon_threads = True
         server = self._server
