@@ -124,7 +124,7 @@ def send_test(cfg: NotifyConfig, names: list[str], now: float | None = None) -> 
         key="rtool:test",
         kind="test",
         status="WARNING",
-        summary="test notification sent by `rtool notify test`",
+        summary="if you read this, the channel works (sent by `rtool notify test`)",
         time=now,
         incident=nid,
     )

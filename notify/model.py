@@ -62,7 +62,11 @@ def title(n: Notification) -> str:
     """`disk /scratch: 91% used (limit 80%)` (the watched thing is not repeated)."""
     kind, thing = what(n.key)
     summary = n.summary
-    if thing and summary.startswith(thing):
+    if (
+        thing
+        and summary.startswith(thing)
+        and summary[len(thing) : len(thing) + 1] in ("", " ", ":")
+    ):
         summary = summary[len(thing) :].lstrip(" :-")
     head = f"{kind} {thing}".strip()
     text = f"{head}: {summary}" if summary else head

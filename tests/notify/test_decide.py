@@ -67,3 +67,14 @@ def test_text_is_not_identity() -> None:
     st, d1 = decide(KeyState(), alert(Status.CRITICAL, pct=91), T0, 4 * H)
     st, d2 = decide(st, alert(Status.CRITICAL, pct=97), T0 + 60, 4 * H)
     assert (d1.kind, d2.kind) == ("alert", None)
+
+
+def test_subject_does_not_repeat_the_watched_thing() -> None:
+    from notify.model import Notification, subject
+
+    def subj(key: str, summary: str) -> str:
+        return subject(Notification("i", key, "alert", "CRITICAL", summary))
+
+    assert subj("disk:/scratch", "/scratch 91% used") == "[rtool CRITICAL] disk /scratch: 91% used"
+    assert subj("job:train", "training stalled") == "[rtool CRITICAL] job train: training stalled"
+    assert subj("heartbeat", "no beat for 20m") == "[rtool CRITICAL] heartbeat: no beat for 20m"
