@@ -70,6 +70,10 @@ def heartbeat_time(hb: dict[str, Any]) -> float | None:
 
 
 def non_finite_stop(hb: dict[str, Any]) -> bool:
+    """The last stop was on a non-finite loss (and no run has started since: the shim carries
+    the previous stop's keys into a running heartbeat)."""
+    if hb.get("state") not in (None, "stopped"):
+        return False
     reason = str(hb.get("last_stop_reason") or hb.get("stop_reason") or "")
     return bool(_NON_FINITE.search(reason))
 

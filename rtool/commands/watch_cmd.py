@@ -31,7 +31,7 @@ _JSON = typer.Option(False, "--json", help="Print the results as JSON instead of
 _NO_NOTIFY = typer.Option(False, "--no-notify", help="Only print; send no alert.")
 _TEE = typer.Option(None, "--tee", help="Also append the status lines, time-stamped, to this file.")
 _TIMEOUT = typer.Option(
-    None, "--timeout", help="Timeout of every probe (default: [watch] timeout, 10s)."
+    None, "--timeout", help="Timeout of every probe (default: watch.timeout in the config, 10s)."
 )
 
 
@@ -297,7 +297,7 @@ def all_cmd(
     tee: Path | None = _TEE,
     timeout: str | None = _TIMEOUT,
 ) -> int:
-    """Every [[watch.*]] entry of the config in one sweep (worst status wins).
+    """Every watch.job/log/disk/memory entry of the config in one sweep (worst wins).
 
     Example: rtool --config rtool.toml watch all --tee logs/train.log
     """

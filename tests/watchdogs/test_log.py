@@ -98,17 +98,30 @@ def test_heartbeat_is_the_sharper_signal(tmp_path, state):
 
 
 def test_non_finite_loss_stop_is_critical(tmp_path, state):
+    from rtool._shim_heartbeat import Heartbeat  # the shim's own writer: its real format
+
     hb = tmp_path / "hb.json"
-    write_hb(hb, step=7, time=time.time(), state="stopped", stop_reason="non-finite loss")
+    writer = Heartbeat(hb, {"job_id": "4242"})
+    writer.progress({"step": 6, "time": time.time(), "step_seconds": 0.5})
+    res = sweep(state, path=str(tmp_path / "x.out"), heartbeat=str(hb), stale="30m")
+    assert res.status == Status.OK and "at step 6" in res.summary
+    stop = {"stop_reason": "nonfinite_loss", "stop_step": 7, "stop_time": time.time()}
+    writer.final("stopped", {"step": 7, "time": time.time()}, stop)
     res = sweep(state, path=str(tmp_path / "x.out"), heartbeat=str(hb), stale="30m")
     assert res.status == Status.CRITICAL
-    assert "non-finite loss at step 7" in res.summary
+    assert "non-finite loss at step 7 (nonfinite_loss)" in res.summary
+    # the next run carries the old stop reason in its running heartbeat: not an alert
+    Heartbeat(hb, {"job_id": "4243"}).progress({"step": 8, "time": time.time()})
+    res = sweep(state, path=str(tmp_path / "x.out"), heartbeat=str(hb), stale="30m")
+    assert res.status == Status.OK, res.summary
 
 
 def test_done_marker_means_finished(tmp_path, state):
+    from rtool._shim_heartbeat import done_marker
+
     hb = tmp_path / "hb.json"
     write_hb(hb, step=9, time=time.time() - 9999)
-    Path(f"{hb}.done").write_text("{}")
+    done_marker(hb).write_text("{}")
     res = sweep(state, path=str(tmp_path / "x.out"), heartbeat=str(hb), stale="30m")
     assert res.status == Status.OK and "finished" in res.summary
 

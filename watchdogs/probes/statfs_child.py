@@ -59,10 +59,7 @@ def logstat(pattern, heartbeat=None):
         out["heartbeat"] = _read_json(heartbeat)
         if out["heartbeat"] is not None:
             out["heartbeat_mtime"] = os.stat(heartbeat).st_mtime
-        base = os.path.dirname(heartbeat)
-        out["done"] = any(
-            os.path.exists(p) for p in (heartbeat + ".done", os.path.join(base, "done"))
-        )
+        out["done"] = os.path.exists(heartbeat + ".done")  # the shim's done marker
     return out
 
 
