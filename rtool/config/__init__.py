@@ -10,12 +10,12 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
-
-from rtool.config.schema import Config
 from rtool.errors import ConfigError
+
+if TYPE_CHECKING:
+    from rtool.config.schema import Config
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -23,6 +23,16 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 __all__ = ["Config", "find_config_path", "load_config", "load_config_text"]
+
+
+def __getattr__(name: str) -> Any:
+    # The schema imports every package's section (notify.config, cron.config ...), and those
+    # import rtool.config.types: importing the schema lazily keeps any import order working.
+    if name == "Config":
+        from rtool.config.schema import Config
+
+        return Config
+    raise AttributeError(name)
 
 
 def find_config_path(explicit: str | Path | None = None) -> Path | None:
@@ -40,6 +50,8 @@ def find_config_path(explicit: str | Path | None = None) -> Path | None:
 
 def load_config(path: str | Path | None = None) -> Config:
     """Load the config at `path` (or the one found by the search order)."""
+    from rtool.config.schema import Config
+
     found = find_config_path(path)
     if found is None:
         return Config()
@@ -51,6 +63,10 @@ def load_config(path: str | Path | None = None) -> Config:
 
 
 def load_config_text(text: str, source: str = "<config>") -> Config:
+    from pydantic import ValidationError
+
+    from rtool.config.schema import Config
+
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -61,7 +77,7 @@ def load_config_text(text: str, source: str = "<config>") -> Config:
         raise ConfigError(format_errors(exc, text), source) from None
 
 
-def format_errors(exc: ValidationError, text: str) -> list[str]:
+def format_errors(exc: Any, text: str) -> list[str]:
     """One line per error: `notify.email.port (line 7): Input should be a valid integer`.
 
     The offending value is never echoed: it might be a secret pasted in the wrong place.
