@@ -6,6 +6,7 @@ Side effects (squeue, sbatch, scancel) go through rtool's Slurm layer.
 from __future__ import annotations
 
 import getpass
+import logging
 import shlex
 import sys
 from pathlib import Path
@@ -13,6 +14,8 @@ from pathlib import Path
 from cron.config import CronConfig
 from cron.slots import begin_arg
 from rtool.slurm import Slurm, SqueueJob
+
+log = logging.getLogger(__name__)
 
 #: Slurm states of a job that is still queued or running.
 ACTIVE_STATES = {
@@ -47,10 +50,15 @@ def tick_argv(root: Path, slot: float, config_path: Path | None) -> list[str]:
 
 
 def tick_script(argv: list[str], name: str) -> str:
-    """The sbatch script of one tick (every value shell-quoted)."""
-    from slurm_templates import render_cron_scheduler  # type: ignore[attr-defined]
+    """The sbatch script of one tick (every value shell-quoted), from the
+    `cron_scheduler.slurm.j2` template; the resources go on sbatch's command line."""
+    try:
+        from slurm_templates import render_cron_scheduler
 
-    return str(render_cron_scheduler(command=shlex.join(argv), job_name=name))
+        return str(render_cron_scheduler(command=argv, job_name=name))
+    except Exception as exc:  # a broken template must not end the chain
+        log.warning("cannot render the scheduler template (%s); using the built-in script", exc)
+        return fallback_script(argv)
 
 
 def fallback_script(argv: list[str]) -> str:
@@ -81,10 +89,7 @@ def submit_tick(
 ) -> str:
     """Queue the tick for `slot`; returns its job id (raises SlurmError)."""
     argv = tick_argv(root, slot, config_path)
-    try:
-        script = tick_script(argv, name)
-    except ImportError:
-        script = fallback_script(argv)
+    script = tick_script(argv, name)
     (root / "logs").mkdir(parents=True, exist_ok=True)
     return slurm.sbatch(sbatch_args(cfg, root, name, slot), script=script, cwd=str(root)).job_id
 
