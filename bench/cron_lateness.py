@@ -126,10 +126,8 @@ def main() -> int:
     if len(ours) < 2 or len(naive) < 2:
         print(f"not enough ticks: rtool {len(ours)}, baseline {len(naive)}")
         return 1
-    print(
-        f"cron tick lateness, {args.ticks} ticks, period {args.period:g}s, idle local Slurm, "
-        f"one {args.wait:g}s queue wait after tick {args.wait_after}"
-    )
+    wait = f"one {args.wait:g}s queue wait after tick {args.wait_after}" if args.wait else "no wait"
+    print(f"cron tick lateness, {args.ticks} ticks, period {args.period:g}s, local Slurm, {wait}")
     print(summary("rtool cron (wall-clock slots)", ours))
     print(summary("baseline (sbatch --begin=now+P)", naive))
     print(summary("rtool, last 5 ticks", ours[-5:]))

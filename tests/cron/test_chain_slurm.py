@@ -163,3 +163,42 @@ def test_cron_run_and_clear_errors(
 
     not_a_dir = cli("cron", "start", "--dir", str(tmp_path / "nowhere"))
     assert not_a_dir.code == 2 and "rtool cron init" in not_a_dir.err
+
+
+def test_tick_pings_the_health_url_and_fail_suffix(
+    make_cron: Callable[..., CronSetup], cli: Callable[..., Any], slurm: Slurm
+) -> None:
+    import http.server
+
+    hits: list[str] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            hits.append(self.path)
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/ping/abc"
+        c = make_cron(hourly="1h", ping_url=url)
+        assert cli(*c.args("cron", "tick")).code == 0
+        assert hits == ["/ping/abc"]
+        assert len(active(slurm, c)) == 1  # the tick queued the next one
+        # a failing cron.d line that is due (the line was last checked long ago: a missed run)
+        (c.root / "cron.d" / "f").write_text("* * * * * exit 5\n")
+        assert cli(*c.args("cron", "tick")).code == 0
+        assert len(active(slurm, c)) == 1  # still one chain: the pending tick was reused
+        store = c.store()
+        data = store.load()
+        data["lines"] = {k: 0.0 for k in data["lines"]}
+        store.save(data)
+        cli(*c.args("cron", "tick"))
+        assert hits[-1] == "/ping/abc/fail"
+        assert store.load()["jobs"]["cron.d/f:1"]["exit_code"] == 5
+    finally:
+        server.shutdown()
