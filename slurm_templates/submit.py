@@ -90,12 +90,13 @@ def build_job(req: SubmitRequest, cfg: SubmitConfig, sw: SwitchesConfig, cwd: Pa
     if requeue is None and cfg.requeue:
         requeue = True
     sbatch_lines, setup_lines = _split_extra(cfg.extra_lines)
+    job_name = pick(req.job_name, "job-name") or path.stem
     job = TrainingJob(
-        job_name=pick(req.job_name, "job-name") or path.stem,
+        job_name=job_name,
         time=pick(req.time, "time", cfg.time),
         partition=pick(req.partition, "partition", cfg.partition),
         account=pick(req.account, "account", cfg.account),
-        output=None if "output" in own else ("%x-%A_%a.out" if array else "%x-%j.out"),
+        output=None if "output" in own else _output(job_name, array),
         extra_sbatch=sbatch_lines,
         setup_lines=setup_lines,
         kill_switch=switch_path(req.kill_switch, sw.kill, "kill-switch", cwd),
@@ -134,6 +135,12 @@ def _header(batch: BatchScript, req: SubmitRequest) -> list[str]:
     if req.auto_requeue:
         mine.add("open-mode")
     return override(batch.header, mine)
+
+
+def _output(job_name: str, array: str | None) -> str:
+    """`%x-%A_%a.out` for arrays, `%x-%j.out` otherwise (`slurm-...` if the name has a `/`)."""
+    prefix = "slurm" if "/" in job_name else "%x"
+    return f"{prefix}-%A_%a.out" if array else f"{prefix}-%j.out"
 
 
 def _split_extra(lines: list[str]) -> tuple[list[str], list[str]]:

@@ -1,0 +1,123 @@
+"""`rtool submit --dry-run`, usage errors (exit 2, one line), `rtool stop` and `rtool save`."""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import CliResult
+
+Cli = Callable[..., CliResult]
+
+
+@pytest.fixture
+def run_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "train.py").write_text("print('training')\n")
+    return tmp_path
+
+
+def test_dry_run_prints_the_script_and_submits_nothing(cli: Cli, run_dir: Path) -> None:
+    res = cli("submit", "train.py", "--array", "1-10%1", "--time", "20:00:00", "--dry-run")
+    assert res.code == 0, res.err
+    assert res.out.startswith("#!/bin/bash\n")
+    assert "#SBATCH --array=1-10%1" in res.out
+    assert "#SBATCH --signal=B:USR1@600" in res.out  # the default from the config schema
+    assert "#SBATCH --output=%x-%A_%a.out" in res.out
+    assert f"export RTOOL_KILL_SWITCH={run_dir}/kill-switch" in res.out
+    assert f"_rtool_run srun python {run_dir}/train.py" in res.out
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--array", "1-10%0"], "array spec"),
+        (["--array", "5-1"], "ends before"),
+        (["--signal", "KILL@60"], "KILL cannot be used"),
+        (["--signal", "USR1@"], "signal spec"),
+        (["--time", "forever"], "time limit"),
+        (["--time", "5", "--signal", "B:USR1@600"], "not shorter than the time limit"),
+        (["--job-name", "a\nb"], "newline"),
+        (["--exclude", "node[01"], "node list"),
+        (["--partition", "gpu;id"], "partition"),
+        (["--after", "12;id"], "job id"),
+        (["--after", "1", "--after-name", "x"], "not both"),
+        (["--nodes", "0"], "nodes must be at least 1"),
+        (["--auto-requeue", "--array", "1-3"], "without --array"),
+        (["--launcher", "torchrun 'unclosed"], "launcher"),
+    ],
+)
+def test_bad_values_exit_2_with_one_line(
+    cli: Cli, run_dir: Path, args: list[str], needle: str
+) -> None:
+    res = cli("submit", "train.py", *args)
+    assert res.code == 2
+    assert needle in res.err
+    assert res.err.count("\n") == 1 and "Traceback" not in res.err
+
+
+def test_missing_or_unknown_script(cli: Cli, run_dir: Path) -> None:
+    res = cli("submit", "nope.py", "--dry-run")
+    assert res.code == 2 and "cannot read nope.py" in res.err
+    (run_dir / "notes.txt").write_text("hello\n")
+    res = cli("submit", "notes.txt", "--dry-run")
+    assert res.code == 2 and "neither a Python script" in res.err
+
+
+def test_config_defaults_and_template_override(cli: Cli, run_dir: Path) -> None:
+    cfg = run_dir / "rtool.toml"
+    cfg.write_text(
+        '[submit]\npartition = "gpu"\naccount = "proj"\ntime = "10h"\nsignal = "B:USR2@300"\n'
+        'extra_lines = ["#SBATCH --qos=high", "module load cuda"]\n'
+        '[switches]\nkill = "switches/kill"\n'
+    )
+    res = cli("--config", str(cfg), "submit", "train.py", "--dry-run")
+    assert res.code == 0, res.err
+    for line in (
+        "#SBATCH --partition=gpu",
+        "#SBATCH --account=proj",
+        "#SBATCH --time=10:00:00",
+        "#SBATCH --signal=B:USR2@300",
+        "#SBATCH --qos=high",
+        "\nmodule load cuda\n",
+        "trap '_rtool_forward USR2' USR2",
+        f"export RTOOL_KILL_SWITCH={run_dir}/switches/kill",
+    ):
+        assert line in res.out
+    mine = run_dir / "mine.j2"
+    mine.write_text('#!/bin/bash\n{% include "_sbatch_header.j2" %}\necho {{ job.script | q }}\n')
+    res = cli("submit", "train.py", "--template", str(mine), "--dry-run")
+    assert res.code == 0 and res.out.endswith(f"echo {run_dir}/train.py\n")
+    cfg.write_text('[submit]\narray = "1-x"\n')
+    res = cli("--config", str(cfg), "submit", "train.py", "--dry-run")
+    assert res.code == 2 and "submit.array" in res.err
+
+
+def test_submit_refuses_while_the_kill_switch_is_set(cli: Cli, run_dir: Path) -> None:
+    (run_dir / "kill-switch").touch()
+    res = cli("submit", "train.py")
+    assert res.code == 1 and "kill switch" in res.err and "remove it" in res.err
+
+
+def test_stop_and_save_touch_group_writable_switches(
+    cli: Cli, run_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    old = os.umask(0o022)
+    try:
+        res = cli("stop", "--kill-switch", "shared/runs/kill")
+        assert res.code == 0, res.err
+        kill = run_dir / "shared/runs/kill"
+        assert kill.exists() and str(kill) in res.out
+        assert stat.S_IMODE(kill.stat().st_mode) == 0o664
+        assert stat.S_IMODE((run_dir / "shared").stat().st_mode) & 0o070 == 0o070
+        assert cli("save").code == 0
+        assert (run_dir / "save-switch").exists()
+        assert cli("stop").code == 0 and (run_dir / "kill-switch").exists()
+    finally:
+        os.umask(old)
+    res = cli("stop", "--cancel-pending")
+    assert res.code == 2 and "--job-name" in res.err

@@ -1,0 +1,117 @@
+"""Hostile values (quotes, `;`, `$(...)`, newlines) in a job name, paths, launcher and script
+arguments: the rendered script passes `bash -n`, and running its prelude runs nothing injected."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from slurm_templates import (
+    ShellCode,
+    SpecError,
+    TemplateError,
+    TrainingJob,
+    render_job,
+    validate_signal,
+)
+
+END = "# ---- end of the rtool prelude\n"
+
+
+def hostile(tmp_path: Path) -> dict[str, str]:
+    canary = tmp_path / "PWNED"
+    return {
+        "name": "x'; rm -rf ~ #",
+        "kill": f"{tmp_path}/k'; touch {canary}; '\n touch {canary}2 #$(touch {canary}3)",
+        "save": f'{tmp_path}/s"; touch {canary}4; "`touch {canary}5`',
+        "beat": f"{tmp_path}/hb\n$(touch {canary}6)",
+        "arg": f"a'b\nc; touch {canary}7",
+    }
+
+
+def make_job(tmp_path: Path) -> TrainingJob:
+    h = hostile(tmp_path)
+    return TrainingJob(
+        job_name=h["name"],
+        script=str(tmp_path / "train; touch PWNED8.py"),
+        kill_switch=h["kill"],
+        save_switch=h["save"],
+        heartbeat=h["beat"],
+        launcher=["torchrun", "--x=$(touch PWNED9)"],
+        script_args=[h["arg"], "--n", "2"],
+        signal=validate_signal("B:USR1@600"),
+        time="01:00:00",
+    )
+
+
+def run_bash(text: str, tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    (home / "precious").write_text("keep me")
+    return subprocess.run(
+        ["bash", "-c", text],
+        text=True,
+        capture_output=True,
+        cwd=tmp_path,
+        env={"HOME": str(home), "PATH": "/usr/bin:/bin", **env},
+        timeout=30,
+    )
+
+
+def test_hostile_values_are_inert(tmp_path: Path) -> None:
+    text = render_job(make_job(tmp_path))
+    assert '#SBATCH --job-name="x\'; rm -rf ~ #"' in text
+    assert subprocess.run(["bash", "-n"], input=text, text=True).returncode == 0
+    prelude = text[: text.index(END)]
+    probe = 'printf "%s\\0" "$RTOOL_KILL_SWITCH" "$RTOOL_SAVE_SWITCH" "$RTOOL_HEARTBEAT"'
+    res = run_bash(prelude + probe, tmp_path)
+    assert res.returncode == 0, res.stderr
+    h = hostile(tmp_path)
+    assert res.stdout.split("\0")[:3] == [h["kill"], h["save"], h["beat"]]
+    assert not list(tmp_path.glob("PWNED*")), "an injected command ran"
+    assert (tmp_path / "home" / "precious").read_text() == "keep me"
+
+
+def test_script_arguments_reach_the_command_unchanged(tmp_path: Path) -> None:
+    text = render_job(make_job(tmp_path))
+    # Replace srun by a printer of its arguments: the words must be exactly what was given
+    # (the run line spans several lines: an argument holds a newline).
+    start = text.index("_rtool_run srun")
+    run = text[start:].split("\n_rtool_finish")[0]
+    body = text[:start] + run.replace("_rtool_run srun", "printf '%s\\0'", 1)
+    res = run_bash(body, tmp_path)
+    h = hostile(tmp_path)
+    assert res.stdout.split("\0")[:-1] == [
+        "torchrun",
+        "--x=$(touch PWNED9)",
+        str(tmp_path / "train; touch PWNED8.py"),
+        h["arg"],
+        "--n",
+        "2",
+    ]
+    assert not list(tmp_path.glob("PWNED*"))
+
+
+def test_kill_switch_exits_before_anything_else(tmp_path: Path) -> None:
+    job = make_job(tmp_path)
+    job.kill_switch = str(tmp_path / "kill me")
+    job.setup_lines = [
+        ShellCode(f"touch {tmp_path}/setup-ran")
+    ]  # config setup lines come after the check
+    (tmp_path / "kill me").touch()
+    res = run_bash(render_job(job), tmp_path)
+    assert res.returncode == 0
+    assert "kill switch" in res.stderr and "present" in res.stderr
+    assert not (tmp_path / "setup-ran").exists()
+    assert "not found" not in res.stderr  # srun was never reached
+
+
+def test_newline_in_a_job_name_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(SpecError, match="newline"):
+        TrainingJob(job_name="a\nrm -rf ~", script="/x.py")
+    job = make_job(tmp_path)
+    job.job_name = "a\ntouch PWNED"  # validation bypassed: the #SBATCH filter still refuses it
+    with pytest.raises(TemplateError, match="newline"):
+        render_job(job)
