@@ -234,8 +234,9 @@ def job_alert(result: JobResult, root: Path) -> Alert:
 def _scheduler_alert(report: TickReport, root: Path) -> Alert:
     if report.queue_error:
         summary = f"cannot queue the next tick for {root}: {report.queue_error}"
-        return Alert("cron:scheduler", Status.CRITICAL, summary, {"dir": str(root)})
-    return Alert("cron:scheduler", Status.OK, f"next tick queued for {root}", {"dir": str(root)})
+        return Alert(f"cron:scheduler:{root}", Status.CRITICAL, summary, {"dir": str(root)})
+    summary = f"next tick queued for {root}"
+    return Alert(f"cron:scheduler:{root}", Status.OK, summary, {"dir": str(root)})
 
 
 def heartbeat(report: TickReport, period: float) -> dict[str, Any]:
