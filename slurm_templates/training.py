@@ -9,8 +9,9 @@ from slurm_templates.jobs import SlurmJob
 from slurm_templates.render import ShellCode
 
 #: Exit code with which the training step asks the batch script to requeue the job
-#: (auto-requeue mode); exported as RTOOL_REQUEUE_EXIT_CODE. 75 is EX_TEMPFAIL.
-REQUEUE_EXIT_CODE = 75
+#: (auto-requeue mode); exported as RTOOL_REQUEUE_EXIT_CODE. Must equal
+#: rtool.shim.REQUEUE_EXIT_CODE (not imported here: the shim lives in the training env).
+REQUEUE_EXIT_CODE = 85
 
 
 @dataclass
@@ -64,6 +65,8 @@ class TrainingJob(SlurmJob):
                 specs.validate_job_id(job_id)
         if self.open_mode not in (None, "append", "truncate"):
             raise specs.SpecError(f"open mode {self.open_mode!r}: append or truncate")
+        if self.exit_before_end:
+            self.exit_before_end = _exit_before_end(self.exit_before_end)
         self._validate_signal()
         self._validate_requeue()
 
@@ -133,3 +136,18 @@ class TrainingJob(SlurmJob):
         if self.requeue is not None:
             pairs.append(("requeue" if self.requeue else "no-requeue", None))
         return pairs
+
+
+def _exit_before_end(value: str) -> str:
+    """The shim's RTOOL_EXIT_BEFORE_END: `auto`, `off` or a duration (`10m`)."""
+    from rtool.units import UnitError, parse_duration
+
+    if value in ("auto", "off"):
+        return value
+    try:
+        parse_duration(value)
+    except UnitError:
+        raise specs.SpecError(
+            f"exit-before-end {value!r}: auto, off or a duration like 10m"
+        ) from None
+    return value

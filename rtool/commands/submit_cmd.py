@@ -62,6 +62,9 @@ def submit(
         None, "--max-requeues", help="Bound of --auto-requeue (default [submit] max_requeues, 3)."
     ),
     heartbeat: str | None = typer.Option(None, "--heartbeat", help="Heartbeat file for the shim."),
+    exit_before_end: str | None = typer.Option(
+        None, "--exit-before-end", help="Shim: save and exit this long before the end (auto, 10m)."
+    ),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the script; submit nothing."),
     parsable: bool = typer.Option(False, "--parsable", help="Print only the job id."),
 ) -> int:
@@ -97,6 +100,7 @@ def submit(
         auto_requeue=auto_requeue,
         max_requeues=max_requeues,
         heartbeat=heartbeat,
+        exit_before_end=exit_before_end,
         extra_args=list(extra or []),
     )
     job = _build(app_ctx, req)

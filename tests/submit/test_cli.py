@@ -103,9 +103,7 @@ def test_submit_refuses_while_the_kill_switch_is_set(cli: Cli, run_dir: Path) ->
     assert res.code == 1 and "kill switch" in res.err and "remove it" in res.err
 
 
-def test_stop_and_save_touch_group_writable_switches(
-    cli: Cli, run_dir: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_stop_and_save_touch_group_writable_switches(cli: Cli, run_dir: Path) -> None:
     old = os.umask(0o022)
     try:
         res = cli("stop", "--kill-switch", "shared/runs/kill")

@@ -155,3 +155,14 @@ def test_unquoted_value_or_missing_value_fails(tmp_path: Path) -> None:
         render("missing.j2", [str(tmp_path)])
     with pytest.raises(TemplateError, match="not found"):
         render("nothing-here.j2", [str(tmp_path)])
+
+
+def test_requeue_exit_code_matches_the_shim() -> None:
+    shim = pytest.importorskip("rtool.shim")
+    from slurm_templates import REQUEUE_EXIT_CODE
+
+    assert shim.REQUEUE_EXIT_CODE == REQUEUE_EXIT_CODE
+    job = training(exit_before_end="10m")
+    assert "export RTOOL_EXIT_BEFORE_END=10m" in render_job(job)
+    with pytest.raises(Exception, match="exit-before-end"):
+        training(exit_before_end="soon")

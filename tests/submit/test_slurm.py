@@ -28,8 +28,13 @@ deadline = time.time() + 150
 while not got and time.time() < deadline:
     time.sleep(0.2)
 time.sleep(1)  # "save a checkpoint"
+restarts = int(os.environ.get("SLURM_RESTART_COUNT", "0"))
 with open(out, "a") as f:
-    f.write(f"USR1 restart={os.environ.get('SLURM_RESTART_COUNT', '0')}\\n" if got else "none\\n")
+    f.write(f"USR1 restart={restarts}\\n" if got else "none\\n")
+# As rtool.shim does: in auto-requeue mode, ask for a requeue while below the bound.
+if got and os.environ.get("RTOOL_AUTO_REQUEUE") == "1":
+    if restarts < int(os.environ["RTOOL_MAX_REQUEUES"]):
+        sys.exit(int(os.environ["RTOOL_REQUEUE_EXIT_CODE"]))
 sys.exit(0 if got else 3)
 """
 # A launcher-like parent with no USR1 handler: USR1 would kill it (and its child with it).
@@ -116,7 +121,8 @@ def test_signal_reaches_python_under_srun_and_under_a_launcher_and_auto_requeue(
     assert (run_dir / "a").read_text() == "USR1 restart=0\nUSR1 restart=1\n", out[a]
     rec = record(slurm, a)
     assert (rec["JobState"], rec["Restarts"], rec["ExitCode"]) == ("COMPLETED", "1", "0:0")
-    assert "requeueing job" in out[a] and "1 restart(s) reached --max-requeues 1" in out[a]
+    assert "requeueing job" in out[a]
+    assert "exit code 0 after SIGUSR1; not requeueing" in out[a]
 
     # under a launcher that dies on USR1: only the python child (which handles it) got it
     for j, name in ((b, "b"), (e, "e")):
@@ -130,7 +136,8 @@ def test_signal_reaches_python_under_srun_and_under_a_launcher_and_auto_requeue(
     # the requeue exit code: requeued once, then the bound holds
     assert (run_dir / "c").read_text() == "run restart=0\nrun restart=1\n"
     rec = record(slurm, c)
-    assert (rec["JobState"], rec["Restarts"], rec["ExitCode"]) == ("FAILED", "1", "75:0")
+    assert (rec["JobState"], rec["Restarts"], rec["ExitCode"]) == ("FAILED", "1", "85:0")
+    assert "not requeueing: 1 restart(s) reached --max-requeues 1" in out[c]
 
 
 def test_array_percent_one_runs_one_task_at_a_time(
@@ -224,3 +231,20 @@ def test_stop_cancel_pending_and_a_hostile_job_name(
         assert (run_dir / f"slurm-{job}.out").exists()  # a name with a / cannot name the log
     finally:
         slurm.scancel([job])
+
+
+def test_a_users_batch_script_runs_wrapped(
+    cli: Cli, slurm: Slurm, run_dir: Path, job_name: str
+) -> None:
+    (run_dir / "job.slurm").write_text(
+        "#!/bin/bash\n#SBATCH --time=7\n#SBATCH -J someone-else\n\nset -e\n"
+        f'srun {sys.executable} marker.py "{run_dir}/wrapped"\n'
+        'echo "kill switch seen by the body: $RTOOL_KILL_SWITCH"\nexit 3\n'
+    )
+    job = submit(cli, "job.slurm", "--job-name", job_name, "--signal", "B:USR1@60")
+    wait_final(slurm, [job], timeout=60)
+    rec = record(slurm, job)
+    assert (rec["JobName"], rec["TimeLimit"], rec["ExitCode"]) == (job_name, "00:07:00", "3:0")
+    assert (run_dir / "wrapped").read_text() == "ran\n"
+    out = (run_dir / f"{job_name}-{job}.out").read_text()
+    assert f"kill switch seen by the body: {run_dir}/kill-switch" in out
