@@ -1,0 +1,128 @@
+#!/usr/bin/env python3
+"""A toy training run guarded by rtool.shim: pure Python, for the demo and end-to-end tests.
+
+    python examples/train_toy.py --steps 300 --step-seconds 0.2 --dir run/
+
+Each step sleeps `--step-seconds`, prints `step N loss X` and appends one line to the steps log
+(`step=N job=<SLURM_JOB_ID> task=<SLURM_ARRAY_TASK_ID> pid=<pid>`), so a test can check that the
+union of all runs' steps is exactly 0..N-1 with none run twice. The checkpoint is a JSON file
+`{"step": last completed step, "value": ...}`; a run resumes at step + 1.
+
+Every option has an environment twin (TOY_STEPS, TOY_STEP_SECONDS, TOY_DIR, TOY_CHECKPOINT,
+TOY_STEPS_LOG, TOY_SAVE_SECONDS, TOY_HANG_AT, TOY_NAN_AT, TOY_HANG_FILE); the guard reads
+RTOOL_* (see docs/shim.md).
+--hang-at K: stop writing anything at step K and sleep forever (a hung run).
+--nan-at K: the loss is NaN from step K on (the guard stops after RTOOL_MAX_NONFINITE of them).
+--hang-file PATH: when PATH appears, remove it and hang like --hang-at (a hang on demand, once).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+try:
+    from rtool.shim import Guard
+except ImportError:  # run from a checkout without installing rtool
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from rtool.shim import Guard
+
+
+def _env(name: str, default: str | None) -> str | None:
+    return os.environ.get(name, default)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[1] if __doc__ else None)
+    p.add_argument("--steps", type=int, default=int(_env("TOY_STEPS", "100") or 100))
+    p.add_argument(
+        "--step-seconds", type=float, default=float(_env("TOY_STEP_SECONDS", "0.2") or 0.2)
+    )
+    p.add_argument("--dir", default=_env("TOY_DIR", "."), help="checkpoint and log folder")
+    p.add_argument("--checkpoint", default=_env("TOY_CHECKPOINT", None))
+    p.add_argument("--steps-log", default=_env("TOY_STEPS_LOG", None))
+    p.add_argument("--save-seconds", type=float, default=float(_env("TOY_SAVE_SECONDS", "0") or 0))
+    p.add_argument("--hang-at", type=int, default=_int(_env("TOY_HANG_AT", None)))
+    p.add_argument("--nan-at", type=int, default=_int(_env("TOY_NAN_AT", None)))
+    p.add_argument("--hang-file", default=_env("TOY_HANG_FILE", None))
+    return p.parse_args(argv)
+
+
+def _int(text: str | None) -> int | None:
+    return int(text) if text not in (None, "") else None
+
+
+def _take(path: str | None) -> bool:
+    """True once when the hang file exists (it is removed: the next run does not hang)."""
+    if not path:
+        return False
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        return False
+    return True
+
+
+def load(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        return {"step": -1, "value": 0}
+    return {"step": int(data["step"]), "value": int(data["value"])}
+
+
+def write_atomic(path: Path, data: dict[str, Any]) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data))
+    os.replace(tmp, path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    folder = Path(args.dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    ckpt = Path(args.checkpoint) if args.checkpoint else folder / "checkpoint.json"
+    steps_log = Path(args.steps_log) if args.steps_log else folder / "steps.log"
+    state = load(ckpt)
+    ident = (
+        f"job={os.environ.get('SLURM_JOB_ID', '-')} "
+        f"task={os.environ.get('SLURM_ARRAY_TASK_ID', '-')} pid={os.getpid()}"
+    )
+
+    def save(step: int) -> None:
+        time.sleep(args.save_seconds)
+        write_atomic(ckpt, {"step": step, "value": state["value"], "saved_by": ident})
+        print(f"saved step {step}", flush=True)
+
+    guard = Guard.from_env(save=save)
+    guard.exit_if_killed()
+    start = state["step"] + 1
+    print(f"starting at step {start} of {args.steps} ({ident})", flush=True)
+    with steps_log.open("a", buffering=1) as log:
+        for step in range(start, args.steps):
+            if (args.hang_at is not None and step == args.hang_at) or _take(args.hang_file):
+                print(f"hanging at step {step}", flush=True)
+                while True:
+                    time.sleep(3600)
+            time.sleep(args.step_seconds)
+            loss = math.nan if args.nan_at is not None and step >= args.nan_at else 1 / (step + 1)
+            log.write(f"step={step} {ident}\n")
+            print(f"step {step} loss {loss:.4g}", flush=True)
+            if guard.check_loss(loss):
+                state["value"] += step
+            guard.step(step)
+    if start < args.steps:
+        save(args.steps - 1)  # the final model
+    guard.finished()
+    print("training finished", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

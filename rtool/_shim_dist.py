@@ -1,0 +1,76 @@
+"""Agreement of all ranks when torch.distributed is initialised.
+
+Every rank calls `agree()` at the same steps (every `interval` guard.step() calls); one
+all-reduce MAX of a small int64 tensor combines the stop/save flags of all ranks, so all of them
+act at the same step even when only one saw a file or got a signal. The same all-reduce agrees
+on the next interval (the smallest one any rank proposes). torch is imported only here, and only
+when the caller found `torch.distributed` already imported and initialised.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+#: Number of flag bits exchanged (see rtool.shim's F_* constants).
+FLAG_BITS = 8
+#: Largest number of steps between two agreements in "auto" mode.
+MAX_INTERVAL = 10_000
+
+
+def initialised_dist() -> Any | None:
+    """`torch.distributed` when the user already imported and initialised it, else None."""
+    import sys
+
+    mod = sys.modules.get("torch.distributed")
+    if mod is None:
+        return None
+    try:
+        if mod.is_available() and mod.is_initialized():
+            return mod
+    except Exception:
+        return None
+    return None
+
+
+class Agreement:
+    """All-reduce of the flags; `fixed` steps between calls, or adaptive (`sync_seconds`)."""
+
+    def __init__(self, dist: Any, fixed: int | None, sync_seconds: float) -> None:
+        import torch
+
+        self.torch = torch
+        self.dist = dist
+        self.fixed = fixed
+        self.sync_seconds = sync_seconds
+        self.rank: int = dist.get_rank()
+        self.world: int = dist.get_world_size()
+        backend = str(dist.get_backend()).lower()
+        if backend == "nccl" and torch.cuda.is_available():
+            self.device = torch.device("cuda", torch.cuda.current_device())
+        else:
+            self.device = torch.device("cpu")
+        self._last: float | None = None
+
+    def propose(self, steps_since: int, now: float) -> int:
+        """Steps until the next agreement: fixed, or about `sync_seconds` worth of steps."""
+        if self.fixed is not None:
+            return self.fixed
+        last, self._last = self._last, now
+        if last is None or steps_since <= 0:
+            return 1
+        per_step = (now - last) / steps_since
+        if per_step <= 0:
+            return MAX_INTERVAL
+        return max(1, min(MAX_INTERVAL, math.floor(self.sync_seconds / per_step)))
+
+    def agree(self, flags: int, steps_since: int) -> tuple[int, int]:
+        """(flags OR-ed over all ranks, agreed next interval = the smallest proposal)."""
+        proposal = self.propose(steps_since, time.monotonic())
+        values = [(flags >> i) & 1 for i in range(FLAG_BITS)] + [-proposal]
+        t = self.torch.tensor(values, dtype=self.torch.int64, device=self.device)
+        self.dist.all_reduce(t, op=self.dist.ReduceOp.MAX)
+        out = [int(v) for v in t.tolist()]
+        agreed = sum(1 << i for i in range(FLAG_BITS) if out[i])
+        return agreed, max(1, -out[FLAG_BITS])

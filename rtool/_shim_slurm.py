@@ -1,0 +1,77 @@
+"""The few Slurm calls the in-loop shim makes: EndTime lookup, hold and cancel of pending tasks.
+
+The shim must stay stdlib + psutil, so it cannot use `rtool.proc` or `rtool.slurm`. These
+helpers are the one documented exception to "every subprocess goes through rtool.proc": they call
+`subprocess.run(..., timeout=...)` directly, never raise, and log a warning when a call fails.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import subprocess
+from datetime import datetime
+
+log = logging.getLogger("rtool.shim")
+
+#: Seconds any scontrol/scancel call of the shim may take.
+SLURM_TIMEOUT = 15.0
+
+_END_TIME = re.compile(r"(?:^|\s)EndTime=(\S+)")
+_NO_TIME = {"UNKNOWN", "NONE", "N/A", "(NULL)", "UNLIMITED", "INVALID"}
+
+
+def parse_end_time(show_job: str) -> float | None:
+    """Unix time of `EndTime=` in `scontrol show job` output (local time), or None."""
+    m = _END_TIME.search(show_job)
+    if not m or m.group(1).upper() in _NO_TIME:
+        return None
+    try:
+        return datetime.strptime(m.group(1), "%Y-%m-%dT%H:%M:%S").timestamp()
+    except ValueError:
+        return None
+
+
+def run_slurm(argv: list[str], timeout: float = SLURM_TIMEOUT) -> str | None:
+    """stdout of `argv`, or None (logged) when it fails, is missing or times out."""
+    try:
+        res = subprocess.run(
+            argv,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        log.warning("rtool.shim: %s timed out after %gs", " ".join(argv), timeout)
+        return None
+    except OSError as exc:
+        log.warning("rtool.shim: cannot run %s: %s", argv[0], exc)
+        return None
+    if res.returncode != 0:
+        log.warning(
+            "rtool.shim: %s failed (%d): %s", " ".join(argv), res.returncode, res.stderr.strip()
+        )
+        return None
+    return res.stdout
+
+
+def job_end_time(job_id: str, timeout: float = SLURM_TIMEOUT) -> float | None:
+    """When the job's time limit ends: $SLURM_JOB_END_TIME when exported, else scontrol."""
+    exported = os.environ.get("SLURM_JOB_END_TIME", "")
+    if exported.isdigit() and os.environ.get("SLURM_JOB_ID") == job_id:
+        return float(exported)
+    out = run_slurm(["scontrol", "show", "job", job_id], timeout)
+    return parse_end_time(out) if out is not None else None
+
+
+def hold_pending(array_job_id: str, timeout: float = SLURM_TIMEOUT) -> bool:
+    """User-hold the pending tasks of an array (`scontrol uhold`): the user can release them."""
+    return run_slurm(["scontrol", "uhold", array_job_id], timeout) is not None
+
+
+def cancel_pending(array_job_id: str, timeout: float = SLURM_TIMEOUT) -> bool:
+    """Cancel only the PENDING tasks of an array; the running task is left alone."""
+    return run_slurm(["scancel", "--state=PENDING", array_job_id], timeout) is not None
