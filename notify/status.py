@@ -28,7 +28,7 @@ def collect(cfg: NotifyConfig, state: StateDir, now: float) -> dict[str, Any]:
             n: {"configured": n in cfg.configured(), **channels.get(n, {})} for n in names
         },
         "alerting": {
-            k: {"status": s.status, "since": s.since, "notified": s.notified}
+            k: {"status": s.status, "since": s.since, "notified": s.notified, "summary": s.summary}
             for k, s in sorted(key_states(state).items())
             if s.status != "OK"
         },

@@ -30,6 +30,17 @@ def append(
     return samples
 
 
+def read_all(state: StateDir, folder: str) -> dict[str, list[dict[str, float]]]:
+    """Every stored history of `folder` (`disk`, `memory`): watched thing -> samples (read-only)."""
+    out: dict[str, list[dict[str, float]]] = {}
+    for path in sorted((state.path / "watch" / folder).glob("*.json")):
+        data: Any = state.read_json(str(path.relative_to(state.path)), {})
+        if isinstance(data, dict) and isinstance(data.get("what"), str):
+            samples = data.get("samples", [])
+            out[data["what"]] = [s for s in samples if isinstance(s, dict) and "t" in s]
+    return out
+
+
 def slope(samples: list[dict[str, float]], key: str) -> float | None:
     """Least-squares rate of change of `key` per second, or None with fewer than 2 points."""
     points = [(s["t"], s[key]) for s in samples if key in s]
