@@ -25,6 +25,7 @@ ENV_OPTIONS = {
     "RTOOL_MAX_NONFINITE": "max_nonfinite",
     "RTOOL_AUTO_REQUEUE": "auto_requeue",
     "RTOOL_MAX_REQUEUES": "max_requeues",
+    "RTOOL_REQUEUE_EXIT_CODE": "requeue_exit_code",
     "RTOOL_SYNC_EVERY": "sync_every",
     "RTOOL_POLL_INTERVAL": "poll_interval",
     "RTOOL_HEARTBEAT_INTERVAL": "heartbeat_interval",

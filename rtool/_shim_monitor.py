@@ -28,6 +28,10 @@ END_TIME_REFRESH = 300.0
 GPU_INTERVAL = 30.0
 
 
+#: Flag bits, exchanged between ranks (rtool._shim_dist.FLAG_BITS of them).
+F_KILL, F_SIGNAL, F_TIME, F_MEMORY, F_GPU, F_NONFINITE, F_SAVE = (1 << i for i in range(7))
+
+
 @dataclass
 class Sources:
     """What the thread, the signal handlers and check_loss found; read by the step path."""
@@ -41,6 +45,19 @@ class Sources:
     gpu: str | None = None
     nonfinite: bool = False  # written by check_loss
     lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def flags(self) -> int:
+        """The F_* bits of what was found."""
+        bits = (
+            (self.kill, F_KILL),
+            (self.signal, F_SIGNAL),
+            (self.time_up, F_TIME),
+            (self.memory, F_MEMORY),
+            (self.gpu, F_GPU),
+            (self.nonfinite, F_NONFINITE),
+            (self.save_ident is not None, F_SAVE),
+        )
+        return sum(bit for found, bit in bits if found)
 
 
 @dataclass

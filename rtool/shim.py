@@ -32,6 +32,7 @@ RTOOL_SAVE_TIMEOUT     "5m": a save on the way out that does not return -> exit 
 RTOOL_MAX_NONFINITE    "10" non-finite losses in a row -> stop WITHOUT saving, hold the array.
 RTOOL_AUTO_REQUEUE     "1": after a save on signal / time limit / memory, exit with
 RTOOL_MAX_REQUEUES     REQUEUE_EXIT_CODE (85) while $SLURM_RESTART_COUNT < N (unset = no limit).
+RTOOL_REQUEUE_EXIT_CODE  overrides 85 (the templates export it; keep them equal).
 
 REQUEUE: the shim never runs `scontrol requeue` itself (a running job requeued from inside is
 killed while it is still exiting, and N ranks would requeue N times). It exits 85 and the batch
@@ -55,12 +56,10 @@ documented exception to "every subprocess goes through rtool.proc". See docs/shi
 from __future__ import annotations
 
 import contextlib
-import faulthandler
 import logging
 import math
 import os
 import signal
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -71,8 +70,22 @@ from rtool import _shim_env as opt
 from rtool import _shim_slurm
 from rtool._shim_dist import Agreement, initialised_dist
 from rtool._shim_env import ShimConfigError
+from rtool._shim_exit import ForcedExit
 from rtool._shim_heartbeat import Heartbeat
-from rtool._shim_monitor import Monitor, MonitorConfig, Sources, Timing, file_ident
+from rtool._shim_monitor import (
+    F_GPU,
+    F_KILL,
+    F_MEMORY,
+    F_NONFINITE,
+    F_SAVE,
+    F_SIGNAL,
+    F_TIME,
+    Monitor,
+    MonitorConfig,
+    Sources,
+    Timing,
+    file_ident,
+)
 
 __all__ = [
     "NONFINITE_EXIT_CODE",
@@ -100,7 +113,6 @@ GPU_MEMORY, NONFINITE, SAVE_SWITCH, SAVE_TIMEOUT = (
     "save_timeout",
 )
 
-F_KILL, F_SIGNAL, F_TIME, F_MEMORY, F_GPU, F_NONFINITE, F_SAVE = (1 << i for i in range(7))
 _STOPS: tuple[tuple[int, str], ...] = (
     (F_KILL, KILLED),
     (F_SIGNAL, SIGNAL),
@@ -110,9 +122,6 @@ _STOPS: tuple[tuple[int, str], ...] = (
 )
 _NEVER = 1 << 62
 _UNDETECTED: Any = object()
-#: faulthandler's C-level exit fires this long after save_timeout if the Python timer could
-#: not run (a save stuck in C code holding the GIL).
-_BACKUP_EXIT = 30.0
 
 
 @dataclass(frozen=True)
@@ -150,6 +159,7 @@ class Guard:
         max_nonfinite: int | str = 10,
         auto_requeue: bool | str = False,
         max_requeues: int | str | None = None,
+        requeue_exit_code: int | str = REQUEUE_EXIT_CODE,
         sync_every: int | str = "auto",
         sync_seconds: str | float = 2.0,
         poll_interval: str | float = 1.0,
@@ -167,10 +177,14 @@ class Guard:
         self._pid = os.getpid()
         self._kill_switch = os.fspath(kill_switch) if kill_switch else None
         self._save_switch = os.fspath(save_switch) if save_switch else None
-        self._save_timeout = opt.duration("save_timeout", save_timeout)
+        self._forced = ForcedExit(
+            opt.duration("save_timeout", save_timeout), SAVE_TIMEOUT_EXIT_CODE, self._on_forced_exit
+        )
+        self._stopping_at: tuple[int | None, str] = (None, "")
         self._max_nonfinite = opt.count("max_nonfinite", max_nonfinite, minimum=1) or 10
         self._auto_requeue = opt.flag("auto_requeue", auto_requeue)
         self._max_requeues = opt.count("max_requeues", max_requeues)
+        self._requeue_code = opt.count("requeue_exit_code", requeue_exit_code, minimum=1) or 85
         self._sync_fixed = opt.sync_every(sync_every)
         self._sync_seconds = opt.duration("sync_seconds", sync_seconds)
         self._distributed = distributed
@@ -188,7 +202,6 @@ class Guard:
         self._agreement: Any = _UNDETECTED
         self._interval = 1
         self._nonfinite = 0
-        self._timer: threading.Timer | None = None
         self._closed = False
         self._finished = False
         self._switch_requested: tuple[int, int] | None = None
@@ -328,7 +341,7 @@ class Guard:
 
     def mark_saved(self, step: int | None = None, seconds: float | None = None) -> None:
         """With save=None (frameworks): the caller's save asked for by a decision returned."""
-        self._disarm_forced_exit()
+        self._forced.disarm()
         t = self._timing
         t.saves += 1
         t.last_save_step = self._step if step is None else step
@@ -359,6 +372,7 @@ class Guard:
         if self._closed:
             return
         self._closed = True
+        self._forced.disarm()
         self._monitor.stop()
         if threading.current_thread() is threading.main_thread():
             for sig, old in self._old_handlers.items():
@@ -412,24 +426,8 @@ class Guard:
         self._countdown = 0
 
     def _collect(self) -> int:
-        self._alert = False
-        s = self._src
-        f = 0
-        if s.kill:
-            f |= F_KILL
-        if s.signal:
-            f |= F_SIGNAL
-        if s.time_up:
-            f |= F_TIME
-        if s.memory:
-            f |= F_MEMORY
-        if s.gpu:
-            f |= F_GPU
-        if s.nonfinite:
-            f |= F_NONFINITE
-        if s.save_ident is not None:
-            f |= F_SAVE
-        return f
+        self._alert = False  # before reading: a finding made meanwhile sets it again
+        return self._src.flags()
 
     def _act(self, step: int, flags: int) -> Decision:
         if flags & F_NONFINITE:
@@ -508,10 +506,11 @@ class Guard:
     def _stop(self, step: int, reason: str) -> Decision:
         code = self._stop_code(reason)
         saved = False
-        self._arm_forced_exit(step, reason)
+        self._stopping_at = (step, reason)
+        self._forced.arm()
         if self._save is not None:
             saved = self._do_save(step)
-            self._disarm_forced_exit()
+            self._forced.disarm()
             if not saved:
                 code = SAVE_FAILED_EXIT_CODE
         if self._src.save_ident is not None:
@@ -540,7 +539,7 @@ class Guard:
         if reason == KILLED or not self._auto_requeue:
             return 0
         if self._max_requeues is None or self.restart_count < self._max_requeues:
-            return REQUEUE_EXIT_CODE
+            return self._requeue_code
         log.warning(
             "rtool.shim: %d requeues done (max %d): not asking for another",
             self.restart_count,
@@ -603,51 +602,19 @@ class Guard:
             "rank": self.rank,
         }
 
-    # -- forced exit -------------------------------------------------------------------------
-
-    def _arm_forced_exit(self, step: int, reason: str) -> None:
-        if self._save_timeout <= 0:
-            return
-        timer = threading.Timer(self._save_timeout, self._forced_exit, args=(step, reason))
-        timer.daemon = True
-        timer.start()
-        self._timer = timer
-        with contextlib.suppress(Exception):  # no usable stderr: the Python timer still works
-            faulthandler.dump_traceback_later(self._save_timeout + _BACKUP_EXIT, exit=True)
-
-    def _disarm_forced_exit(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-            with contextlib.suppress(Exception):
-                faulthandler.cancel_dump_traceback_later()
-
-    def _forced_exit(self, step: int, reason: str) -> None:
+    def _on_forced_exit(self) -> None:
+        step, reason = self._stopping_at
         log.critical(
-            "rtool.shim: the save at step %d (stopping: %s) did not return within %gs: "
+            "rtool.shim: the save at step %s (stopping: %s) did not return within %gs: "
             "exiting with %d without it",
             step,
             reason,
-            self._save_timeout,
+            self._forced.timeout,
             SAVE_TIMEOUT_EXIT_CODE,
         )
-        with contextlib.suppress(Exception):
-            faulthandler.dump_traceback(all_threads=True)
-        d = Decision(
-            False,
-            True,
-            SAVE_TIMEOUT,
-            True,
-            SAVE_TIMEOUT_EXIT_CODE,
-            step,
-            f"while stopping: {reason}",
-        )
-        with contextlib.suppress(Exception):
-            self._write_stop(d)
-        with contextlib.suppress(Exception):
-            sys.stderr.flush()
-            sys.stdout.flush()
-        os._exit(SAVE_TIMEOUT_EXIT_CODE)
+        detail = f"while stopping: {reason}"
+        d = Decision(False, True, SAVE_TIMEOUT, True, SAVE_TIMEOUT_EXIT_CODE, step, detail)
+        self._write_stop(d)
 
 
 def _gpu_device() -> int:
