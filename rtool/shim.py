@@ -62,6 +62,7 @@ import os
 import signal
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -294,6 +295,8 @@ class Guard:
             return
         for sig in sigs:
             self._old_handlers[sig] = signal.signal(sig, self._on_signal)
+        ref = weakref.ref(self)
+        os.register_at_fork(after_in_child=lambda: _reset_in_child(ref))
 
     def _on_signal(self, signum: int, frame: object) -> None:
         if os.getpid() != self._pid:  # a forked child (e.g. a DataLoader worker): default action
@@ -615,6 +618,19 @@ class Guard:
         detail = f"while stopping: {reason}"
         d = Decision(False, True, SAVE_TIMEOUT, True, SAVE_TIMEOUT_EXIT_CODE, step, detail)
         self._write_stop(d)
+
+
+def _reset_in_child(ref: weakref.ReferenceType[Guard]) -> None:
+    """In a forked child (a DataLoader worker...): the previous handlers, no guard. The child's
+    SigCgt then no longer shows USR1, so the batch script's forwarding skips it."""
+    guard = ref()
+    if guard is None or guard._closed:
+        return
+    guard._closed = True
+    for sig, old in guard._old_handlers.items():
+        with contextlib.suppress(ValueError, TypeError, OSError):
+            signal.signal(sig, old)
+    guard._old_handlers.clear()
 
 
 def _gpu_device() -> int:

@@ -25,14 +25,21 @@ from tests.helpers import wait_for
 MakeGuard = Callable[..., Guard]
 
 
-def step_until(guard: Guard, start: int = 0, timeout: float = 10) -> Decision:
+class Acted(Decision):
+    """For the type checker only: a Decision whose step is set."""
+
+    step: int
+
+
+def step_until(guard: Guard, start: int = 0, timeout: float = 10) -> Acted:
     """Call guard.step() with increasing steps until it does something."""
     deadline = time.monotonic() + timeout
     step = start
     while time.monotonic() < deadline:
         d = guard.step(step)
         if d.save_requested or d.stopping:
-            return d
+            assert d.step == step
+            return d  # type: ignore[return-value]
         step += 1
         time.sleep(0.002)
     pytest.fail("the guard never acted")
@@ -121,6 +128,17 @@ def test_signal_sets_a_flag_and_the_next_step_saves_and_exits(
     assert saves == [5]  # one save, although SIGTERM came during it
     assert signal.getsignal(signal.SIGUSR1) == before  # handlers restored on exit
     assert g.stopping is not None and g.stopping.detail == "SIGUSR1"
+
+
+def test_a_forked_child_gets_the_previous_handlers_back(make_guard: MakeGuard) -> None:
+    before = signal.getsignal(signal.SIGUSR1)
+    make_guard()
+    assert signal.getsignal(signal.SIGUSR1) != before
+    pid = os.fork()
+    if pid == 0:  # e.g. a DataLoader worker: must not swallow or act on the job's signals
+        os._exit(0 if signal.getsignal(signal.SIGUSR1) == before else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
 
 
 def test_time_limit_with_a_fixed_margin(make_guard: MakeGuard) -> None:
