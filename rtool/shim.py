@@ -360,6 +360,10 @@ class Guard:
         if self._finished:
             return
         self._finished = True
+        if self._final is not None:  # stopped early (exit=False): not finished, cancel nothing
+            log.warning("rtool.shim: finished() after a stop (%s) ignored", self._final.reason)
+            self.close()
+            return
         step = self._step if step is None else step
         fields = {**self._heartbeat_fields(), "step": step, "time": time.time()}
         if self._heartbeat is not None:

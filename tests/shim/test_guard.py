@@ -279,3 +279,13 @@ def test_bad_env_values_are_one_clear_error(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setenv("RTOOL_EXIT_BEFORE_END", "10x")
     with pytest.raises(ShimConfigError, match="exit_before_end: not a duration"):
         Guard.from_env()
+
+
+def test_finished_after_a_stop_marks_nothing_done(make_guard: MakeGuard, tmp_path: Path) -> None:
+    hb = tmp_path / "hb.json"
+    g = make_guard(lambda s: None, heartbeat=hb)
+    os.kill(os.getpid(), signal.SIGUSR1)
+    assert g.step(0).stopping
+    g.finished()  # a loop that ignores .stopping with exit=False
+    data = _read(hb)
+    assert not Path(f"{hb}.done").exists() and data is not None and data["state"] == "stopped"
