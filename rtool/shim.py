@@ -59,10 +59,7 @@ import contextlib
 import logging
 import math
 import os
-import signal
-import threading
 import time
-import weakref
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -87,6 +84,7 @@ from rtool._shim_monitor import (
     Timing,
     file_ident,
 )
+from rtool._shim_signals import SignalFlags
 
 __all__ = [
     "NONFINITE_EXIT_CODE",
@@ -175,7 +173,6 @@ class Guard:
         env = os.environ
         self._save = save
         self._exit = exit
-        self._pid = os.getpid()
         self._kill_switch = os.fspath(kill_switch) if kill_switch else None
         self._save_switch = os.fspath(save_switch) if save_switch else None
         self._forced = ForcedExit(
@@ -206,7 +203,6 @@ class Guard:
         self._closed = False
         self._finished = False
         self._switch_requested: tuple[int, int] | None = None
-        self._old_handlers: dict[signal.Signals, Any] = {}
         self._src = Sources()
         self._timing = Timing()
         self._heartbeat = self._make_heartbeat(heartbeat)
@@ -225,7 +221,7 @@ class Guard:
         self._monitor.config.heartbeat_interval = opt.duration(
             "heartbeat_interval", heartbeat_interval
         )
-        self._install_signals(opt.signals(signals))
+        self._signals = SignalFlags(opt.signals(signals), self._on_signal)
         if start:
             self._monitor.start()
 
@@ -287,24 +283,9 @@ class Guard:
             hb.clear_done()
         return hb
 
-    def _install_signals(self, sigs: tuple[signal.Signals, ...]) -> None:
-        if not sigs:
-            return
-        if threading.current_thread() is not threading.main_thread():
-            log.warning("rtool.shim: Guard made outside the main thread: signals not handled")
-            return
-        for sig in sigs:
-            self._old_handlers[sig] = signal.signal(sig, self._on_signal)
-        ref = weakref.ref(self)
-        os.register_at_fork(after_in_child=lambda: _reset_in_child(ref))
-
-    def _on_signal(self, signum: int, frame: object) -> None:
-        if os.getpid() != self._pid:  # a forked child (e.g. a DataLoader worker): default action
-            signal.signal(signum, signal.SIG_DFL)
-            os.kill(os.getpid(), signum)
-            return
+    def _on_signal(self, name: str) -> None:
         if self._src.signal is None:
-            self._src.signal = signal.Signals(signum).name
+            self._src.signal = name
         self._alert = True
 
     def _wake(self) -> None:
@@ -381,11 +362,7 @@ class Guard:
         self._closed = True
         self._forced.disarm()
         self._monitor.stop()
-        if threading.current_thread() is threading.main_thread():
-            for sig, old in self._old_handlers.items():
-                with contextlib.suppress(ValueError, TypeError, OSError):
-                    signal.signal(sig, old)
-        self._old_handlers.clear()
+        self._signals.restore()
 
     def __enter__(self) -> Guard:
         return self
@@ -622,19 +599,6 @@ class Guard:
         detail = f"while stopping: {reason}"
         d = Decision(False, True, SAVE_TIMEOUT, True, SAVE_TIMEOUT_EXIT_CODE, step, detail)
         self._write_stop(d)
-
-
-def _reset_in_child(ref: weakref.ReferenceType[Guard]) -> None:
-    """In a forked child (a DataLoader worker...): the previous handlers, no guard. The child's
-    SigCgt then no longer shows USR1, so the batch script's forwarding skips it."""
-    guard = ref()
-    if guard is None or guard._closed:
-        return
-    guard._closed = True
-    for sig, old in guard._old_handlers.items():
-        with contextlib.suppress(ValueError, TypeError, OSError):
-            signal.signal(sig, old)
-    guard._old_handlers.clear()
 
 
 def _gpu_device() -> int:
