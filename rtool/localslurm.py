@@ -205,11 +205,26 @@ def write_conf(cluster: Cluster, fast: bool = True) -> None:
 
 
 def status(cluster: Cluster) -> str | None:
-    """The node state (`idle`, `mixed`...) or None when the cluster is not up."""
+    """The node state (`idle`, `mixed`...) or None when the cluster is not up.
+
+    The controller that answers must be this cluster's own (its StateSaveLocation is ours):
+    with free ports picked at random, two clusters started at once could otherwise collide.
+    """
     if not (cluster.conf.exists() and cluster.alive("slurmctld") and cluster.alive("slurmd")):
+        return None
+    if not _is_ours(cluster):
         return None
     res = _sh(["sinfo", "-h", "-o", "%T"], env=cluster.env, timeout=10, check=False)
     return res.stdout.strip() or None if res.returncode == 0 else None
+
+
+def _is_ours(cluster: Cluster) -> bool:
+    res = _sh(["scontrol", "show", "config"], env=cluster.env, timeout=10, check=False)
+    for line in res.stdout.splitlines():
+        key, _, value = line.partition("=")
+        if key.strip() == "StateSaveLocation":
+            return value.strip() == str(cluster.dir / "state")
+    return False
 
 
 def up(directory: Path = DEFAULT_DIR, fast: bool = True, timeout: float = 90) -> Cluster:
@@ -217,19 +232,37 @@ def up(directory: Path = DEFAULT_DIR, fast: bool = True, timeout: float = 90) ->
     cluster = Cluster(Path(directory).resolve())
     ensure_installed()
     ensure_munge()
-    if status(cluster) in ("idle", "mixed", "allocated"):
+    if status(cluster) in READY:
         return cluster
+    state: str | None = None
+    for _attempt in range(3):  # a port taken between picking and binding: new ports, again
+        down(cluster.dir)
+        cluster.dir.mkdir(parents=True, exist_ok=True)
+        write_conf(cluster, fast=fast)
+        _sh([_sbin("slurmctld"), "-f", str(cluster.conf)], env=cluster.env)
+        _sh([_sbin("slurmd"), "-f", str(cluster.conf)], env=cluster.env)
+        state = _wait_ready(cluster, timeout / 3)
+        if state in READY:
+            return cluster
     down(cluster.dir)
-    cluster.dir.mkdir(parents=True, exist_ok=True)
-    write_conf(cluster, fast=fast)
-    _sh([_sbin("slurmctld"), "-f", str(cluster.conf)], env=cluster.env)
-    _sh([_sbin("slurmd"), "-f", str(cluster.conf)], env=cluster.env)
+    log_tail = _tail(cluster.dir / "log" / "slurmctld.log") + _tail(
+        cluster.dir / "log" / "slurmd.log"
+    )
+    raise LocalSlurmError(
+        f"local Slurm did not become idle in {timeout:g}s (node: {state})\n" + log_tail
+    )
+
+
+READY = ("idle", "mixed", "allocated")
+
+
+def _wait_ready(cluster: Cluster, timeout: float) -> str | None:
     deadline = time.monotonic() + timeout
     state = None
     while time.monotonic() < deadline:
         state = status(cluster)
-        if state in ("idle", "mixed", "allocated"):
-            return cluster
+        if state in READY:
+            return state
         if state and ("down" in state or "drain" in state):
             host = socket.gethostname()
             _sh(
@@ -237,13 +270,12 @@ def up(directory: Path = DEFAULT_DIR, fast: bool = True, timeout: float = 90) ->
                 env=cluster.env,
                 check=False,
             )
+        if not (cluster.alive("slurmctld") and cluster.alive("slurmd")):
+            time.sleep(1)
+            if not (cluster.alive("slurmctld") and cluster.alive("slurmd")):
+                return None
         time.sleep(0.5)
-    log_tail = _tail(cluster.dir / "log" / "slurmctld.log") + _tail(
-        cluster.dir / "log" / "slurmd.log"
-    )
-    raise LocalSlurmError(
-        f"local Slurm did not become idle in {timeout:g}s (node: {state})\n" + log_tail
-    )
+    return state
 
 
 def _tail(path: Path, n: int = 15) -> str:
