@@ -1,0 +1,251 @@
+"""The scenario, one function per step. Each narrates, acts, waits for what must follow and
+records an Event; a step that cannot go on raises StepFailed (or WaitTimeout)."""
+
+from __future__ import annotations
+
+import re
+import time
+
+from rtool.demo.observe import compress
+from rtool.demo.scenario import Demo, StepFailed
+from rtool.demo.workspace import FINISH, TRAIN
+
+_PID = re.compile(r"pid=(\d+)")
+
+
+def start(d: Demo) -> None:
+    """Submit the training array, then start the cron emulator with the watchdog."""
+    t, n = d.t, d.n
+    n.title("Setup: a training array on Slurm, and the cron emulator running the watchdogs")
+    n.say(
+        f"the toy training takes {t.step:g} s a step, saves a JSON checkpoint and resumes from "
+        "it; rtool.shim guards its loop"
+    )
+    steps = ["--steps", "100000", "--step-seconds", f"{t.step:g}"]
+    steps += ["--dir", str(d.ws.run_dir(TRAIN)), "--hang-file", str(d.ws.job_dir(TRAIN) / "hang")]
+    job = d.submit(TRAIN, t.train_tasks, steps, t.time_limit, t.signal)
+    n.ok(f"array {job} queued: tasks run one after another (%1)")
+    d.n.wait("task 0 to start training", lambda: d.runs(TRAIN), 90)
+    n.ok("task 0 is training")
+    n.say(
+        f"cron.hourly/watch-training runs `rtool watch all` (log watchdog: --stale {t.stale}s, "
+        f"--on-hang requeue); the hourly period is compressed to {t.tick} s"
+    )
+    d.rtool("cron", "start")
+    d.n.wait("the first cron tick", lambda: d.ws.watch_log.exists(), 4 * t.tick + 30)
+    n.ok("the cron emulator ticks (each tick is a Slurm job that queues the next one)")
+
+
+def time_limit(d: Demo) -> None:
+    n, t = d.n, d.t
+    n.title("1. Time limit: Slurm's signal → save → the next array task resumes at the next step")
+    n.say(
+        f"--time {t.time_limit} --signal {t.signal}: Slurm signals the batch shell, which "
+        "forwards USR1 to the training; Slurm checks every ~30 s, so it comes 15-45 s in"
+    )
+    runs = n.wait("Slurm's signal to task 0 and task 1 to start", lambda: _two_runs(d), 120)
+    first, second = runs[0], runs[1]
+    info = d.run_of(TRAIN, first[0])
+    saved = info.saves[-1] if info and info.saves else None
+    ok = info is not None and info.signal is not None and saved is not None
+    ok = ok and second[2] == (saved if saved is not None else -2) + 1
+    sig = info.signal if info else None
+    d.record(
+        "time-limit",
+        ok,
+        f"task {first[1]} got SIG{sig} from Slurm, saved step {saved} and exited; "
+        f"task {second[1]} resumed at step {second[2]}",
+        signal=sig,
+        saved=saved,
+        resumed_at=second[2],
+    )
+
+
+def _two_runs(d: Demo) -> list[tuple[int, str, int]] | None:
+    runs = d.runs(TRAIN)
+    return runs if len(runs) >= 2 else None
+
+
+def save_switch(d: Demo) -> None:
+    n = d.n
+    n.title("2. `rtool save`: a checkpoint now, while the training goes on")
+    pid, task, _ = d.runs(TRAIN)[-1]
+    before = int(d.checkpoint(TRAIN).get("step", -1))
+    switch = d.ws.job_dir(TRAIN) / "save-switch"
+    d.rtool("save", "--job-name", TRAIN)
+
+    def saved() -> int | None:
+        ck = d.checkpoint(TRAIN)
+        mine = _PID.search(str(ck.get("saved_by", "")))
+        step = int(ck.get("step", -1))
+        fresh = mine and int(mine[1]) == pid and step > before and not switch.exists()
+        return step if fresh else None
+
+    step = n.wait("the training to save and remove the save switch", saved, 20)
+    n.ok(f"task {task} saved step {step} and removed the save switch")
+    went_on = n.wait(
+        "the training to go on", lambda: d.last_step(TRAIN, pid) >= step + 5 or None, 20
+    )
+    d.record(
+        "save-switch",
+        bool(went_on),
+        f"checkpoint at step {step}; task {task} went on to step {d.last_step(TRAIN, pid)}",
+        saved=step,
+        task=task,
+    )
+
+
+def hang(d: Demo) -> None:
+    n, t = d.n, d.t
+    n.title("3. A hang: the training stops writing → alert, requeue, resume elsewhere")
+    pid, task, _ = d.runs(TRAIN)[-1]
+    saved = int(d.checkpoint(TRAIN).get("step", -1))
+    (d.ws.job_dir(TRAIN) / "hang").touch()
+    n.say(f"touched {d.ws.job_dir(TRAIN) / 'hang'}: the toy stops at its next step, forever")
+    info = n.wait("the toy to hang", lambda: _hung(d, pid), 15)
+    t_hang = time.monotonic()
+    n.ok(f"task {task} hangs at step {info} (its log stops growing)")
+    n.say(f"the log watchdog calls a log silent for {t.stale} s a hang (at the next tick)")
+    n.wait(
+        "the log watchdog's alert (it needs a silence of --stale and a tick)",
+        lambda: _first(d, resolved=False),
+        t.stale + 4 * t.tick + 30,
+    )
+    detect = time.monotonic() - t_hang
+    n.ok(f"the alert went out {detect:.0f} s after the hang")
+    task_id = f"{d.ids[TRAIN]}_{task}"
+    restarts = n.wait(
+        f"the watchdog's requeue of {task_id}", lambda: _restarts(d, task) or None, 30
+    )
+    n.ok(f"{task_id} requeued (Restarts={restarts}); Slurm kills the hung process")
+    runs = n.wait("the next array task to resume", lambda: _after(d, pid), 60)
+    _, task2, first = runs
+    redone = info - (saved + 1)
+    n.ok(
+        f"task {task2} resumed at step {first} from the last checkpoint "
+        f"({redone} steps since that save are redone)"
+    )
+    t_resume = time.monotonic()
+    n.wait("the resolved notice", lambda: _first(d, resolved=True), 4 * t.tick + 30)
+    resolved = time.monotonic() - t_hang
+    n.ok(f"resolved notice sent {time.monotonic() - t_resume:.0f} s after the resume")
+    d.record(
+        "hang",
+        first == saved + 1,
+        f"task {task} hung at step {info}: alert {detect:.0f} s later, {task_id} requeued, "
+        f"task {task2} resumed at step {first}, resolved after {resolved:.0f} s",
+        hang_step=info,
+        detect_seconds=round(detect, 1),
+        requeued=task_id,
+        resumed_at=first,
+        redone=redone,
+        resolved_seconds=round(resolved, 1),
+    )
+
+
+def _hung(d: Demo, pid: int) -> int | None:
+    run = d.run_of(TRAIN, pid)
+    return run.hang if run is not None else None
+
+
+def _first(d: Demo, resolved: bool) -> str | None:
+    """The first alert (or resolved notice) of the log watchdog on the log channel."""
+    for m in d.inbox.all():
+        if m.channel == "log" and m.resolved == resolved and "] log " in m.title:
+            return m.title
+    return None
+
+
+def _restarts(d: Demo, task: str) -> int:
+    rec = d.tasks(TRAIN).get(task, {})
+    try:
+        return int(rec.get("Restarts", "0"))
+    except ValueError:
+        return 0
+
+
+def _after(d: Demo, pid: int) -> tuple[int, str, int] | None:
+    runs = d.runs(TRAIN)
+    pids = [r[0] for r in runs]
+    return runs[pids.index(pid) + 1] if pid in pids and pids.index(pid) + 1 < len(pids) else None
+
+
+def stop(d: Demo) -> None:
+    n = d.n
+    n.title("4. `rtool stop`: save and exit; the array's remaining tasks burn through")
+    pid, task, _ = d.runs(TRAIN)[-1]
+    t0 = time.monotonic()
+    d.rtool("stop", "--job-name", TRAIN)
+
+    def exited() -> int | None:
+        run = d.run_of(TRAIN, pid)
+        if run is None or not run.saves:
+            return None
+        last = d.last_step(TRAIN, pid)
+        return last if run.saves[-1] == last and _task_done(d, task) else None
+
+    step = n.wait(f"task {task} to save and exit", exited, 30)
+    stopped = time.monotonic() - t0
+    n.ok(f"task {task} saved step {step} and exited 0 ({stopped:.1f} s after rtool stop)")
+    t1 = time.monotonic()
+    n.wait("the remaining tasks to exit (the kill switch is set)", lambda: not d.active(TRAIN), 120)
+    burn = time.monotonic() - t1
+    records = d.tasks(TRAIN)
+    later = {k: d.run_seconds(r) for k, r in records.items() if _killed_task(d, k)}
+    slowest = max(later.values(), default=0.0)
+    took = "under 1 s" if slowest < 1 else f"{slowest:.0f} s at most"
+    ok = bool(later) and slowest <= 10 and d.checkpoint(TRAIN).get("step") == step
+    d.record(
+        "kill-switch",
+        ok,
+        f"task {task} saved step {step} and exited; {len(later)} later task(s) exited at "
+        f"once (each ran {took}; the array was gone {burn:.0f} s later)",
+        saved=step,
+        later_tasks=later,
+        burn_seconds=round(burn, 1),
+    )
+
+
+def _task_done(d: Demo, task: str) -> bool:
+    state = d.tasks(TRAIN).get(task, {}).get("JobState", "")
+    return state not in ("RUNNING", "COMPLETING", "CONFIGURING")
+
+
+def _killed_task(d: Demo, task: str) -> bool:
+    for path in d.ws.outputs(TRAIN):
+        if path.name.endswith(f"_{task}.out"):
+            return "is present; exiting without starting the run" in path.read_text()
+    return False
+
+
+def finished(d: Demo) -> None:
+    n, t = d.n, d.t
+    n.title("5. finished(): the training completes and cancels the array's remaining tasks")
+    steps = ["--steps", str(t.finish_steps), "--step-seconds", f"{t.finish_step:g}"]
+    steps += ["--dir", str(d.ws.run_dir(FINISH))]
+    job = d.submit(FINISH, t.finish_tasks, steps, "0:05:00", "B:USR1@60")
+    n.wait(f"array {job} to finish", lambda: d.runs(FINISH) and not d.active(FINISH), 90)
+    records = d.tasks(FINISH)
+    ran = sorted(k for k, r in records.items() if d.run_seconds(r) > 0)
+    cancelled = any(r.get("JobState") == "CANCELLED" for r in records.values())
+    outputs = [p.name for p in d.ws.outputs(FINISH)]
+    got = [s.step for s in d.steps(FINISH)]
+    done = (d.ws.run_dir(FINISH) / "heartbeat.json.done").exists()
+    ok = got == list(range(t.finish_steps)) and ran == ["0"] and done and cancelled
+    ok = ok and len(outputs) == 1
+    rest = f"1-{t.finish_tasks - 1}" if t.finish_tasks > 2 else "1"
+    d.record(
+        "finished",
+        ok,
+        f"task 0 ran steps {compress(got)} and called finished(): the pending tasks {rest} "
+        f"were {'cancelled' if cancelled else 'NOT cancelled'} before they started",
+        steps=len(got),
+        tasks_run=ran,
+        cancelled=cancelled,
+        done_marker=done,
+    )
+
+
+def require(cond: bool, why: str) -> None:
+    if not cond:
+        raise StepFailed(why)
