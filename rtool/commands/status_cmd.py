@@ -36,10 +36,10 @@ def status(
         help="Timeout of squeue and of each file probe (default [watch] timeout).",
     ),
 ) -> int:
-    """Show watched jobs, the cron chain, open alerts, disk runway, memory, the kill and save
-    switches and the alert outbox on one screen. Reads the config and the state dir; sends
-    nothing, changes nothing; one squeue call. Exit 0 whatever it shows (see the JSON
-    `status` for a verdict); 2 on a bad config.
+    """Show jobs, cron chain, open alerts, disk runway, memory, switches and outbox at once.
+
+    Reads the config and the state dir; sends nothing, changes nothing; one squeue call.
+    Exit 0 whatever it shows (see the JSON `status` for a verdict); 2 on a bad config.
 
     Example: rtool status
 
