@@ -24,15 +24,23 @@ RtoolRun = Callable[..., subprocess.CompletedProcess[str]]
 
 @pytest.fixture
 def rtool(tmp_path: Path) -> RtoolRun:
-    """`rtool("submit", ..., cwd=DIR)`: rtool as its own process with tmp_path/rtool.toml."""
+    """`rtool("submit", ..., cwd=DIR, env={...})`: rtool as its own process, with
+    tmp_path/rtool.toml and no RTOOL_*/TOY_* variables from outside (Slurm jobs inherit `env`)."""
 
-    def run(*args: str, cwd: Path | None = None, check: bool = True, timeout: float = 120):
+    def run(
+        *args: str,
+        cwd: Path | None = None,
+        check: bool = True,
+        timeout: float = 120,
+        env: dict[str, str] | None = None,
+    ) -> subprocess.CompletedProcess[str]:
         argv = [sys.executable, "-c", ENTRY, "--config", str(tmp_path / "rtool.toml"), *args]
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("RTOOL_", "TOY_"))}
+        full = {k: v for k, v in os.environ.items() if not k.startswith(("RTOOL_", "TOY_"))}
+        full.update(env or {})
         res = subprocess.run(
             argv,
             cwd=cwd or tmp_path,
-            env=env,
+            env=full,
             capture_output=True,
             text=True,
             timeout=timeout,
