@@ -1,12 +1,14 @@
 """Shared fixtures: the real local Slurm (session), the CLI in-process, an isolated state dir.
 
 Tests that need Slurm request `slurm_cluster` (or `slurm`): when the cluster cannot start they
-FAIL with the reason; they are never skipped.
+FAIL with the reason; they are never skipped. `tmpfs` mounts real size- and inode-limited tmpfs.
 """
 
 from __future__ import annotations
 
+import logging
 import os
+import subprocess
 import tempfile
 import uuid
 from collections.abc import Callable, Iterator
@@ -27,6 +29,34 @@ def _isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     for var in list(os.environ):
         if var.startswith("RTOOL_") and var != "RTOOL_SLURM_DIR":
             monkeypatch.delenv(var, raising=False)
+
+
+@pytest.fixture(autouse=True)
+def _restore_logging() -> Iterator[None]:
+    """The CLI points the root logger at the (captured, later closed) stderr: undo it."""
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)
+
+
+@pytest.fixture
+def tmpfs(tmp_path: Path) -> Iterator[Callable[..., Path]]:
+    """tmpfs("name", size="10M", inodes=200) mounts a real tmpfs; all unmounted after."""
+    mounted: list[Path] = []
+
+    def mount(name: str, size: str = "10M", inodes: int = 200) -> Path:
+        point = tmp_path / name
+        point.mkdir()
+        opts = f"size={size},nr_inodes={inodes}"
+        subprocess.run(["mount", "-t", "tmpfs", "-o", opts, "tmpfs", str(point)], check=True)
+        mounted.append(point)
+        return point
+
+    yield mount
+    for point in mounted:
+        subprocess.run(["umount", "-l", str(point)], check=False)
 
 
 @pytest.fixture(scope="session")

@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
+import subprocess
+import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
@@ -23,3 +29,34 @@ def wait_for(
         if time.monotonic() > deadline:
             pytest.fail(f"timed out after {timeout:g}s waiting for {what}")
         time.sleep(interval)
+
+
+def mounted(path: Path) -> bool:
+    """Whether `path` is a mount point of this process's mount namespace."""
+    text = Path("/proc/self/mountinfo").read_text()
+    return any(line.split()[4] == str(path) for line in text.splitlines())
+
+
+@contextlib.contextmanager
+def fuse_server(script: str, point: Path) -> Iterator[Path]:
+    """Run the FUSE server `script` on the new folder `point` until its mount appears.
+    Cleanup: kill the server (which fails the pending requests), then lazily unmount."""
+    point.mkdir()
+    server = subprocess.Popen(
+        [sys.executable, script, str(point)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        wait_for(lambda: mounted(point), timeout=20, interval=0.1, what="FUSE mount")
+        yield point
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(server.pid, signal.SIGKILL)
+        server.wait(timeout=10)
+        subprocess.run(["fusermount", "-u", "-z", str(point)], check=False, capture_output=True)
+        if mounted(point):
+            subprocess.run(["umount", "-l", str(point)], check=False)
+        time.sleep(0.1)

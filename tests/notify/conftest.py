@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,16 +17,6 @@ __all__ = ["down_port", "slack_server", "smtp_server"]
 
 T0 = 1_700_000_000.0
 TOKEN = "xoxb-SECRET-token-4242"
-
-
-@pytest.fixture(autouse=True)
-def _restore_logging() -> Iterator[None]:
-    """The CLI points the root logger at the (captured, later closed) stderr: undo it."""
-    root = logging.getLogger()
-    handlers, level = root.handlers[:], root.level
-    yield
-    root.handlers[:] = handlers
-    root.setLevel(level)
 
 
 @pytest.fixture

@@ -2,14 +2,7 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
-import logging
-import os
-import signal
-import subprocess
-import sys
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,22 +13,9 @@ import pytest
 from rtool.config import load_config
 from rtool.state import StateDir
 from tests.conftest import CliResult
-from tests.helpers import wait_for
-from tests.watchdogs.conftest import tmpfs
-
-__all__ = ["tmpfs"]
+from tests.helpers import fuse_server
 
 HUNG_FUSE = str(Path(__file__).with_name("hung_getattr_fuse.py"))
-
-
-@pytest.fixture(autouse=True)
-def _restore_logging() -> Iterator[None]:
-    """The CLI points the root logger at the (captured, later closed) stderr: undo it."""
-    root = logging.getLogger()
-    handlers, level = root.handlers[:], root.level
-    yield
-    root.handlers[:] = handlers
-    root.setLevel(level)
 
 
 @dataclass
@@ -91,32 +71,9 @@ def make_setup(
     return make
 
 
-def _mounted(path: Path) -> bool:
-    text = Path("/proc/self/mountinfo").read_text()
-    return any(line.split()[4] == str(path) for line in text.splitlines())
-
-
 @pytest.fixture
 def hung_lookup_mount(tmp_path: Path) -> Iterator[Path]:
     """A real FUSE mount where any stat below the root never answers. Cleanup: kill the server
     (which fails the pending lookups), then lazily unmount."""
-    point = tmp_path / "hung"
-    point.mkdir()
-    server = subprocess.Popen(
-        [sys.executable, HUNG_FUSE, str(point)],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    try:
-        wait_for(lambda: _mounted(point), timeout=20, interval=0.1, what="FUSE mount")
+    with fuse_server(HUNG_FUSE, tmp_path / "hung") as point:
         yield point
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(server.pid, signal.SIGKILL)
-        server.wait(timeout=10)
-        subprocess.run(["fusermount", "-u", "-z", str(point)], check=False, capture_output=True)
-        if _mounted(point):
-            subprocess.run(["umount", "-l", str(point)], check=False)
-        time.sleep(0.1)
