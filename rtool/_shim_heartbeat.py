@@ -12,11 +12,12 @@ import json
 import logging
 import os
 import socket
-import tempfile
 import threading
 import time
 from pathlib import Path
 from typing import Any
+
+from rtool.state import atomic_write
 
 log = logging.getLogger("rtool.shim")
 
@@ -42,17 +43,7 @@ def read_json(path: str | os.PathLike[str]) -> dict[str, Any] | None:
 
 def write_json(path: Path, data: dict[str, Any]) -> None:
     """Atomically replace `path` with `data` (readers see old or new, never a mix)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, sort_keys=True)
-            fh.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    atomic_write(path, json.dumps(data, sort_keys=True) + "\n")
 
 
 class Heartbeat:
