@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import getpass
 import logging
-import shlex
 import sys
 from pathlib import Path
 
@@ -52,21 +51,9 @@ def tick_argv(root: Path, slot: float, config_path: Path | None) -> list[str]:
 def tick_script(argv: list[str], name: str) -> str:
     """The sbatch script of one tick (every value shell-quoted), from the
     `cron_scheduler.slurm.j2` template; the resources go on sbatch's command line."""
-    try:
-        from slurm_templates import render_cron_scheduler
+    from slurm_templates import render_cron_scheduler
 
-        return str(render_cron_scheduler(command=argv, job_name=name))
-    except Exception as exc:  # a broken template must not end the chain
-        log.warning("cannot render the scheduler template (%s); using the built-in script", exc)
-        return fallback_script(argv)
-
-
-def fallback_script(argv: list[str]) -> str:
-    return (
-        "#!/bin/bash\n"
-        "# rtool cron scheduler tick: queues the next tick, runs what is due, writes a heartbeat.\n"
-        f"exec {shlex.join(argv)}\n"
-    )
+    return str(render_cron_scheduler(command=argv, job_name=name))
 
 
 def sbatch_args(cfg: CronConfig, root: Path, name: str, begin: float) -> list[str]:
