@@ -10,6 +10,7 @@ import re
 import signal as _signal
 from dataclasses import dataclass
 
+from rtool.slurm.parse import ParseError, format_slurm_duration, parse_slurm_duration
 from rtool.units import UnitError, parse_duration
 
 
@@ -20,10 +21,6 @@ class SpecError(ValueError):
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _ARRAY_ITEM = re.compile(r"^(\d+)(?:-(\d+)(?::(\d+))?)?$")
 _SIGNAL = re.compile(r"^(?P<flags>(?:[BR]{1,2}:){0,2})(?P<sig>[A-Za-z0-9]+)(?:@(?P<secs>\d+))?$")
-_SLURM_TIME = re.compile(
-    r"^(?:(?P<d>\d+)-(?P<dh>\d+)(?::(?P<dm>\d+)(?::(?P<ds>\d+))?)?"
-    r"|(?P<a>\d+)(?::(?P<b>\d+)(?::(?P<c>\d+))?)?)$"
-)
 _WORD_LIST = re.compile(r"^[A-Za-z0-9_.\-]+(?:,[A-Za-z0-9_.\-]+)*$")
 _HOSTLIST = re.compile(r"^[A-Za-z0-9_.\-]+(?:\[[0-9,\-]+\])?[A-Za-z0-9_.\-]*$")
 _JOB_ID = re.compile(r"^\d+(?:_\d+)?$")
@@ -139,8 +136,9 @@ def validate_time(spec: str) -> str:
     text = spec.strip()
     if text.upper() in ("UNLIMITED", "INFINITE"):
         return "UNLIMITED"
-    if _SLURM_TIME.match(text):
-        return format_time(slurm_time_seconds(text))
+    slurm_seconds = _slurm_seconds(text)
+    if slurm_seconds is not None:
+        return format_slurm_duration(slurm_seconds)
     try:
         seconds = parse_duration(text)
     except UnitError:
@@ -149,35 +147,22 @@ def validate_time(spec: str) -> str:
         ) from None
     if seconds < 60:
         raise SpecError(f"time limit {spec!r} is shorter than Slurm's minimum of one minute")
-    return format_time(int(-(-seconds // 60) * 60))  # Slurm counts whole minutes
+    return format_slurm_duration(-(-seconds // 60) * 60)  # Slurm counts whole minutes
 
 
-def slurm_time_seconds(text: str) -> int:
-    """Seconds in a Slurm time spec (`MM`, `MM:SS`, `HH:MM:SS`, `D-HH[:MM[:SS]]`)."""
-    m = _SLURM_TIME.match(text.strip())
-    if not m:
-        raise SpecError(f"time limit {text!r} is not a Slurm time")
-    g = {k: int(v) for k, v in m.groupdict().items() if v is not None}
-    if "d" in g:
-        return ((g["d"] * 24 + g["dh"]) * 60 + g.get("dm", 0)) * 60 + g.get("ds", 0)
-    if "c" in g:
-        return (g["a"] * 60 + g["b"]) * 60 + g["c"]
-    if "b" in g:
-        return g["a"] * 60 + g["b"]
-    return g["a"] * 60
-
-
-def format_time(seconds: int) -> str:
-    days, rest = divmod(int(seconds), 86400)
-    hours, rest = divmod(rest, 3600)
-    text = f"{hours:02d}:{rest // 60:02d}:{rest % 60:02d}"
-    return f"{days}-{text}" if days else text
+def _slurm_seconds(text: str) -> int | None:
+    """Seconds in a Slurm time (`MM`, `MM:SS`, `HH:MM:SS`, `D-HH[:MM[:SS]]`); None otherwise."""
+    try:
+        seconds = parse_slurm_duration(text)
+    except ParseError:
+        return None
+    return None if seconds is None else int(seconds)
 
 
 def time_seconds(spec: str) -> int | None:
     """Seconds of a validated time limit, None for UNLIMITED."""
     norm = validate_time(spec)
-    return None if norm == "UNLIMITED" else slurm_time_seconds(norm)
+    return None if norm == "UNLIMITED" else _slurm_seconds(norm)
 
 
 def validate_words(value: str, what: str) -> str:
