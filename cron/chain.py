@@ -12,31 +12,20 @@ from pathlib import Path
 
 from cron.config import CronConfig
 from cron.slots import begin_arg
-from rtool.slurm import Slurm, SqueueJob
+from rtool.slurm import ACTIVE_STATES, Slurm, SqueueJob
 
 log = logging.getLogger(__name__)
 
-#: Slurm states of a job that is still queued or running.
-ACTIVE_STATES = {
-    "PENDING",
-    "RUNNING",
-    "CONFIGURING",
-    "COMPLETING",
-    "SUSPENDED",
-    "REQUEUED",
-    "REQUEUE_HOLD",
-    "REQUEUE_FED",
-    "RESIZING",
-    "SIGNALING",
-    "STAGE_OUT",
-    "STOPPED",
-}
 _ENTRY = "import sys; from rtool.cli import app; app(sys.argv[1:])"
 
 
 def chain_jobs(slurm: Slurm, name: str) -> list[SqueueJob]:
     """This user's queued or running jobs named `name` (one squeue call; raises SlurmError)."""
-    jobs = slurm.squeue(user=getpass.getuser(), names=[name])
+    return active_jobs(slurm.squeue(user=getpass.getuser(), names=[name]), name)
+
+
+def active_jobs(jobs: list[SqueueJob], name: str) -> list[SqueueJob]:
+    """The jobs named `name` that are still queued or running (pure)."""
     return [j for j in jobs if j.name == name and j.state in ACTIVE_STATES]
 
 

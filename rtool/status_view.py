@@ -196,7 +196,7 @@ def failing_cron_jobs(records: dict[str, dict[str, Any]]) -> list[dict[str, Any]
 def cron_section(
     cfg: Config, store: Any, beat: dict[str, Any] | None, obs: Any, now: float
 ) -> dict[str, Any]:
-    from cron.chain import ACTIVE_STATES
+    from cron.chain import active_jobs
     from watchdogs.cron import ChainObservation, check_cron
 
     base: dict[str, Any] = {"dir": str(store.root), "chain_name": store.name}
@@ -214,7 +214,7 @@ def cron_section(
     )
     chain = None
     if obs.jobs is not None:
-        chain = [_job_row(j) for j in obs.jobs if j.name == store.name and j.state in ACTIVE_STATES]
+        chain = [_job_row(j) for j in active_jobs(obs.jobs, store.name)]
     status = result.status
     if failing and status.severity < Status.WARNING.severity:
         status = Status.WARNING

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cron.chain import ACTIVE_STATES
+from cron.chain import active_jobs
 from cron.config import CronConfig
 from cron.store import CronStore, chain_name
 from rtool.alert import Status
@@ -101,7 +101,7 @@ def check_cron(
         return CheckResult(
             "cron", what, Status.UNKNOWN, f"{what}: squeue failed: {obs.error}", fields
         )
-    chain = [j for j in obs.jobs if j.name == job_name and j.state in ACTIVE_STATES]
+    chain = active_jobs(obs.jobs, job_name)
     if not chain:
         why = f": {beat['queue_error']}" if beat.get("queue_error") else ""
         summary = f"{what}: no scheduler job queued or running ({job_name}){why}"

@@ -8,13 +8,11 @@ from datetime import datetime
 
 from rtool.alert import Status
 from rtool.proc import ProcError, run
-from rtool.slurm import SqueueJob
+from rtool.slurm import ACTIVE_STATES, QUEUED_STATES, RUNNING_STATES, SqueueJob
 from rtool.units import format_duration
 from watchdogs.base import CheckResult, ProbeEnv, SqueueQuery
 from watchdogs.config import JobWatch
 
-RUNNING = {"RUNNING", "COMPLETING", "CONFIGURING", "RESIZING", "SIGNALING", "STAGE_OUT"}
-QUEUED = {"PENDING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "SUSPENDED", "STOPPED"}
 #: Pending reasons that will not clear by themselves.
 HELD = {"jobhelduser", "jobheldadmin"}
 NEVER = {
@@ -137,8 +135,8 @@ def check_one(spec: JobWatch, obs: JobObservation, now: float) -> CheckResult:
         why = obs.group_errors[spec.group]
         return CheckResult("job", name, Status.UNKNOWN, f"{name}: {why}", {"error": why})
     jobs = matching(spec, obs)
-    running = [j for j in jobs if j.state in RUNNING]
-    queued = [j for j in jobs if j.state in QUEUED]
+    running = [j for j in jobs if j.state in RUNNING_STATES]
+    queued = [j for j in jobs if j.state in QUEUED_STATES]
     if running:
         j = running[0]
         used = format_duration(j.time_used) if j.time_used is not None else "?"
@@ -151,6 +149,6 @@ def check_one(spec: JobWatch, obs: JobObservation, now: float) -> CheckResult:
         (status, text), j = min(verdicts, key=lambda v: v[0][0].severity)
         fields = {"job_id": j.job_id, "state": j.state, "reason": j.reason or "", "user": j.user}
         return CheckResult("job", name, status, f"{name} {text}", fields)
-    gone = [j for j in jobs if j.state not in RUNNING | QUEUED]
+    gone = [j for j in jobs if j.state not in ACTIVE_STATES]
     last = f" (last seen {gone[0].state}, job {gone[0].job_id})" if gone else ""
     return CheckResult("job", name, Status.CRITICAL, f"{name} neither running nor queued{last}")

@@ -19,10 +19,11 @@ from typing import Any
 
 from rtool.alert import Status
 from rtool.proc import ProcError
+from rtool.slurm import RUNNING_STATES
 from rtool.units import format_duration
 from watchdogs.base import CheckResult, ProbeEnv, SqueueQuery
 from watchdogs.config import LogWatch
-from watchdogs.job import RUNNING, own_job_ids
+from watchdogs.job import own_job_ids
 from watchdogs.probes import child
 
 _NON_FINITE = re.compile(r"non[-_ ]?finite|\bnan\b|\binf\b", re.IGNORECASE)
@@ -152,7 +153,7 @@ def _job_state(env: ProbeEnv, o: LogObservation) -> None:
     o.job_ids = [
         j.job_id
         for j in jobs
-        if j.name == o.spec.job_name and j.state in RUNNING and j.job_id not in own
+        if j.name == o.spec.job_name and j.state in RUNNING_STATES and j.job_id not in own
     ]
 
 

@@ -2,6 +2,9 @@
 
 from rtool.slurm.cmd import Slurm, SlurmError, SlurmTimeout
 from rtool.slurm.parse import (
+    ACTIVE_STATES,
+    QUEUED_STATES,
+    RUNNING_STATES,
     ParseError,
     SqueueJob,
     SubmitResult,
@@ -13,6 +16,9 @@ from rtool.slurm.parse import (
 )
 
 __all__ = [
+    "ACTIVE_STATES",
+    "QUEUED_STATES",
+    "RUNNING_STATES",
     "ParseError",
     "Slurm",
     "SlurmError",

@@ -29,6 +29,17 @@ SQUEUE_FIELDS: list[tuple[str, str]] = [
 SQUEUE_DELIM = "|"
 SQUEUE_FORMAT = SQUEUE_DELIM.join(code for _, code in SQUEUE_FIELDS)
 
+#: Job states of a job that runs (or holds its allocation while it starts or ends).
+RUNNING_STATES = frozenset(
+    {"RUNNING", "COMPLETING", "CONFIGURING", "RESIZING", "SIGNALING", "STAGE_OUT"}
+)
+#: Job states of a job that waits in the queue (or is suspended) and may still run.
+QUEUED_STATES = frozenset(
+    {"PENDING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "SUSPENDED", "STOPPED"}
+)
+#: Job states of a job that is still queued or running.
+ACTIVE_STATES = RUNNING_STATES | QUEUED_STATES
+
 _NONE_WORDS = {"", "N/A", "NONE", "(NULL)", "UNKNOWN", "INVALID", "UNLIMITED", "NOT_SET"}
 
 
