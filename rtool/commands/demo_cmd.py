@@ -26,10 +26,11 @@ def demo(
     ),
 ) -> int:
     """Run a training array on Slurm through a time limit, a save request, a hang and a kill
-    switch, watched by the cron emulator, and show the alerts (about 2-3 minutes).
+    switch, watched by the cron emulator, and show the alerts (1-2 minutes).
 
-    Starts the local single-node Slurm when none is reachable. Exit code 0 when every step
-    happened as expected, 1 otherwise (the summary says what went wrong).
+    Starts the local single-node Slurm when none is reachable.
+
+    Exit code: 0 when every step happened as expected, 1 otherwise (the summary says why).
 
     Example: rtool demo --with-servers --dir /tmp/rtool-demo
     """

@@ -4,6 +4,7 @@ records an Event; a step that cannot go on raises StepFailed (or WaitTimeout).""
 from __future__ import annotations
 
 import re
+import shutil
 import time
 
 from rtool.demo.observe import compress
@@ -16,7 +17,7 @@ _PID = re.compile(r"pid=(\d+)")
 def start(d: Demo) -> None:
     """Submit the training array, then start the cron emulator with the watchdog."""
     t, n = d.t, d.n
-    n.title("Setup: a training array on Slurm, and the cron emulator running the watchdogs")
+    n.title("Setup: a training array, and the cron emulator with the watchdogs")
     n.say(
         f"the toy training takes {t.step:g} s a step, saves a JSON checkpoint and resumes from "
         "it; rtool.shim guards its loop"
@@ -38,7 +39,7 @@ def start(d: Demo) -> None:
 
 def time_limit(d: Demo) -> None:
     n, t = d.n, d.t
-    n.title("1. Time limit: Slurm's signal → save → the next array task resumes at the next step")
+    n.title("1. Time limit: Slurm's signal → save → the next task resumes")
     n.say(
         f"--time {t.time_limit} --signal {t.signal}: Slurm signals the batch shell, which "
         "forwards USR1 to the training; Slurm checks every ~30 s, so it comes 15-45 s in"
@@ -68,7 +69,7 @@ def _two_runs(d: Demo) -> list[tuple[int, str, int]] | None:
 
 def save_switch(d: Demo) -> None:
     n = d.n
-    n.title("2. `rtool save`: a checkpoint now, while the training goes on")
+    n.title("2. rtool save: a checkpoint while the training goes on")
     pid, task, _ = d.runs(TRAIN)[-1]
     before = int(d.checkpoint(TRAIN).get("step", -1))
     switch = d.ws.job_dir(TRAIN) / "save-switch"
@@ -97,7 +98,7 @@ def save_switch(d: Demo) -> None:
 
 def hang(d: Demo) -> None:
     n, t = d.n, d.t
-    n.title("3. A hang: the training stops writing → alert, requeue, resume elsewhere")
+    n.title("3. A hang: the log stops → alert, requeue, resume")
     pid, task, _ = d.runs(TRAIN)[-1]
     saved = int(d.checkpoint(TRAIN).get("step", -1))
     (d.ws.job_dir(TRAIN) / "hang").touch()
@@ -106,6 +107,10 @@ def hang(d: Demo) -> None:
     t_hang = time.monotonic()
     n.ok(f"task {task} hangs at step {info} (its log stops growing)")
     n.say(f"the log watchdog calls a log silent for {t.stale} s a hang (at the next tick)")
+    if shutil.which("py-spy"):
+        n.note("py-spy is installed: the alert carries a stack dump of the hung job")
+    else:
+        n.note("py-spy is not installed: the alert carries no stack dump (pip install py-spy)")
     n.wait(
         "the log watchdog's alert (it needs a silence of --stale and a tick)",
         lambda: _first(d, resolved=False),
@@ -133,7 +138,7 @@ def hang(d: Demo) -> None:
         "hang",
         first == saved + 1,
         f"task {task} hung at step {info}: alert {detect:.0f} s later, {task_id} requeued, "
-        f"task {task2} resumed at step {first}, resolved after {resolved:.0f} s",
+        f"task {task2} resumed at step {first}, resolved {resolved:.0f} s after the hang",
         hang_step=info,
         detect_seconds=round(detect, 1),
         requeued=task_id,
@@ -172,7 +177,7 @@ def _after(d: Demo, pid: int) -> tuple[int, str, int] | None:
 
 def stop(d: Demo) -> None:
     n = d.n
-    n.title("4. `rtool stop`: save and exit; the array's remaining tasks burn through")
+    n.title("4. rtool stop: save and exit; the other tasks exit at once")
     pid, task, _ = d.runs(TRAIN)[-1]
     t0 = time.monotonic()
     d.rtool("stop", "--job-name", TRAIN)
@@ -220,7 +225,7 @@ def _killed_task(d: Demo, task: str) -> bool:
 
 def finished(d: Demo) -> None:
     n, t = d.n, d.t
-    n.title("5. finished(): the training completes and cancels the array's remaining tasks")
+    n.title("5. finished(): the training ends, the rest of the array is cancelled")
     steps = ["--steps", str(t.finish_steps), "--step-seconds", f"{t.finish_step:g}"]
     steps += ["--dir", str(d.ws.run_dir(FINISH))]
     job = d.submit(FINISH, t.finish_tasks, steps, "0:05:00", "B:USR1@60")

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from rtool.config import load_config_text
 from rtool.demo.observe import account, compress, parse_output, parse_steps, saves_by_pid
@@ -90,3 +92,17 @@ def test_config_is_valid_and_quotes_paths() -> None:
     assert cfg.watch.log[0].on_hang == "requeue" and cfg.watch.log[0].stale == 8
     assert cfg.notify.email is not None and cfg.notify.email.port == 2525
     assert "'/tmp/odd \"dir\" $(x)/bin/rtool'" in hourly_script(ws)
+
+
+def test_demo_refuses_a_folder_that_is_not_empty(tmp_path: Path, cli: Callable[..., Any]) -> None:
+    (tmp_path / "old").write_text("x")
+    res = cli("demo", "--dir", str(tmp_path))
+    assert res.code == 2
+    assert res.err.strip().splitlines() == [
+        f"rtool: --dir {tmp_path}: not an empty folder; give a new one"
+    ]
+
+
+def test_demo_help_has_an_example(cli: Callable[..., Any]) -> None:
+    res = cli("demo", "--help")
+    assert res.code == 0 and "Example: rtool demo --with-servers" in res.out
