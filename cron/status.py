@@ -8,16 +8,11 @@ from pathlib import Path
 from typing import Any
 
 from rtool.slurm import SqueueJob
-from rtool.units import format_duration
+from rtool.units import format_when
 
 
 def _when(t: Any, now: float) -> str:
-    if not isinstance(t, (int, float)) or t <= 0:
-        return "-"
-    stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t))
-    delta = now - t
-    rel = f"{format_duration(abs(delta))} ago" if delta >= 0 else f"in {format_duration(-delta)}"
-    return f"{stamp} ({rel})"
+    return format_when(t, now, missing="-")
 
 
 def chain_line(name: str, jobs: list[SqueueJob] | None, error: str | None) -> str:

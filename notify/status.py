@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from notify.config import NotifyConfig
@@ -10,7 +9,7 @@ from notify.deliver import read_status
 from notify.engine import key_states
 from notify.outbox import Outbox
 from rtool.state import StateDir
-from rtool.units import format_duration
+from rtool.units import format_duration, format_when
 
 
 def collect(cfg: NotifyConfig, state: StateDir, now: float) -> dict[str, Any]:
@@ -36,13 +35,6 @@ def collect(cfg: NotifyConfig, state: StateDir, now: float) -> dict[str, Any]:
     }
 
 
-def _ago(t: Any, now: float) -> str:
-    if not isinstance(t, (int, float)):
-        return "never"
-    stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t))
-    return f"{stamp} ({format_duration(max(0.0, now - t))} ago)"
-
-
 def render(data: dict[str, Any]) -> str:
     now = data["now"]
     box = data["outbox"]
@@ -53,13 +45,13 @@ def render(data: dict[str, Any]) -> str:
         queued = box["per_channel"].get(name, 0)
         state = "" if info["configured"] else " (not configured)"
         lines.append(f"{name}{state}: {queued} queued, {info.get('sent', 0)} sent")
-        lines.append(f"  last delivery: {_ago(info.get('last_ok'), now)}")
+        lines.append(f"  last delivery: {format_when(info.get('last_ok'), now)}")
         if info.get("last_error"):
-            when = _ago(info.get("last_error_time"), now)
+            when = format_when(info.get("last_error_time"), now)
             lines.append(f"  last error:    {when}: {info['last_error']}")
     alerting = data["alerting"]
     lines.append(f"alerting: {len(alerting)} key(s) not OK")
     for key, info in alerting.items():
-        since = f" since {_ago(info['since'], now)}" if info["since"] else ""
+        since = f" since {format_when(info['since'], now)}" if info["since"] else ""
         lines.append(f"  {key} {info['status']}{since}")
     return "\n".join(lines)

@@ -10,19 +10,9 @@ import time
 from typing import Any
 
 from rtool.alert import Status
-from rtool.units import format_duration, format_size
+from rtool.units import format_duration, format_size, format_when
 
 WIDTH = 9  # a status column wide enough for CRITICAL
-
-
-def when(t: Any, now: float) -> str:
-    """`2024-05-01 10:00:00 (12m ago)` / `(in 48m)`; `never` for no time."""
-    if not isinstance(t, (int, float)) or t <= 0:
-        return "never"
-    stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t))
-    delta = now - t
-    rel = f"{format_duration(abs(delta))} ago" if delta >= 0 else f"in {format_duration(-delta)}"
-    return f"{stamp} ({rel})"
 
 
 def _st(name: Any) -> str:
@@ -86,10 +76,10 @@ def cron(data: dict[str, Any], now: float) -> list[str]:
     if isinstance(late, (int, float)):
         late_s = f", {late:.1f}s" if late < 60 else f", {format_duration(late)}"
         late_s += " after its slot"
-    started = f" (chain started {when(sec['started_at'], now)})" if sec["started_at"] else ""
-    last = when(sec["last_tick"], now) if sec["last_tick"] else f"none yet{started}"
+    started = f" (chain started {format_when(sec['started_at'], now)})" if sec["started_at"] else ""
+    last = format_when(sec["last_tick"], now) if sec["last_tick"] else f"none yet{started}"
     lines.append(f"  last tick:  {last}{late_s if sec['last_tick'] else ''}")
-    lines.append(f"  next tick:  {when(sec['next_tick'], now) if sec['next_tick'] else '-'}")
+    lines.append(f"  next tick:  {format_when(sec['next_tick'], now) if sec['next_tick'] else '-'}")
     if sec["queue_error"]:
         lines.append(f"  WARNING:    the last tick could not queue the next: {sec['queue_error']}")
     return lines + (_failing(sec["failing"], now) or ["  failing:    none"])
@@ -101,7 +91,7 @@ def _failing(failing: list[dict[str, Any]], now: float) -> list[str]:
         code = f", exit {f['exit_code']}" if f["exit_code"] is not None else ""
         log = f", log {f['log']}" if f["log"] else ""
         lines.append(
-            f"  failing:    {f['job']}: {f['status']}{code} at {when(f['start'], now)}{log}"
+            f"  failing:    {f['job']}: {f['status']}{code} at {format_when(f['start'], now)}{log}"
         )
     return lines
 
@@ -112,7 +102,7 @@ def alerts(data: dict[str, Any], now: float) -> list[str]:
         return [_head("ALERTS", sec["status"], "no open alerts recorded")]
     lines = [_head("ALERTS", sec["status"], f"{len(sec['open'])} open")]
     for a in sec["open"]:
-        since = f" since {when(a['since'], now)}" if a["since"] else ""
+        since = f" since {format_when(a['since'], now)}" if a["since"] else ""
         sent = "" if a["notified"] else " (not notified yet)"
         lines.append(f"  {_st(a['status'])} {a['key']}{since}{sent}")
         if a["summary"]:
@@ -180,11 +170,11 @@ def outbox(data: dict[str, Any], now: float) -> list[str]:
     lines = [_head("OUTBOX", box["status"], note)]
     for name, ch in box["channels"].items():
         conf = "" if ch["configured"] else " (not configured)"
-        last = when(ch["last_delivery"], now)
+        last = format_when(ch["last_delivery"], now)
         lines.append(
             f"  {name}{conf}: {ch['queued']} queued, {ch['sent']} sent, last delivery {last}"
         )
         if ch["last_error"]:
-            err_at = when(ch["last_error_time"], now) if ch["last_error_time"] else ""
+            err_at = format_when(ch["last_error_time"], now) if ch["last_error_time"] else ""
             lines.append(f"    last error {err_at}: {ch['last_error']}".replace(" :", ":"))
     return lines

@@ -10,6 +10,7 @@ Stdlib only: the in-loop shim imports this module.
 from __future__ import annotations
 
 import re
+import time
 
 _DURATION_UNITS = {
     "ms": 0.001,
@@ -116,6 +117,17 @@ def format_duration(seconds: float) -> str:
         return f"{h}h{m:02d}m" if m else f"{h}h"
     d, h = divmod(s // 3600, 24)
     return f"{d}d{h}h" if h else f"{d}d"
+
+
+def format_when(t: object, now: float, missing: str = "never") -> str:
+    """A Unix time as `2024-05-01 10:00:00 (12m ago)` or `(in 48m)`; `missing` when `t` is not
+    a positive number."""
+    if not isinstance(t, (int, float)) or t <= 0:
+        return missing
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t))
+    delta = now - t
+    rel = f"{format_duration(abs(delta))} ago" if delta >= 0 else f"in {format_duration(-delta)}"
+    return f"{stamp} ({rel})"
 
 
 def format_size(n: float) -> str:

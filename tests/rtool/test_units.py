@@ -1,11 +1,14 @@
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from rtool.units import (
     UnitError,
     format_duration,
     format_size,
+    format_when,
     parse_duration,
     parse_percent,
     parse_size,
@@ -72,3 +75,12 @@ def test_formatting_round_trips() -> None:
     assert parse_duration(format_duration(5400)) == 5400
     assert format_duration(90061) == "1d1h"
     assert format_size(3 * 2**30) == "3.0GiB"
+
+
+def test_format_when_past_future_and_missing() -> None:
+    t = 1_700_000_000.0
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t))
+    assert format_when(t, t + 720) == f"{stamp} (12m ago)"
+    assert format_when(t, t - 2880) == f"{stamp} (in 48m)"
+    assert format_when(None, t) == "never"
+    assert format_when(0, t, missing="-") == "-"
