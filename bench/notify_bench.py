@@ -15,26 +15,19 @@ import argparse
 import json
 import os
 import smtplib
-import statistics
+import sys
 import tempfile
-import time
 import urllib.request
-from collections.abc import Callable
+from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench._common import median_seconds
 from notify import flush, process
 from notify.config import NotifyConfig
 from notify.testing import SlackLikeServer, SmtpServer
 from rtool.alert import Alert, Status
 from rtool.state import StateDir, atomic_write
-
-
-def best(fn: Callable[[], object], repeat: int = 5) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def alerts(n: int) -> list[Alert]:
@@ -48,7 +41,7 @@ def bench_poll(keys: int) -> tuple[float, float]:
     cfg = NotifyConfig.model_validate({"log": {"path": str(state.path / "log")}})
     batch = alerts(keys)
     process(batch, cfg, state)  # first run alerts; the measured ones change nothing
-    measured = best(lambda: process(batch, cfg, state))
+    measured = median_seconds(lambda: process(batch, cfg, state), 5)
     path = state.path / "baseline.json"
     atomic_write(path, (state.path / "notify" / "alerts.json").read_text())
 
@@ -56,7 +49,7 @@ def bench_poll(keys: int) -> tuple[float, float]:
         data = json.loads(path.read_text())
         atomic_write(path, json.dumps(data, indent=1, sort_keys=True))
 
-    return measured, best(baseline)
+    return measured, median_seconds(baseline, 5)
 
 
 def bench_slack(n: int) -> tuple[float, float]:
@@ -77,7 +70,7 @@ def bench_slack(n: int) -> tuple[float, float]:
                 )
                 urllib.request.urlopen(req, timeout=10).read()
 
-        return best(measured, 3), best(baseline, 3)
+        return median_seconds(measured, 3), median_seconds(baseline, 3)
 
 
 def bench_email(n: int) -> tuple[float, float]:
@@ -95,7 +88,7 @@ def bench_email(n: int) -> tuple[float, float]:
                 with smtplib.SMTP("127.0.0.1", smtp.port, timeout=10) as s:
                     s.sendmail("a@b.org", ["c@d.org"], f"Subject: run-{i}\n\nmissing\n")
 
-        return best(measured, 3), best(baseline, 3)
+        return median_seconds(measured, 3), median_seconds(baseline, 3)
 
 
 def main() -> None:

@@ -14,21 +14,19 @@ Uses $SLURM_CONF when set, else starts a local Slurm in a temp folder (and stops
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench._common import median_seconds, slurm_conf  # noqa: E402
 from cron.store import CronStore  # noqa: E402
-from rtool import localslurm  # noqa: E402
 from rtool.alert import Alert, Status  # noqa: E402
 from rtool.config import load_config  # noqa: E402
 from rtool.proc import run  # noqa: E402
@@ -38,29 +36,9 @@ from rtool.status_view import gather  # noqa: E402
 from watchdogs import history  # noqa: E402
 
 
-@contextlib.contextmanager
-def slurm_conf() -> Iterator[None]:
-    if os.environ.get("SLURM_CONF"):
-        yield
-        return
-    d = Path(tempfile.mkdtemp(prefix="rtool-bench-slurm-"))
-    cluster = localslurm.up(d)
-    os.environ["SLURM_CONF"] = str(cluster.conf)
-    try:
-        yield
-    finally:
-        localslurm.down(d)
-        os.environ.pop("SLURM_CONF", None)
-
-
 def median_ms(fn: Callable[[], object], repeat: int) -> float:
     fn()  # warm up
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - t) * 1000)
-    return statistics.median(times)
+    return median_seconds(fn, repeat) * 1000
 
 
 def make_config(base: Path, jobs: int) -> Path:

@@ -15,18 +15,17 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from rtool import localslurm  # noqa: E402
+from bench._common import median_seconds, slurm_conf  # noqa: E402
 from rtool.slurm import Slurm  # noqa: E402
 from rtool.state import StateDir  # noqa: E402
 from watchdogs.base import ProbeEnv, Watchdog  # noqa: E402
@@ -39,21 +38,6 @@ from watchdogs.probes import child  # noqa: E402
 from watchdogs.runner import query_for, sweep  # noqa: E402
 
 HUNG_FUSE = ROOT / "tests" / "watchdogs" / "hung_fuse.py"
-
-
-@contextlib.contextmanager
-def slurm_conf() -> Iterator[None]:
-    if os.environ.get("SLURM_CONF"):
-        yield
-        return
-    d = Path(tempfile.mkdtemp(prefix="rtool-bench-slurm-"))
-    cluster = localslurm.up(d)
-    os.environ["SLURM_CONF"] = str(cluster.conf)
-    try:
-        yield
-    finally:
-        localslurm.down(d)
-        os.environ.pop("SLURM_CONF", None)
 
 
 @contextlib.contextmanager
@@ -97,15 +81,6 @@ def hung_mount(base: Path) -> Iterator[Path]:
         subprocess.run(["fusermount", "-u", "-z", str(point)], check=False, capture_output=True)
 
 
-def median_time(fn: Callable[[], object], repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
-
-
 def watchdogs(base: Path, disks: list[Path], timeout: float) -> list[Watchdog]:
     log = base / "train.out"
     log.write_text("step 1\n")
@@ -146,17 +121,17 @@ def main() -> int:
                 sq.squeue(names=["bench-train"])
                 child.collect(child.start("statvfs", str(disks[0])), time.monotonic() + t)
 
-            base_s = median_time(baseline, args.repeat)
-            healthy = median_time(lambda: run_sweep(wds, state, t), args.repeat)
+            base_s = median_seconds(baseline, args.repeat)
+            healthy = median_seconds(lambda: run_sweep(wds, state, t), args.repeat)
             with hung_mount(base) as hung:
                 hung_wds = watchdogs(base, [*disks, hung], t)
                 # a fresh state each time: the mount is probed (and times out) every sweep
-                hung_s = median_time(
+                hung_s = median_seconds(
                     lambda: run_sweep(hung_wds, StateDir(tempfile.mkdtemp(dir=base)), t),
                     max(3, args.repeat // 2),
                 )
                 run_sweep(hung_wds, state, t)  # times out once and remembers the mount
-                remembered = median_time(lambda: run_sweep(hung_wds, state, t), args.repeat)
+                remembered = median_seconds(lambda: run_sweep(hung_wds, state, t), args.repeat)
         calls1, calls20 = squeue_calls(1, state, t), squeue_calls(20, state, t)
     print(f"baseline (1 squeue + 1 statfs child)  {base_s * 1000:8.1f} ms")
     print(
