@@ -7,6 +7,7 @@ Each command builds watchdogs from its flags (no config needed) and hands them t
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -51,23 +52,28 @@ def _spec(model: type[BaseModel], **values: Any) -> Any:
 
 def _run(
     ctx: typer.Context,
-    watchdogs: list[Watchdog],
+    build: Callable[[float], list[Watchdog]],
     json_out: bool,
     no_notify: bool,
     tee: Path | None,
-    timeout: float | None,
+    timeout: str | None,
 ) -> int:
+    """Build the watchdogs with the probe timeout (--timeout or the config's) and run them."""
     from watchdogs.runner import Output, run_watch
 
+    t = _timeout(ctx, timeout)
+    watchdogs = build(t)
+    if not watchdogs:
+        typer.echo(
+            "rtool: nothing to watch: the config has no [[watch.job]], [[watch.log]], "
+            "[[watch.disk]] or [[watch.memory]] entries",
+            err=True,
+        )
+        return 3
     app_ctx = get_context(ctx)
-    cfg = app_ctx.config
     out = Output(json=json_out, notify=not no_notify, tee=tee)
     return run_watch(
-        watchdogs,
-        state=app_ctx.state,
-        notify_cfg=cfg.notify,
-        timeout=timeout if timeout is not None else cfg.watch.timeout,
-        out=out,
+        watchdogs, state=app_ctx.state, notify_cfg=app_ctx.config.notify, timeout=t, out=out
     )
 
 
@@ -109,7 +115,6 @@ def job_cmd(
     from watchdogs.config import JobWatch
     from watchdogs.job import JobWatchdog
 
-    t = _timeout(ctx, timeout)
     specs = [
         _spec(
             JobWatch,
@@ -122,7 +127,7 @@ def job_cmd(
         )
         for n in name
     ]
-    return _run(ctx, [JobWatchdog(specs, t)], json_out, no_notify, tee, t)
+    return _run(ctx, lambda t: [JobWatchdog(specs, t)], json_out, no_notify, tee, timeout)
 
 
 @app.command("log")
@@ -155,7 +160,6 @@ def log_cmd(
     from watchdogs.config import LogWatch
     from watchdogs.log import LogWatchdog
 
-    t = _timeout(ctx, timeout)
     spec = _spec(
         LogWatch,
         path=path,
@@ -166,7 +170,7 @@ def log_cmd(
         pid=pid,
         on_hang=on_hang,
     )
-    return _run(ctx, [LogWatchdog([spec], t)], json_out, no_notify, tee, t)
+    return _run(ctx, lambda t: [LogWatchdog([spec], t)], json_out, no_notify, tee, timeout)
 
 
 @app.command("disk")
@@ -195,7 +199,6 @@ def disk_cmd(
     from watchdogs.config import DiskWatch
     from watchdogs.disk import DiskWatchdog
 
-    t = _timeout(ctx, timeout)
     specs = [
         _spec(
             DiskWatch,
@@ -213,7 +216,7 @@ def disk_cmd(
         )
         for p in paths
     ]
-    return _run(ctx, [DiskWatchdog(specs, t)], json_out, no_notify, tee, t)
+    return _run(ctx, lambda t: [DiskWatchdog(specs, t)], json_out, no_notify, tee, timeout)
 
 
 @app.command("memory")
@@ -238,7 +241,6 @@ def memory_cmd(
     from watchdogs.config import MemoryWatch
     from watchdogs.memory import MemoryWatchdog
 
-    t = _timeout(ctx, timeout)
     warn = warn_used if warn_used is not None else max_used
     spec = _spec(
         MemoryWatch,
@@ -250,7 +252,7 @@ def memory_cmd(
         runway=runway,
         trend_min_span=trend_min_span,
     )
-    return _run(ctx, [MemoryWatchdog([spec], t)], json_out, no_notify, tee, t)
+    return _run(ctx, lambda t: [MemoryWatchdog([spec], t)], json_out, no_notify, tee, timeout)
 
 
 @app.command("cron")
@@ -279,14 +281,13 @@ def cron_cmd(
     from rtool.units import UnitError, parse_duration
     from watchdogs.cron import CronWatchdog, spec_from_config
 
-    t = _timeout(ctx, timeout)
     cfg = get_context(ctx).config.cron
     try:
         g = parse_duration(grace) if grace is not None else None
     except UnitError as exc:
         raise UsageError(f"--grace: {exc}") from None
     spec = spec_from_config(cfg, resolve_dir(directory or cfg.dir), g)
-    return _run(ctx, [CronWatchdog([spec], t)], json_out, no_notify, tee, t)
+    return _run(ctx, lambda t: [CronWatchdog([spec], t)], json_out, no_notify, tee, timeout)
 
 
 @app.command("all")
@@ -303,14 +304,9 @@ def all_cmd(
     """
     from watchdogs.registry import from_config
 
-    t = _timeout(ctx, timeout)
     watch = get_context(ctx).config.watch
-    watchdogs = from_config(watch.model_copy(update={"timeout": t}))
-    if not watchdogs:
-        typer.echo(
-            "rtool: nothing to watch: the config has no [[watch.job]], [[watch.log]], "
-            "[[watch.disk]] or [[watch.memory]] entries",
-            err=True,
-        )
-        return 3
-    return _run(ctx, watchdogs, json_out, no_notify, tee, t)
+
+    def build(t: float) -> list[Watchdog]:
+        return from_config(watch.model_copy(update={"timeout": t}))
+
+    return _run(ctx, build, json_out, no_notify, tee, timeout)
