@@ -12,7 +12,6 @@ import json
 import os
 import shlex
 import shutil
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,7 +28,7 @@ from rtool.demo.servers import Inbox
 from rtool.demo.workspace import FINISH, TRAIN, Timing, Workspace, locate_toy
 from rtool.errors import RtoolError
 from rtool.proc import ProcError, run
-from rtool.slurm import Slurm, SlurmError
+from rtool.slurm import Slurm, SlurmError, SqueueJob
 from rtool.slurm.parse import parse_slurm_duration
 
 
@@ -127,9 +126,9 @@ class Demo:
         self.ids[name] = job_id
         return job_id
 
-    def jobs(self, name: str) -> list[Any]:
+    def jobs(self, name: str) -> list[SqueueJob]:
         try:
-            return [j for j in self.slurm.squeue(user=getpass.getuser(), names=[name])]
+            return self.slurm.squeue(user=getpass.getuser(), names=[name])
         except SlurmError:
             return []
 
@@ -226,6 +225,3 @@ class Demo:
         self.events.append(ev)
         (self.n.ok if ok else self.n.fail)(detail)
         return ev
-
-    def now(self) -> float:
-        return time.monotonic()

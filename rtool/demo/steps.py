@@ -8,7 +8,7 @@ import shutil
 import time
 
 from rtool.demo.observe import compress
-from rtool.demo.scenario import Demo, StepFailed
+from rtool.demo.scenario import Demo
 from rtool.demo.workspace import FINISH, TRAIN
 
 _PID = re.compile(r"pid=(\d+)")
@@ -249,8 +249,3 @@ def finished(d: Demo) -> None:
         cancelled=cancelled,
         done_marker=done,
     )
-
-
-def require(cond: bool, why: str) -> None:
-    if not cond:
-        raise StepFailed(why)
