@@ -16,7 +16,7 @@ from rtool.demo.narrate import Narrator, WaitTimeout
 from rtool.demo.observe import Accounting, account, saves_by_pid
 from rtool.demo.scenario import Demo, StepFailed, ensure_slurm
 from rtool.demo.servers import Inbox
-from rtool.demo.workspace import FINISH, TRAIN, Timing, create, locate_toy, prepare_dir
+from rtool.demo.workspace import LIMIT, TRAIN, Timing, create, locate_toy, prepare_dir
 
 SCENARIO: list[tuple[str, Callable[[Demo], None]]] = [
     ("time-limit", steps.time_limit),
@@ -98,7 +98,7 @@ def _cleanup(demo: Demo, problems: list[str]) -> None:
         demo.rtool("cron", "stop")
     except StepFailed as exc:
         problems.append(f"cleanup: {exc}")
-    for name in (TRAIN, FINISH):
+    for name in (LIMIT, TRAIN):
         if not demo.active(name):
             continue
         demo.n.say(f"cancelling what is left of {name}")
@@ -111,7 +111,7 @@ def _cleanup(demo: Demo, problems: list[str]) -> None:
 def _finish(demo: Demo, problems: list[str], wall: float) -> dict[str, object]:
     demo.n.pause(1.0, "the last notifications")
     accounting: dict[str, Accounting] = {}
-    for name in (TRAIN, FINISH):
+    for name in (LIMIT, TRAIN):
         lines = demo.steps(name)
         if lines:
             accounting[name] = account(lines, saves_by_pid(demo.outputs(name)))

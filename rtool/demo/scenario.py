@@ -25,7 +25,7 @@ from rtool.demo.observe import (
     parse_steps,
 )
 from rtool.demo.servers import Inbox
-from rtool.demo.workspace import FINISH, TRAIN, Timing, Workspace, locate_toy
+from rtool.demo.workspace import LIMIT, TRAIN, Timing, Workspace, locate_toy
 from rtool.errors import RtoolError
 from rtool.proc import ProcError, run
 from rtool.slurm import Slurm, SlurmError, SqueueJob
@@ -149,7 +149,7 @@ class Demo:
         return parse_slurm_duration(record.get("RunTime", "")) or 0.0
 
     def check_no_leftovers(self) -> None:
-        for name in (TRAIN, FINISH):
+        for name in (LIMIT, TRAIN):
             if self.active(name):
                 raise RtoolError(
                     f"jobs named {name} are still queued from an earlier demo; "

@@ -9,28 +9,32 @@ import time
 
 from rtool.demo.observe import compress
 from rtool.demo.scenario import Demo
-from rtool.demo.workspace import FINISH, TRAIN
+from rtool.demo.workspace import LIMIT, TRAIN
 
 _PID = re.compile(r"pid=(\d+)")
 
 
 def start(d: Demo) -> None:
-    """Submit the training array, then start the cron emulator with the watchdog."""
+    """Submit the two training arrays, then start the cron emulator with the watchdog."""
     t, n = d.t, d.n
-    n.title("Setup: a training array, and the cron emulator with the watchdogs")
+    n.title("Setup: two training arrays, and the cron emulator with the watchdogs")
     n.say(
         f"the toy training takes {t.step:g} s a step, saves a JSON checkpoint and resumes from "
         "it; rtool.shim guards its loop"
     )
-    steps = ["--steps", "100000", "--step-seconds", f"{t.step:g}"]
-    steps += ["--dir", str(d.ws.run_dir(TRAIN)), "--hang-file", str(d.ws.job_dir(TRAIN) / "hang")]
-    job = d.submit(TRAIN, t.train_tasks, steps, t.time_limit, t.signal)
-    n.ok(f"array {job} queued: tasks run one after another (%1)")
-    d.n.wait("task 0 to start training", lambda: d.runs(TRAIN), 90)
-    n.ok("task 0 is training")
+    speed = ["--step-seconds", f"{t.step:g}"]
+    limit = ["--steps", str(t.limit_steps), *speed, "--dir", str(d.ws.run_dir(LIMIT))]
+    job = d.submit(LIMIT, t.limit_tasks, limit, t.limit_time, t.limit_signal)
+    n.ok(f"{LIMIT} ({job}): {t.limit_steps} steps, a {t.limit_time} limit per task (%1)")
+    train = ["--steps", "100000", *speed, "--dir", str(d.ws.run_dir(TRAIN))]
+    train += ["--hang-file", str(d.ws.job_dir(TRAIN) / "hang")]
+    job = d.submit(TRAIN, t.train_tasks, train, t.train_time, t.train_signal)
+    n.ok(f"{TRAIN} ({job}): for rtool save, a hang and rtool stop")
+    n.wait("both arrays to start training", lambda: d.runs(LIMIT) and d.runs(TRAIN), 90)
+    n.ok("task 0 of each array is training")
     n.say(
-        f"cron.hourly/watch-training runs `rtool watch all` (log watchdog: --stale {t.stale}s, "
-        f"--on-hang requeue); the hourly period is compressed to {t.tick} s"
+        f"cron.hourly/watch-training runs `rtool watch all` (log watchdog on {TRAIN}: "
+        f"--stale {t.stale}s, --on-hang requeue); the hourly period is compressed to {t.tick} s"
     )
     d.rtool("cron", "start")
     d.n.wait("the first cron tick", lambda: d.ws.watch_log.exists(), 4 * t.tick + 30)
@@ -41,12 +45,12 @@ def time_limit(d: Demo) -> None:
     n, t = d.n, d.t
     n.title("1. Time limit: Slurm's signal → save → the next task resumes")
     n.say(
-        f"--time {t.time_limit} --signal {t.signal}: Slurm signals the batch shell, which "
-        "forwards USR1 to the training; Slurm checks every ~30 s, so it comes 15-45 s in"
+        f"{LIMIT}: --time {t.limit_time} --signal {t.limit_signal}: Slurm signals the batch "
+        "shell, which forwards USR1 to the training (Slurm may send it up to a minute early)"
     )
-    runs = n.wait("Slurm's signal to task 0 and task 1 to start", lambda: _two_runs(d), 120)
+    runs = n.wait(f"Slurm's signal to {LIMIT} and its next task", lambda: _two_runs(d), 120)
     first, second = runs[0], runs[1]
-    info = d.run_of(TRAIN, first[0])
+    info = d.run_of(LIMIT, first[0])
     saved = info.saves[-1] if info and info.saves else None
     ok = info is not None and info.signal is not None and saved is not None
     ok = ok and second[2] == (saved if saved is not None else -2) + 1
@@ -54,7 +58,7 @@ def time_limit(d: Demo) -> None:
     d.record(
         "time-limit",
         ok,
-        f"task {first[1]} got SIG{sig} from Slurm, saved step {saved} and exited; "
+        f"{LIMIT} task {first[1]} got SIG{sig} from Slurm, saved step {saved} and exited; "
         f"task {second[1]} resumed at step {second[2]}",
         signal=sig,
         saved=saved,
@@ -63,7 +67,7 @@ def time_limit(d: Demo) -> None:
 
 
 def _two_runs(d: Demo) -> list[tuple[int, str, int]] | None:
-    runs = d.runs(TRAIN)
+    runs = d.runs(LIMIT)
     return runs if len(runs) >= 2 else None
 
 
@@ -225,27 +229,29 @@ def _killed_task(d: Demo, task: str) -> bool:
 
 def finished(d: Demo) -> None:
     n, t = d.n, d.t
-    n.title("5. finished(): the training ends, the rest of the array is cancelled")
-    steps = ["--steps", str(t.finish_steps), "--step-seconds", f"{t.finish_step:g}"]
-    steps += ["--dir", str(d.ws.run_dir(FINISH))]
-    job = d.submit(FINISH, t.finish_tasks, steps, "0:05:00", "B:USR1@60")
-    n.wait(f"array {job} to finish", lambda: d.runs(FINISH) and not d.active(FINISH), 90)
-    records = d.tasks(FINISH)
-    ran = sorted(k for k, r in records.items() if d.run_seconds(r) > 0)
+    n.title("5. finished(): the training ends and cancels the rest of its array")
+    n.wait(f"{LIMIT} to train to the end", lambda: d.runs(LIMIT) and not d.active(LIMIT), 150)
+    records = d.tasks(LIMIT)
+    lines = d.steps(LIMIT)
+    ran = sorted({s.task for s in lines}, key=int)
     cancelled = any(r.get("JobState") == "CANCELLED" for r in records.values())
-    outputs = [p.name for p in d.ws.outputs(FINISH)]
-    got = [s.step for s in d.steps(FINISH)]
-    done = (d.ws.run_dir(FINISH) / "heartbeat.json.done").exists()
-    ok = got == list(range(t.finish_steps)) and ran == ["0"] and done and cancelled
-    ok = ok and len(outputs) == 1
-    rest = f"1-{t.finish_tasks - 1}" if t.finish_tasks > 2 else "1"
+    outputs = d.outputs(LIMIT)
+    signals = sum(1 for o in outputs for r in o.runs if r.signal)
+    finishers = [r for o in outputs for r in o.runs if r.finished]
+    got = [s.step for s in lines]
+    done = (d.ws.run_dir(LIMIT) / "heartbeat.json.done").exists()
+    ok = got == list(range(t.limit_steps)) and done and cancelled and len(finishers) == 1
+    ok = ok and len(d.ws.outputs(LIMIT)) == len(ran) < t.limit_tasks  # no task started after
+    rest = f"{len(ran)}-{t.limit_tasks - 1}"
     d.record(
         "finished",
         ok,
-        f"task 0 ran steps {compress(got)} and called finished(): the pending tasks {rest} "
-        f"were {'cancelled' if cancelled else 'NOT cancelled'} before they started",
+        f"{LIMIT}: steps {compress(got)} each once, in tasks {', '.join(ran)} "
+        f"({signals} time-limit signal(s)); the last one called finished(): tasks {rest} "
+        f"{'cancelled' if cancelled else 'NOT cancelled'} before they started",
         steps=len(got),
         tasks_run=ran,
+        signals=signals,
         cancelled=cancelled,
         done_marker=done,
     )

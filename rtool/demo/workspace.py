@@ -6,9 +6,9 @@ Layout of DIR:
     bin/rtool             runs this Python's rtool (so Slurm jobs and the cron ticks use it)
     state/                rtool's state dir (alerts, outbox, cron ticks, watchdog memory)
     cron/                 the cron folder; cron.hourly/watch-training runs `rtool watch all`
-    train/                the training array demo-train: Slurm output, switches, run/ (steps
-                          log, checkpoint, heartbeat)
-    finish/               the short array demo-finish (finished() cancels the rest)
+    limit/                the array demo-limit: short time limits, trains to the end, finished()
+    train/                the array demo-train: rtool save, a hang, rtool stop
+                          (each: Slurm output, switches, run/ with steps log, checkpoint, heartbeat)
     alerts.log            the log channel;  watch.log: every watchdog status line (--tee)
     summary.json          the demo's machine-readable result
 """
@@ -25,8 +25,10 @@ from pathlib import Path
 
 from rtool.errors import RtoolError, UsageError
 
-#: Job names of the two arrays.
-TRAIN, FINISH = "demo-train", "demo-finish"
+#: Job names of the two arrays: one lives through Slurm's time limits to the end, the other is
+#: saved on request, hangs and is stopped (its limit is far away: Slurm may send the time-limit
+#: signal up to a minute early, which would cut those steps short).
+LIMIT, TRAIN = "demo-limit", "demo-train"
 
 
 @dataclass(frozen=True)
@@ -36,12 +38,15 @@ class Timing:
     step: float = 0.2  # one training step
     tick: int = 4  # cron emulator period (hourly jobs run every tick)
     stale: int = 8  # log watchdog: a log not written for this long is a hang
-    time_limit: str = "0:01:00"  # --time of every array task (Slurm's minimum is a minute)
-    signal: str = "B:USR1@45"  # Slurm signals 45 s before the limit (+ up to 30 s of slack)
-    train_tasks: int = 8
-    finish_tasks: int = 4
-    finish_steps: int = 40
-    finish_step: float = 0.1
+    # demo-limit: Slurm's minimum limit is a minute; its signal comes 0-30 s into each task here
+    limit_time: str = "0:01:00"
+    limit_signal: str = "B:USR1@45"
+    limit_steps: int = 200  # 40 s of training: longer than the latest signal
+    limit_tasks: int = 10
+    # demo-train: no time limit within the demo
+    train_time: str = "0:10:00"
+    train_signal: str = "B:USR1@60"
+    train_tasks: int = 6
 
 
 @dataclass(frozen=True)
@@ -84,7 +89,7 @@ class Workspace:
         return self.path("secrets", "slack-webhook-url")
 
     def job_dir(self, name: str) -> Path:
-        return self.path("train" if name == TRAIN else "finish")
+        return self.path("train" if name == TRAIN else "limit")
 
     def run_dir(self, name: str) -> Path:
         return self.job_dir(name) / "run"
@@ -126,7 +131,7 @@ def create(
     from rtool.config import load_config_text
 
     ws = Workspace(root)
-    for sub in ("bin", "train/run", "finish/run"):
+    for sub in ("bin", "train/run", "limit/run"):
         ws.path(sub).mkdir(parents=True, exist_ok=True)
     ws.state.mkdir(mode=0o700, exist_ok=True)
     if slack_url is not None:

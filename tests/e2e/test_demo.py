@@ -1,6 +1,6 @@
 """`rtool demo --with-servers` on the real local Slurm: every scenario step, exact step
 accounting, alerts delivered once each (plus a resolved notice) to real SMTP and Slack-like
-servers. One run of the demo (~75 s) carries most of the end-to-end assertions."""
+servers. One run of the demo (~50 s) carries most of the end-to-end assertions."""
 
 from __future__ import annotations
 
@@ -66,9 +66,10 @@ def test_steps_union_exact_no_step_twice_after_a_save(demo: Any) -> None:
     hung_work = set(range(saved + 1, hang["hang_step"]))
     assert train["redone"] and set(train["redone"]) <= hung_work
     assert set(train["discarded"]) <= hung_work
-    finish = summary["accounting"]["demo-finish"]
-    assert finish["distinct_steps"] == finish["steps_run"] == 40
-    assert finish["runs"] == 1 and finish["steps_lost"] == 0
+    # demo-limit trained to the end through Slurm's time limits: every step exactly once
+    limit = summary["accounting"]["demo-limit"]
+    assert limit["distinct_steps"] == limit["steps_run"] == 200
+    assert limit["runs"] >= 2 and limit["final_checkpoint"] == 199 and limit["ok"]
     assert summary["steps_lost"] == 0
 
 
@@ -79,7 +80,7 @@ def test_resume_after_the_time_limit_signal(demo: Any) -> None:
     assert data["signal"] == "USR1"
     assert data["resumed_at"] == data["saved"] + 1
     # the next run of the training starts exactly after each save
-    resumes = summary["accounting"]["demo-train"]["resumes"]
+    resumes = summary["accounting"]["demo-limit"]["resumes"]
     assert [first for _, first in resumes][:2] == [0, data["saved"] + 1]
 
 
@@ -101,7 +102,7 @@ def test_kill_switch_ends_the_array_in_seconds(demo: Any) -> None:
     _, summary, _ = demo
     data = _event(summary, "kill-switch")["data"]
     later = data["later_tasks"]
-    assert len(later) >= 5  # tasks 3-7 and the requeued one
+    assert len(later) >= 4  # tasks 2-5 and the requeued one
     assert all(seconds <= 5 for seconds in later.values()), later
     assert data["burn_seconds"] < 60
 
@@ -121,5 +122,7 @@ def test_alerts_delivered_once_each_with_a_resolved_notice(demo: Any) -> None:
 def test_finished_cancels_the_rest_of_the_array(demo: Any) -> None:
     _, summary, root = demo
     data = _event(summary, "finished")["data"]
-    assert data["tasks_run"] == ["0"] and data["cancelled"] and data["done_marker"]
-    assert [p.name.split("_")[-1] for p in (root / "finish").glob("*.out")] == ["0.out"]
+    assert data["cancelled"] and data["done_marker"] and data["signals"] >= 1
+    assert len(data["tasks_run"]) < 10
+    # no task of demo-limit started after the one that finished
+    assert len(list((root / "limit").glob("*.out"))) == len(data["tasks_run"])
