@@ -10,6 +10,7 @@ import time
 from rtool.demo.observe import compress
 from rtool.demo.scenario import Demo
 from rtool.demo.workspace import LIMIT, TRAIN
+from rtool.slurm.parse import ParseError, parse_slurm_timestamp
 
 _PID = re.compile(r"pid=(\d+)")
 
@@ -196,23 +197,37 @@ def stop(d: Demo) -> None:
     step = n.wait(f"task {task} to save and exit", exited, 30)
     stopped = time.monotonic() - t0
     n.ok(f"task {task} saved step {step} and exited 0 ({stopped:.1f} s after rtool stop)")
-    t1 = time.monotonic()
+    t1, exit_wall = time.monotonic(), time.time()
     n.wait("the remaining tasks to exit (the kill switch is set)", lambda: not d.active(TRAIN), 120)
     burn = time.monotonic() - t1
     records = d.tasks(TRAIN)
     later = {k: d.run_seconds(r) for k, r in records.items() if _killed_task(d, k)}
     slowest = max(later.values(), default=0.0)
     took = "under 1 s" if slowest < 1 else f"{slowest:.0f} s at most"
+    # tasks never requeued end as fast as Slurm starts them; a requeued one waits its begin time
+    fresh = [_end(r) for k, r in records.items() if k in later and r.get("Restarts") == "0"]
+    fresh_gone = max([e - exit_wall for e in fresh if e is not None], default=0.0)
     ok = bool(later) and slowest <= 10 and d.checkpoint(TRAIN).get("step") == step
     d.record(
         "kill-switch",
         ok,
         f"task {task} saved step {step} and exited; {len(later)} later task(s) exited at "
-        f"once (each ran {took}; the array was gone {burn:.0f} s later)",
+        f"once (each ran {took}; the array was gone {burn:.0f} s later, the requeued task "
+        "waiting out its begin time)",
         saved=step,
         later_tasks=later,
         burn_seconds=round(burn, 1),
+        fresh_tasks=len(fresh),
+        fresh_gone_seconds=round(max(fresh_gone, 0.0), 1),
     )
+
+
+def _end(record: dict[str, str]) -> float | None:
+    try:
+        end = parse_slurm_timestamp(record.get("EndTime", ""))
+    except ParseError:
+        return None
+    return end.timestamp() if end else None
 
 
 def _task_done(d: Demo, task: str) -> bool:
