@@ -38,10 +38,12 @@ class Timing:
     step: float = 0.2  # one training step
     tick: int = 4  # cron emulator period (hourly jobs run every tick)
     stale: int = 8  # log watchdog: a log not written for this long is a hang
-    # demo-limit: Slurm's minimum limit is a minute; its signal comes 0-30 s into each task here
+    # demo-limit: Slurm's minimum limit is a minute. Slurm sends the signal at its first check
+    # (every 30 s) after limit - lead - 30 s: here 5-35 s into a task, never before the
+    # training has its handler in place (a signal then would find nobody to forward it to).
     limit_time: str = "0:01:00"
-    limit_signal: str = "B:USR1@45"
-    limit_steps: int = 200  # 40 s of training: longer than the latest signal
+    limit_signal: str = "B:USR1@25"
+    limit_steps: int = 250  # 50 s of training: longer than the latest signal
     limit_tasks: int = 10
     # demo-train: no time limit within the demo
     train_time: str = "0:10:00"
