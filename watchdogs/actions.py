@@ -21,15 +21,29 @@ MAX_STACKS = 8000
 _JOB_DUMP = 'for p in $(pgrep -u "$(id -u)" -f python); do py-spy dump --pid "$p"; done'
 
 
-def dump_stacks(target: str, timeout: float) -> str:
-    """`py-spy dump` of a local pid (`pid:N`) or of the python processes of a job (`job:N`)."""
+def numeric_job_id(job: str, slurm: Slurm) -> str:
+    """The job's own numeric id: an array task `A_T` is resolved through `scontrol show job`
+    (`srun --jobid=A_T` is rejected as "Invalid numeric value")."""
+    if job.isdigit():
+        return job
+    records = slurm.show_job(job)
+    return (records[0].get("JobId") or job) if records else job
+
+
+def dump_argv(target: str, slurm: Slurm) -> list[str]:
+    """`py-spy dump` of a local pid (`pid:N`), or `srun` into a job (`job:N`, `job:A_T`)
+    dumping its python processes."""
     kind, _, ident = target.partition(":")
     if kind == "pid":
-        argv = ["py-spy", "dump", "--pid", ident]
-    else:
-        argv = ["srun", f"--jobid={ident}", "--overlap", "--ntasks-per-node=1", "sh", "-c"]
-        argv.append(_JOB_DUMP)
+        return ["py-spy", "dump", "--pid", ident]
+    jobid = numeric_job_id(ident, slurm)
+    return ["srun", f"--jobid={jobid}", "--overlap", "--ntasks-per-node=1", "sh", "-c", _JOB_DUMP]
+
+
+def dump_stacks(target: str, slurm: Slurm, timeout: float) -> str:
+    """The stacks of `target` (see `dump_argv`), or why there are none."""
     try:
+        argv = dump_argv(target, slurm)
         res = run(argv, timeout=timeout, check=False)
     except ProcNotFound:
         return f"{argv[0]} is not installed"
@@ -44,7 +58,7 @@ def run_action(action: str, slurm: Slurm, timeout: float) -> tuple[str, str]:
     kind, _, rest = action.partition(":")
     try:
         if kind == "dump":
-            return "stacks", dump_stacks(rest, timeout)
+            return "stacks", dump_stacks(rest, slurm, timeout)
         if kind == "requeue":
             slurm.requeue(rest)
             return "action", f"requeued job {rest}"

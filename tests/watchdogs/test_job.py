@@ -129,3 +129,27 @@ def test_one_squeue_call_per_sweep(slurm_cluster, tmp_path, n):
     assert len(results) == n + 1
     assert [c[0] for c in s.calls] == ["squeue"]
     assert all(r.status == Status.CRITICAL for r in results[:n])
+
+
+def test_stack_dump_srun_targets_an_array_task_by_its_numeric_id(slurm, job_name):
+    """`srun --jobid=A_T` is rejected ("Invalid numeric value"): the dump resolves the task's
+    own JobId, and srun with that argv really runs inside the task."""
+    from rtool.proc import run
+    from watchdogs.actions import dump_argv
+
+    array = submit(slurm, job_name, "--array=0-1")
+    tasks = [f"{array}_0", f"{array}_1"]
+
+    def running() -> bool:
+        return all(state_of(slurm, t)[0] == "RUNNING" for t in tasks)
+
+    wait_for(running, 30, 0.5, "both array tasks running")
+    ids = []
+    for task in tasks:
+        argv = dump_argv(f"job:{task}", slurm)
+        [record] = slurm.show_job(task)
+        assert argv[:3] == ["srun", f"--jobid={record['JobId']}", "--overlap"]
+        ids.append(record["JobId"])
+        res = run([*argv[:-1], "echo $SLURM_JOB_ID"], timeout=30, check=False)
+        assert (res.returncode, res.stdout.strip()) == (0, record["JobId"]), res.stderr
+    assert all(i.isdigit() for i in ids) and len(set(ids)) == 2
