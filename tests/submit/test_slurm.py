@@ -50,6 +50,19 @@ with open(sys.argv[1], "a") as f:
     f.write(f"run restart={os.environ.get('SLURM_RESTART_COUNT', '0')}\\n")
 sys.exit(int(os.environ["RTOOL_REQUEUE_EXIT_CODE"]))
 """
+# Installs its USR1 handler only after 8 s (as a training that loads its model first).
+LATE_HANDLER = """\
+import os, signal, sys, time
+out = sys.argv[1]
+open(out + ".started", "w").write(str(os.getpid()))
+time.sleep(8)
+got = []
+signal.signal(signal.SIGUSR1, lambda s, f: got.append(s))
+deadline = time.time() + 20
+while not got and time.time() < deadline:
+    time.sleep(0.2)
+open(out, "w").write("USR1\\n" if got else "none\\n")
+"""
 STAMP = """\
 import os, sys, time
 with open(sys.argv[1], "a") as f:
@@ -68,6 +81,7 @@ def run_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         ("launcher.py", LAUNCHER),
         ("requeue_me.py", REQUEUE_ME),
         ("stamp.py", STAMP),
+        ("late_handler.py", LATE_HANDLER),
         ("sleep.py", "import time\ntime.sleep(120)\n"),
         ("marker.py", "import sys\nopen(sys.argv[1], 'a').write('ran\\n')\n"),
     ):
@@ -138,6 +152,24 @@ def test_signal_reaches_python_under_srun_and_under_a_launcher_and_auto_requeue(
     rec = record(slurm, c)
     assert (rec["JobState"], rec["Restarts"], rec["ExitCode"]) == ("FAILED", "1", "85:0")
     assert "not requeueing: 1 restart(s) reached --max-requeues 1" in out[c]
+
+
+def test_a_signal_before_the_handler_stays_pending_until_the_training_handles_it(
+    cli: Cli, slurm: Slurm, run_dir: Path, job_name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    d, common = str(run_dir), ["--job-name", job_name, "--time", "5", "--signal", "B:USR1@60"]
+    a = submit(cli, "late_handler.py", "--args", f"{d}/a", *common)
+    monkeypatch.setenv("RTOOL_FORWARD_VIA_SRUN", "1")  # the multi-node path, through srun
+    e = submit(cli, "late_handler.py", "--args", f"{d}/e", *common)
+    for name in ("a", "e"):
+        wait_for((run_dir / f"{name}.started").exists, 60, 0.2, f"{name}'s training to start")
+    slurm.scancel([a, e], signal="USR1", batch=True)  # the batch shells, before any handler
+    wait_final(slurm, [a, e], timeout=60)
+    for j, name in ((a, "a"), (e, "e")):
+        out = (run_dir / f"{job_name}-{j}.out").read_text()
+        assert (run_dir / name).read_text() == "USR1\n", out
+        assert "SIGUSR1 pending" in out, out
+        assert f"sent SIGUSR1 to {(run_dir / f'{name}.started').read_text()} on" in out, out
 
 
 def test_array_percent_one_runs_one_task_at_a_time(
