@@ -1,8 +1,9 @@
 """The shim's heartbeat file and done marker (format documented in docs/shim.md).
 
-One JSON object, rewritten atomically (temp file + rename) by rank 0 only:
-while the loop makes progress (at most every `interval` seconds), on every stop and on finish.
-It is NOT rewritten while the loop is stuck, so an old `time` means a hang.
+One JSON object, rewritten atomically (temp file + rename) by rank 0 only: once when the
+Guard is created (`starting`: this run's pid, job ids and start time replace the previous
+run's), while the loop makes progress (at most every `interval` seconds), on every stop and on
+finish. It is NOT rewritten while the loop is stuck, so an old `time` means a hang.
 """
 
 from __future__ import annotations
@@ -70,6 +71,13 @@ class Heartbeat:
         """A run that starts is not done: remove a stale done marker."""
         with contextlib.suppress(FileNotFoundError):
             os.unlink(done_marker(self.path))
+
+    def starting(self, fields: dict[str, Any]) -> None:
+        """The first write of a run, before its first step (so no previous run's heartbeat
+        stays in place while the model loads)."""
+        with self._lock:
+            if self.enabled and not self.frozen:
+                self._write({**fields, "state": "starting"})
 
     def progress(self, fields: dict[str, Any]) -> None:
         """A periodic write while running (skipped after a stop or finish)."""

@@ -222,6 +222,8 @@ class Guard:
             "heartbeat_interval", heartbeat_interval
         )
         self._signals = SignalFlags(opt.signals(signals), self._on_signal)
+        if self._heartbeat is not None:
+            self._heartbeat.starting(self._heartbeat_fields())
         if start:
             self._monitor.start()
 

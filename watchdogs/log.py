@@ -4,7 +4,10 @@ A log is stale when its size and mtime have not changed for longer than `stale`.
 tracked in the state dir, so a new file (rotation), a smaller size (truncation) or a new mtime
 count as activity even when the file's own mtime is old or skewed. The heartbeat file written
 by the training shim (`step`, `time`, `step_seconds`, `pid`, `host`, `job_id`,
-`last_stop_reason`; a `done` marker beside it) is the sharper signal when present.
+`last_stop_reason`; a `done` marker beside it) is the sharper signal when present. With a
+`job_name`, a heartbeat left by another run than the running one (another job or array task, or
+started before this run of the job: a requeue) is not this run's: until the run writes its own,
+the log file's activity counts, never older than the job's start.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from typing import Any
 
 from rtool.alert import Status
 from rtool.proc import ProcError
-from rtool.slurm import RUNNING_STATES
+from rtool.slurm import RUNNING_STATES, SqueueJob
 from rtool.units import format_duration
 from watchdogs.base import CheckResult, ProbeEnv, SqueueQuery
 from watchdogs.config import LogWatch
@@ -27,6 +30,8 @@ from watchdogs.job import own_job_ids
 from watchdogs.probes import child
 
 _NON_FINITE = re.compile(r"non[-_ ]?finite|\bnan\b|\binf\b", re.IGNORECASE)
+#: Clock skew allowed between a compute node (heartbeat `started`) and slurmctld (StartTime).
+CLOCK_SKEW = 5.0
 
 
 @dataclass
@@ -42,6 +47,7 @@ class LogObservation:
     timed_out: bool = False
     stuck: dict[str, Any] | None = None
     job_ids: list[str] | None = None  # running jobs named spec.job_name (None: not asked)
+    jobs: list[SqueueJob] = field(default_factory=list)  # those jobs
     job_error: str | None = None
     host: str = field(default_factory=socket.gethostname)
 
@@ -150,15 +156,39 @@ def _job_state(env: ProbeEnv, o: LogObservation) -> None:
     except ProcError as exc:
         o.job_error = str(exc)
         return
-    o.job_ids = [
-        j.job_id
+    o.jobs = [
+        j
         for j in jobs
         if j.name == o.spec.job_name and j.state in RUNNING_STATES and j.job_id not in own
     ]
+    o.job_ids = [j.job_id for j in o.jobs]
 
 
-def _hang_actions(o: LogObservation) -> list[str]:
-    spec, hb = o.spec, o.heartbeat or {}
+def _same_job(hb: dict[str, Any], j: SqueueJob) -> bool:
+    """The heartbeat names this job (array task), or names none."""
+    if j.is_array and hb.get("array_task_id") not in (None, ""):
+        return (str(hb.get("array_job_id")), str(hb["array_task_id"])) == (
+            j.array_job_id,
+            j.array_task,
+        )
+    return not hb.get("job_id") or str(hb["job_id"]) == j.job_id
+
+
+def run_start(hb: dict[str, Any], jobs: list[SqueueJob]) -> float | None:
+    """None when `hb` was written by the current run of one of the running `jobs`; else the
+    newest start of those jobs (a run that has not written its own heartbeat yet)."""
+    started = hb.get("started")
+    started = float(started) if isinstance(started, (int, float)) else heartbeat_time(hb)
+    starts = [j.start_time.timestamp() for j in jobs if j.start_time is not None]
+    for j in jobs:
+        begun = j.start_time.timestamp() if j.start_time is not None else None
+        if _same_job(hb, j) and (begun is None or started is None or started >= begun - CLOCK_SKEW):
+            return None
+    return max(starts) if starts else None
+
+
+def _hang_actions(o: LogObservation, heartbeat: dict[str, Any] | None) -> list[str]:
+    spec, hb = o.spec, heartbeat or {}
     job = (o.job_ids or [""])[0] or (str(hb["job_id"]) if hb.get("job_id") else None)
     actions = []
     if spec.dump_stacks:
@@ -189,12 +219,15 @@ def check_one(o: LogObservation, now: float) -> CheckResult:
     hb = o.heartbeat
     if o.done or (hb is not None and hb.get("state") == "finished"):
         return CheckResult("log", what, Status.OK, f"{what}: training finished (done marker)")
+    since = run_start(hb, o.jobs) if hb is not None and o.jobs else None
+    if since is not None:
+        hb = None  # the previous run's (or another job's): this run has not written one yet
     if hb is not None and non_finite_stop(hb):
         reason = hb.get("last_stop_reason") or hb.get("stop_reason")
         step = hb.get("step", "?")
         text = f"{what}: training stopped on a non-finite loss at step {step} ({reason})"
         return CheckResult("log", what, Status.CRITICAL, text, _hb_fields(hb))
-    last, source = _last_activity(o)
+    last, source = _last_activity(o, hb, since)
     if last is None:
         return _no_file(o)
     idle = max(0.0, now - last)
@@ -220,13 +253,19 @@ def check_one(o: LogObservation, now: float) -> CheckResult:
         note = f"{stale}, but job {spec.job_name} is not running (not a hang)"
         return CheckResult("log", what, Status.OK, note, fields)
     token = f"{what}:{last}"
-    return CheckResult("log", what, Status.CRITICAL, stale, fields, _hang_actions(o), token)
+    actions = _hang_actions(o, hb)
+    return CheckResult("log", what, Status.CRITICAL, stale, fields, actions, token)
 
 
-def _last_activity(o: LogObservation) -> tuple[float | None, str]:
-    hb = o.heartbeat
+def _last_activity(
+    o: LogObservation, hb: dict[str, Any] | None, since: float | None
+) -> tuple[float | None, str]:
+    """When the training last showed activity, and where. `since`: the start of a run that has
+    not written its heartbeat yet; its log counts, and idle time starts no earlier."""
     if hb is not None and heartbeat_time(hb) is not None:
         return heartbeat_time(hb), "heartbeat"
+    if since is not None and (o.last_activity is None or o.last_activity < since):
+        return since, "heartbeat of this run (none yet; counted from the job's start)"
     return o.last_activity, o.path or o.spec.path
 
 

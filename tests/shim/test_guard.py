@@ -260,6 +260,27 @@ def test_heartbeat_progress_stop_and_done_marker(make_guard: MakeGuard, tmp_path
     assert not Path(f"{hb}.done").exists()
 
 
+def test_a_new_run_writes_a_starting_heartbeat_before_its_first_step(
+    make_guard: MakeGuard, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After a requeue, the previous run's heartbeat must not stand for this run while the model
+    loads: creating the Guard replaces it with this run's pid, job and time."""
+    hb = tmp_path / "heartbeat.json"
+    old = {"version": 1, "state": "stopped", "step": 99, "time": time.time() - 3600, "pid": 1,
+           "started": time.time() - 7200, "job_id": "77", "restart_count": 0,
+           "stop_reason": "signal"}  # fmt: skip
+    hb.write_text(json.dumps(old))
+    monkeypatch.setenv("SLURM_JOB_ID", "77")
+    monkeypatch.setenv("SLURM_RESTART_COUNT", "1")
+    t0 = time.time()
+    make_guard(heartbeat=hb)
+    data = _read(hb)
+    assert data is not None and data["state"] == "starting" and data["step"] is None
+    assert data["pid"] == os.getpid() and data["job_id"] == "77" and data["restart_count"] == 1
+    assert t0 <= data["time"] <= time.time() and t0 <= data["started"] <= time.time()  # type: ignore[operator]
+    assert data["stop_reason"] == "signal"  # the last stop is kept until this run stops
+
+
 def _read(path: Path) -> dict[str, object] | None:
     try:
         return json.loads(path.read_text())  # type: ignore[no-any-return]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import socket
 import time
@@ -153,3 +154,55 @@ def test_stack_dump_srun_targets_an_array_task_by_its_numeric_id(slurm, job_name
         res = run([*argv[:-1], "echo $SLURM_JOB_ID"], timeout=30, check=False)
         assert (res.returncode, res.stdout.strip()) == (0, record["JobId"]), res.stderr
     assert all(i.isdigit() for i in ids) and len(set(ids)) == 2
+
+
+def test_a_previous_runs_heartbeat_is_not_a_hang_of_the_running_job(slurm, job_name, tmp_path):
+    """After a requeue the job runs with the last run's heartbeat until the new run writes its
+    own: that old heartbeat is not this run's hang; the log (never older than the job's start)
+    is, and the old run's pid is not the one to dump."""
+    import json
+
+    job = submit(slurm, job_name)
+    wait_for(lambda: state_of(slurm, job)[0] == "RUNNING", 30, 0.2, "the job to run")
+    [sq] = slurm.squeue(job_ids=[job])
+    assert sq.start_time is not None
+    start = sq.start_time.timestamp()
+    hb, log = tmp_path / "heartbeat.json", tmp_path / "train.out"
+    state = StateDir(tmp_path / "st")
+
+    def check(stale: str, **fields: object):
+        base = {"version": 1, "state": "running", "step": 5, "pid": os.getpid(), "job_id": job}
+        hb.write_text(json.dumps({**base, "host": socket.gethostname(), **fields}))
+        spec = LogWatch(path=str(log), heartbeat=str(hb), job_name=job_name, stale=stale,
+                        dump_stacks=True, on_hang="requeue")  # fmt: skip
+        wd = LogWatchdog([spec], 10.0)
+        [res] = wd.check(wd.probe(ProbeEnv(slurm, state, wd.squeue_query())), time.time())
+        return res
+
+    previous = {"started": start - 3600, "time": start - 1800}  # the run before the requeue
+    res = check("10m", **previous)
+    assert res.status == Status.OK, res.summary
+    assert "heartbeat of this run (none yet; counted from the job's start) written" in res.summary
+    # another job's (array task's) heartbeat, however recent its start, is not this run's either
+    res = check("10m", job_id="999999", started=time.time(), time=start - 1800)
+    assert res.status == Status.OK, res.summary
+    # the log of this run counts
+    log.write_text("loading the model\n")
+    res = check("10m", **previous)
+    assert res.status == Status.OK and res.summary.startswith(f"{log} written 0s ago")
+    # ... and --stale still holds, from the job's start: a hang, whose actions target the job
+    age(log, 3600)
+    wait_for(lambda: time.time() - start > 2, 10, 0.2, "2 s into the job")
+    res = check("1s", **previous)
+    assert res.status == Status.CRITICAL, res.summary
+    assert res.summary.startswith("heartbeat of this run (none yet; counted from the job's start)")
+    assert res.actions == [f"dump:job:{job}", f"requeue:{job}"]
+    # this run's own heartbeat is still the sharper signal
+    res = check("1s", started=start + 0.5, time=start + 0.5)
+    assert res.status == Status.CRITICAL and res.summary.startswith("heartbeat not written")
+    assert res.actions == [f"dump:pid:{os.getpid()}", f"requeue:{job}"]
+
+
+def age(path: Path, seconds: float) -> None:
+    t = time.time() - seconds
+    os.utime(path, (t, t))
