@@ -35,7 +35,6 @@ def _config(tmp: Path, name: str, smtp: SmtpServer, slack: SlackLikeServer) -> N
 dir = {q(str(tmp / "state"))}
 [notify]
 repeat_interval = "0"
-min_failures = 2          # rides out a sweep that sees the restarted job before its heartbeat
 [notify.log]
 path = {q(str(tmp / "alerts.log"))}
 [notify.email]
