@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from rtool import localslurm
+from rtool.testing import localslurm
 
 
 @contextlib.contextmanager

@@ -30,10 +30,10 @@ from pathlib import Path
 from cron import manage
 from cron.store import CronStore, chain_name, resolve_dir
 from cron.tick import TickEnv
-from rtool import localslurm
-from rtool.config import load_config
-from rtool.slurm import Slurm
-from rtool.state import StateDir
+from rtool.appconfig import load_config
+from rtool.core.slurm import Slurm
+from rtool.core.state import StateDir
+from rtool.testing import localslurm
 
 BASELINE = """#!/bin/bash
 date +%s.%N >> {out}

@@ -24,8 +24,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._common import slurm_conf
+from rtool.core.slurm import Slurm
 from rtool.demo.workspace import Timing
-from rtool.slurm import Slurm
 
 ENTRY = "import sys; from rtool.cli import app; app(sys.argv[1:])"
 

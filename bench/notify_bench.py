@@ -25,9 +25,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench._common import median_seconds
 from notify import flush, process
 from notify.config import NotifyConfig
-from notify.testing import SlackLikeServer, SmtpServer
-from rtool.alert import Alert, Status
-from rtool.state import StateDir, atomic_write
+from rtool.core.alert import Alert, Status
+from rtool.core.state import StateDir, atomic_write
+from rtool.testing.servers import SlackLikeServer, SmtpServer
 
 
 def alerts(n: int) -> list[Alert]:

@@ -27,12 +27,12 @@ sys.path.insert(0, str(ROOT))
 
 from bench._common import median_seconds, slurm_conf  # noqa: E402
 from cron.store import CronStore  # noqa: E402
-from rtool.alert import Alert, Status  # noqa: E402
-from rtool.config import load_config  # noqa: E402
-from rtool.proc import run  # noqa: E402
-from rtool.slurm import Slurm  # noqa: E402
-from rtool.state import StateDir  # noqa: E402
-from rtool.status_view import gather  # noqa: E402
+from rtool.appconfig import load_config  # noqa: E402
+from rtool.core.alert import Alert, Status  # noqa: E402
+from rtool.core.proc import run  # noqa: E402
+from rtool.core.slurm import Slurm  # noqa: E402
+from rtool.core.state import StateDir  # noqa: E402
+from rtool.status.view import gather  # noqa: E402
 from watchdogs import history  # noqa: E402
 
 

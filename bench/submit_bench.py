@@ -18,7 +18,6 @@ import subprocess
 import time
 from pathlib import Path
 
-import rtool.config  # noqa: F401  (loads the config schema first)
 from slurm_templates import TrainingJob, render_job, validate_signal
 
 

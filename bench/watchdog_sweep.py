@@ -26,8 +26,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench._common import median_seconds, slurm_conf  # noqa: E402
-from rtool.slurm import Slurm  # noqa: E402
-from rtool.state import StateDir  # noqa: E402
+from rtool.core.slurm import Slurm  # noqa: E402
+from rtool.core.state import StateDir  # noqa: E402
 from watchdogs.base import ProbeEnv, Watchdog  # noqa: E402
 from watchdogs.config import DiskWatch, JobWatch, LogWatch, MemoryWatch  # noqa: E402
 from watchdogs.disk import DiskWatchdog  # noqa: E402

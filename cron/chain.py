@@ -12,7 +12,7 @@ from pathlib import Path
 
 from cron.config import CronConfig
 from cron.slots import begin_arg
-from rtool.slurm import ACTIVE_STATES, Slurm, SqueueJob
+from rtool.core.slurm import ACTIVE_STATES, Slurm, SqueueJob
 
 log = logging.getLogger(__name__)
 

@@ -23,7 +23,7 @@ import re
 
 from pydantic import field_validator
 
-from rtool.config.types import Duration, Section
+from rtool.core.config.types import Duration, Section
 
 WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
 

@@ -13,8 +13,8 @@ from cron.runner import JobResult, run_job
 from cron.status import format_status
 from cron.store import CronStore
 from cron.tick import TickEnv, job_alert, record, send_alerts
-from rtool.errors import RtoolError, UsageError
-from rtool.slurm import SlurmError
+from rtool.core.errors import RtoolError, UsageError
+from rtool.core.slurm import SlurmError
 
 #: Example file -> the folder `init` copies it into (examples are disabled until edited).
 EXAMPLES = {

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from cron.jobs import Job
-from rtool.proc import ProcError, ProcTimeout, run
-from rtool.slurm import Slurm, SlurmError
+from rtool.core.proc import ProcError, ProcTimeout, run
+from rtool.core.slurm import Slurm, SlurmError
 
 log = logging.getLogger(__name__)
 

@@ -7,8 +7,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from rtool.slurm import SqueueJob
-from rtool.units import format_when
+from rtool.core.slurm import SqueueJob
+from rtool.core.units import format_when
 
 
 def _when(t: Any, now: float) -> str:

@@ -14,8 +14,8 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
-from rtool.errors import UsageError
-from rtool.state import StateDir, atomic_write
+from rtool.core.errors import UsageError
+from rtool.core.state import StateDir, atomic_write
 
 HEARTBEAT = "heartbeat.json"
 #: How many past ticks `ticks.json` keeps (slot, start, lateness: for status and the benchmark).

@@ -15,19 +15,31 @@ import socket
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from cron import chain, crontab, slots
 from cron.cleanup import remove_old_logs
 from cron.jobs import Job, Scan, scan
 from cron.runner import JobResult, run_job, slurm_outcome
 from cron.store import CronStore
-from rtool.alert import Alert, Status
-from rtool.slurm import Slurm, SlurmError
+from rtool.core.alert import Alert, Status
+from rtool.core.slurm import Slurm, SlurmError
 
 if TYPE_CHECKING:
-    from rtool.config import Config
-    from rtool.state import StateDir
+    from cron.config import CronConfig
+    from notify.config import NotifyConfig
+    from rtool.core.state import StateDir
+
+
+class CronSettings(Protocol):
+    """The config sections a tick reads (the application's Config satisfies it)."""
+
+    @property
+    def cron(self) -> CronConfig: ...
+
+    @property
+    def notify(self) -> NotifyConfig: ...
+
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +50,7 @@ SUBMIT_RETRIES = (2.0, 5.0, 15.0)
 
 @dataclass
 class TickEnv:
-    config: Config
+    config: CronSettings
     state: StateDir
     slurm: Slurm
     root: Path

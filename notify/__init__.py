@@ -13,9 +13,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-# rtool.config's schema imports notify.config: load it first so any import order works.
-import rtool.config  # noqa: F401  (isort: skip)
-
 if TYPE_CHECKING:
     from notify.deliver import flush
     from notify.engine import process

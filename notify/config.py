@@ -10,7 +10,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from rtool.config.types import Duration, Section
+from rtool.core.config.types import Duration, Section
 
 StatusName = Literal["OK", "WARNING", "CRITICAL", "UNKNOWN"]
 ChannelName = Literal["email", "slack", "webhook", "log"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from rtool.alert import Alert, Status
+from rtool.core.alert import Alert, Status
 
 
 @dataclass

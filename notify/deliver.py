@@ -19,8 +19,8 @@ from notify.channels import Channel, DeliveryError, Envelope, build
 from notify.config import NotifyConfig
 from notify.outbox import Item, Outbox
 from notify.report import Delivery, Report
-from rtool.state import StateDir
-from rtool.units import format_duration
+from rtool.core.state import StateDir
+from rtool.core.units import format_duration
 
 log = logging.getLogger(__name__)
 STATUS_FILE = "notify/channels.json"

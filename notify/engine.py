@@ -14,8 +14,8 @@ from notify.deliver import flush
 from notify.model import Notification
 from notify.outbox import Item, Outbox
 from notify.report import Delivery, Report
-from rtool.alert import Alert
-from rtool.state import StateDir
+from rtool.core.alert import Alert
+from rtool.core.state import StateDir
 
 ALERTS_FILE = "notify/alerts.json"
 

@@ -14,7 +14,7 @@ import socket
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from rtool.units import format_duration
+from rtool.core.units import format_duration
 
 KINDS = ("alert", "changed", "repeat", "resolved", "test")
 

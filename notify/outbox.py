@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from notify.model import Notification
-from rtool.state import StateDir, atomic_write
+from rtool.core.state import StateDir, atomic_write
 
 log = logging.getLogger(__name__)
 

@@ -8,8 +8,8 @@ from notify.config import NotifyConfig
 from notify.deliver import read_status
 from notify.engine import key_states
 from notify.outbox import Outbox
-from rtool.state import StateDir
-from rtool.units import format_duration, format_when
+from rtool.core.state import StateDir
+from rtool.core.units import format_duration, format_when
 
 
 def collect(cfg: NotifyConfig, state: StateDir, now: float) -> dict[str, Any]:

@@ -27,7 +27,7 @@ from rtool.commands import (
     watch_cmd,
 )
 from rtool.context import AppContext
-from rtool.errors import RtoolError
+from rtool.core.errors import RtoolError
 
 cli = typer.Typer(
     name="rtool",

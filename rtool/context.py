@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING
 import typer
 
 if TYPE_CHECKING:
-    from rtool.config import Config
-    from rtool.slurm import Slurm
-    from rtool.state import StateDir
+    from rtool.appconfig import Config
+    from rtool.core.slurm import Slurm
+    from rtool.core.state import StateDir
 
 
 @dataclass
@@ -24,19 +24,19 @@ class AppContext:
 
     @cached_property
     def config(self) -> Config:
-        from rtool.config import load_config
+        from rtool.appconfig import load_config
 
         return load_config(self.config_path)
 
     @cached_property
     def state(self) -> StateDir:
-        from rtool.state import StateDir
+        from rtool.core.state import StateDir
 
         return StateDir(self.config.state.dir)
 
     @cached_property
     def slurm(self) -> Slurm:
-        from rtool.slurm import Slurm
+        from rtool.core.slurm import Slurm
 
         return Slurm(timeout=self.config.slurm.timeout)
 

@@ -34,9 +34,6 @@ filter (shlex.quote; lists give quoted words) or the `sbatch` filter (`#SBATCH` 
 or be an int/bool or trusted `ShellCode`: anything else fails the render (see render.py).
 """
 
-# The config schema imports slurm_templates.config: load it first so that importing
-# slurm_templates.config directly does not meet a half-initialised rtool.config.
-import rtool.config  # noqa: F401
 from slurm_templates.jobs import (
     CronSchedulerJob,
     SlurmJob,

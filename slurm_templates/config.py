@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from pydantic import field_validator
 
-from rtool.config.types import Section
+from rtool.core.config.types import Section
 from slurm_templates import specs
 
 

@@ -10,8 +10,8 @@ import re
 import signal as _signal
 from dataclasses import dataclass
 
-from rtool.slurm.parse import ParseError, format_slurm_duration, parse_slurm_duration
-from rtool.units import UnitError, parse_duration
+from rtool.core.slurm.parse import ParseError, format_slurm_duration, parse_slurm_duration
+from rtool.core.units import UnitError, parse_duration
 
 
 class SpecError(ValueError):

@@ -140,7 +140,7 @@ class TrainingJob(SlurmJob):
 
 def _exit_before_end(value: str) -> str:
     """The shim's RTOOL_EXIT_BEFORE_END: `auto`, `off` or a duration (`10m`)."""
-    from rtool.units import UnitError, parse_duration
+    from rtool.core.units import UnitError, parse_duration
 
     if value in ("auto", "off"):
         return value

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from rtool import localslurm
-from rtool.slurm import Slurm
+from rtool.core.slurm import Slurm
+from rtool.testing import localslurm
 
 
 @pytest.fixture(autouse=True)

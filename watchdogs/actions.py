@@ -9,9 +9,9 @@ import logging
 import time
 from typing import Any
 
-from rtool.proc import ProcError, ProcNotFound, run
-from rtool.slurm import Slurm
-from rtool.state import StateDir
+from rtool.core.proc import ProcError, ProcNotFound, run
+from rtool.core.slurm import Slurm
+from rtool.core.state import StateDir
 from watchdogs.base import CheckResult
 
 log = logging.getLogger(__name__)

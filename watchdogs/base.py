@@ -12,11 +12,11 @@ import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from rtool.alert import Alert, Status
+from rtool.core.alert import Alert, Status
 
 if TYPE_CHECKING:
-    from rtool.slurm import Slurm, SqueueJob
-    from rtool.state import StateDir
+    from rtool.core.slurm import Slurm, SqueueJob
+    from rtool.core.state import StateDir
 
 
 @dataclass
@@ -109,7 +109,7 @@ class ProbeEnv:
 
     def _squeue(self) -> list[SqueueJob]:
         if self.slurm is None:
-            from rtool.slurm import Slurm
+            from rtool.core.slurm import Slurm
 
             self.slurm = Slurm()
         q = self.query

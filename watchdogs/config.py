@@ -30,7 +30,7 @@ from typing import Literal
 
 from pydantic import field_validator, model_validator
 
-from rtool.config.types import Duration, Percent, Section, Size
+from rtool.core.config.types import Duration, Percent, Section, Size
 
 
 class JobWatch(Section):

@@ -12,10 +12,10 @@ from typing import Any
 from cron.chain import active_jobs
 from cron.config import CronConfig
 from cron.store import CronStore, chain_name
-from rtool.alert import Status
-from rtool.proc import ProcError
-from rtool.slurm import SqueueJob
-from rtool.units import format_duration
+from rtool.core.alert import Status
+from rtool.core.proc import ProcError
+from rtool.core.slurm import SqueueJob
+from rtool.core.units import format_duration
 from watchdogs.base import CheckResult, ProbeEnv, SqueueQuery
 
 

@@ -12,9 +12,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from rtool.alert import Status
-from rtool.proc import ProcError, ProcTimeout, run
-from rtool.units import format_duration, format_size
+from rtool.core.alert import Status
+from rtool.core.proc import ProcError, ProcTimeout, run
+from rtool.core.units import format_duration, format_size
 from watchdogs import history
 from watchdogs.base import CheckResult, ProbeEnv, SqueueQuery
 from watchdogs.config import DiskWatch

@@ -6,7 +6,7 @@ import hashlib
 import re
 from typing import Any
 
-from rtool.state import StateDir
+from rtool.core.state import StateDir
 
 
 def slug(what: str) -> str:

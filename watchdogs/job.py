@@ -6,10 +6,10 @@ import os
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from rtool.alert import Status
-from rtool.proc import ProcError, run
-from rtool.slurm import ACTIVE_STATES, QUEUED_STATES, RUNNING_STATES, SqueueJob
-from rtool.units import format_duration
+from rtool.core.alert import Status
+from rtool.core.proc import ProcError, run
+from rtool.core.slurm import ACTIVE_STATES, QUEUED_STATES, RUNNING_STATES, SqueueJob
+from rtool.core.units import format_duration
 from watchdogs.base import CheckResult, ProbeEnv, SqueueQuery
 from watchdogs.config import JobWatch
 

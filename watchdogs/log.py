@@ -20,10 +20,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from rtool.alert import Status
-from rtool.proc import ProcError
-from rtool.slurm import RUNNING_STATES, SqueueJob
-from rtool.units import format_duration
+from rtool.core.alert import Status
+from rtool.core.proc import ProcError
+from rtool.core.slurm import RUNNING_STATES, SqueueJob
+from rtool.core.units import format_duration
 from watchdogs.base import CheckResult, ProbeEnv, SqueueQuery
 from watchdogs.config import LogWatch
 from watchdogs.job import own_job_ids

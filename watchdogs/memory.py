@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 
 import psutil
 
-from rtool.alert import Status
-from rtool.proc import ProcError, ProcNotFound, run
-from rtool.units import format_size
+from rtool.core.alert import Status
+from rtool.core.proc import ProcError, ProcNotFound, run
+from rtool.core.units import format_size
 from watchdogs import history
 from watchdogs.base import CheckResult, ProbeEnv, SqueueQuery
 from watchdogs.config import MemoryWatch

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from rtool.units import UnitError, parse_size
+from rtool.core.units import UnitError, parse_size
 
 FORMATS = ("lfs", "mmlsquota", "simple")
 

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from rtool.alert import Status, worst
-from rtool.slurm import Slurm
-from rtool.state import StateDir
+from rtool.core.alert import Status, worst
+from rtool.core.slurm import Slurm
+from rtool.core.state import StateDir
 from watchdogs import actions
 from watchdogs.base import CheckResult, ProbeEnv, SqueueQuery, Watchdog, unknown
 

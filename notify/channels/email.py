@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 from notify.channels.base import DeliveryError, Envelope, Receipt, describe, scrub
 from notify.config import EmailConfig
 from notify.model import Notification, body, subject
-from rtool.config.types import resolve_secret
-from rtool.errors import SecretError
+from rtool.core.config.types import resolve_secret
+from rtool.core.errors import SecretError
 
 if TYPE_CHECKING:
     import smtplib

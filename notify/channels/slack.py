@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 from notify.channels.base import DeliveryError, Envelope, Receipt, describe, scrub, scrubbed_logs
 from notify.config import SlackConfig
 from notify.model import Notification, all_fields, headline, subject
-from rtool.config.types import resolve_secret
-from rtool.errors import SecretError
+from rtool.core.config.types import resolve_secret
+from rtool.core.errors import SecretError
 
 if TYPE_CHECKING:
     from slack_sdk.http_retry import RetryHandler

@@ -18,8 +18,8 @@ from typing import Any
 from notify.channels.base import DeliveryError, Envelope, Receipt, scrub, scrubbed_logs
 from notify.config import WebhookConfig
 from notify.model import subject
-from rtool.config.types import resolve_secret
-from rtool.errors import SecretError
+from rtool.core.config.types import resolve_secret
+from rtool.core.errors import SecretError
 
 SCHEMA = "rtool.notification/1"
 

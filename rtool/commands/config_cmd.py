@@ -6,8 +6,8 @@ import json
 
 import typer
 
-from rtool.config import find_config_path, redacted
 from rtool.context import get_context
+from rtool.core.config import find_config_path, redacted
 
 app = typer.Typer(
     help="Check and show the config file.\n\n"

@@ -25,7 +25,7 @@ _DIR_HELP = "The cron folder (default: cron.dir in the config, ~/rtool-cron)."
 def _env(ctx: typer.Context, directory: Path | None) -> TickEnv:
     from cron.store import resolve_dir
     from cron.tick import TickEnv
-    from rtool.config import find_config_path
+    from rtool.core.config import find_config_path
 
     app_ctx = get_context(ctx)
     cfg = app_ctx.config

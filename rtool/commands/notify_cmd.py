@@ -8,7 +8,7 @@ import time
 import typer
 
 from rtool.context import get_context
-from rtool.errors import UsageError
+from rtool.core.errors import UsageError
 
 app = typer.Typer(
     help="Alert channels (email, Slack, webhook, log) and the outbox.\n\n"

@@ -45,11 +45,11 @@ def status(
 
     Example: rtool --config ~/rtool.toml status --json | jq .jobs.watched
     """
-    from rtool.errors import UsageError
-    from rtool.slurm import Slurm
-    from rtool.status_render import render
-    from rtool.status_view import gather
-    from rtool.units import UnitError, parse_duration
+    from rtool.core.errors import UsageError
+    from rtool.core.slurm import Slurm
+    from rtool.core.units import UnitError, parse_duration
+    from rtool.status.render import render
+    from rtool.status.view import gather
 
     app_ctx = get_context(ctx)
     cfg = app_ctx.config

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from rtool.context import get_context
-from rtool.errors import RtoolError, UsageError
+from rtool.core.errors import RtoolError, UsageError
 
 if TYPE_CHECKING:
     from rtool.context import AppContext

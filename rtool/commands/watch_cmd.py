@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from rtool.context import get_context
-from rtool.errors import UsageError
+from rtool.core.errors import UsageError
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -78,7 +78,7 @@ def _run(
 
 
 def _timeout(ctx: typer.Context, text: str | None) -> float:
-    from rtool.units import UnitError, parse_duration
+    from rtool.core.units import UnitError, parse_duration
 
     if text is None:
         return float(get_context(ctx).config.watch.timeout)
@@ -278,7 +278,7 @@ def cron_cmd(
     Example: rtool watch cron --dir ~/rtool-cron --grace 15m
     """
     from cron.store import resolve_dir
-    from rtool.units import UnitError, parse_duration
+    from rtool.core.units import UnitError, parse_duration
     from watchdogs.cron import CronWatchdog, spec_from_config
 
     cfg = get_context(ctx).config.cron

@@ -58,7 +58,7 @@ def run_demo(
     finally:
         inbox.stop()
         if started_slurm is not None and not keep:
-            from rtool import localslurm
+            from rtool.testing import localslurm
 
             localslurm.down(started_slurm)
     summary.render(n.console, result)

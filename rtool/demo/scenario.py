@@ -16,6 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rtool.core.errors import RtoolError
+from rtool.core.proc import ProcError, run
+from rtool.core.slurm import Slurm, SlurmError, SqueueJob
+from rtool.core.slurm.parse import parse_slurm_duration
 from rtool.demo.narrate import Narrator
 from rtool.demo.observe import (
     OutputInfo,
@@ -26,10 +30,6 @@ from rtool.demo.observe import (
 )
 from rtool.demo.servers import Inbox
 from rtool.demo.workspace import LIMIT, TRAIN, Timing, Workspace, locate_toy
-from rtool.errors import RtoolError
-from rtool.proc import ProcError, run
-from rtool.slurm import Slurm, SlurmError, SqueueJob
-from rtool.slurm.parse import parse_slurm_duration
 
 
 class StepFailed(Exception):
@@ -47,7 +47,7 @@ class Event:
 
 def ensure_slurm(n: Narrator) -> Path | None:
     """Use the reachable Slurm, else start the local one; returns its dir if the demo started it."""
-    from rtool import localslurm
+    from rtool.testing import localslurm
 
     if shutil.which("scontrol") and Slurm(timeout=15).ping():
         where = os.environ.get("SLURM_CONF", "the default slurm.conf")

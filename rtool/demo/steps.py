@@ -7,10 +7,10 @@ import re
 import shutil
 import time
 
+from rtool.core.slurm.parse import ParseError, parse_slurm_timestamp
 from rtool.demo.observe import compress
 from rtool.demo.scenario import Demo
 from rtool.demo.workspace import LIMIT, TRAIN
-from rtool.slurm.parse import ParseError, parse_slurm_timestamp
 
 _PID = re.compile(r"pid=(\d+)")
 

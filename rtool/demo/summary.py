@@ -11,9 +11,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from rtool.core.units import format_duration
 from rtool.demo.observe import Accounting
 from rtool.demo.scenario import Event
-from rtool.units import format_duration
 
 EXPECTED = ["time-limit", "save-switch", "hang", "kill-switch", "finished"]
 

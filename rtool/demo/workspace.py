@@ -23,7 +23,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from rtool.errors import RtoolError, UsageError
+from rtool.core.errors import RtoolError, UsageError
 
 #: Job names of the two arrays: one lives through Slurm's time limits to the end, the other is
 #: saved on request, hangs and is stopped (its limit is far away: Slurm may send the time-limit
@@ -130,7 +130,7 @@ def create(
 ) -> Workspace:
     """Write the whole workspace into the (empty) folder `root`."""
     from cron import manage
-    from rtool.config import load_config_text
+    from rtool.appconfig import load_config_text
 
     ws = Workspace(root)
     for sub in ("bin", "train/run", "limit/run"):

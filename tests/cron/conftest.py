@@ -11,9 +11,9 @@ import pytest
 
 from cron import manage
 from cron.store import CronStore, chain_name, resolve_dir
-from rtool.config import load_config
-from rtool.slurm import Slurm
-from rtool.state import StateDir
+from rtool.appconfig import load_config
+from rtool.core.slurm import Slurm
+from rtool.core.state import StateDir
 
 
 @dataclass

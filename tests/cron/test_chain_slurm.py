@@ -13,9 +13,9 @@ import pytest
 
 from cron import chain, manage
 from cron.tick import TickEnv
-from rtool.config import load_config
-from rtool.slurm import Slurm
-from rtool.state import StateDir
+from rtool.appconfig import load_config
+from rtool.core.slurm import Slurm
+from rtool.core.state import StateDir
 from tests.cron.conftest import CronSetup
 from tests.helpers import wait_for
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import datetime
 
 from cron.store import chain_name
-from rtool.alert import Status
-from rtool.slurm import SqueueJob
+from rtool.core.alert import Status
+from rtool.core.slurm import SqueueJob
 from watchdogs.cron import ChainObservation, check_cron
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from rtool import localslurm
+from rtool.testing import localslurm
 from tests.e2e.conftest import ENTRY
 
 

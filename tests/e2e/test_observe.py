@@ -6,7 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from rtool.config import load_config_text
+from rtool.appconfig import load_config_text
 from rtool.demo.observe import account, compress, parse_output, parse_steps, saves_by_pid
 from rtool.demo.servers import log_title
 from rtool.demo.workspace import Timing, Workspace, config_text, hourly_script

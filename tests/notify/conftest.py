@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from notify.config import NotifyConfig
-from notify.testing import SlackLikeServer, SmtpServer
-from rtool.alert import Alert, Status
-from rtool.state import StateDir
+from rtool.core.alert import Alert, Status
+from rtool.core.state import StateDir
+from rtool.testing.servers import SlackLikeServer, SmtpServer
 from tests.servers.fixtures import down_port, slack_server, smtp_server
 
 __all__ = ["down_port", "slack_server", "smtp_server"]

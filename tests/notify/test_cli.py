@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from notify import process
-from notify.testing import SlackLikeServer, SmtpServer
-from rtool.alert import Status
-from rtool.config import load_config
-from rtool.state import StateDir
+from rtool.appconfig import load_config
+from rtool.core.alert import Status
+from rtool.core.state import StateDir
+from rtool.testing.servers import SlackLikeServer, SmtpServer
 from tests.notify.conftest import alert
 
 SMTP_PW = "pw-SECRET-smtp-31337"

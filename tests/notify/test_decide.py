@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from notify.decide import KeyState, decide
-from rtool.alert import Status
+from rtool.core.alert import Status
 from tests.notify.conftest import T0, alert
 
 H = 3600.0

@@ -6,9 +6,9 @@ from pathlib import Path
 
 from notify import process
 from notify.outbox import Outbox
-from notify.testing import SmtpServer
-from rtool.alert import Status
-from rtool.state import StateDir
+from rtool.core.alert import Status
+from rtool.core.state import StateDir
+from rtool.testing.servers import SmtpServer
 from tests.notify.conftest import T0, alert, config, email_cfg
 
 

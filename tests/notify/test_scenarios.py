@@ -16,9 +16,9 @@ import pytest
 
 from notify import flush, process
 from notify.outbox import Outbox
-from notify.testing import SlackLikeServer, SmtpServer
-from rtool.alert import Status
-from rtool.state import StateDir
+from rtool.core.alert import Status
+from rtool.core.state import StateDir
+from rtool.testing.servers import SlackLikeServer, SmtpServer
 from tests.helpers import wait_for
 from tests.notify.conftest import (
     T0,
@@ -156,8 +156,8 @@ def test_process_killed_mid_send_loses_nothing(state: StateDir, tmp_path: Path) 
             textwrap.dedent(f"""
             from notify import process
             from notify.config import NotifyConfig
-            from rtool.alert import Alert, Status
-            from rtool.state import StateDir
+            from rtool.core.alert import Alert, Status
+            from rtool.core.state import StateDir
             cfg = NotifyConfig.model_validate({{"email": {email_cfg(smtp, timeout="60s")!r}}})
             alert = Alert("disk:/scratch", Status.CRITICAL, "91% used", {{"value": "91%"}})
             process([alert], cfg, StateDir({str(state.path)!r}), now={T0})

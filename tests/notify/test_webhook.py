@@ -7,9 +7,9 @@ import pytest
 from notify import flush, process
 from notify.channels.webhook import SCHEMA
 from notify.outbox import Outbox
-from notify.testing import SlackLikeServer
-from rtool.alert import Status
-from rtool.state import StateDir
+from rtool.core.alert import Status
+from rtool.core.state import StateDir
+from rtool.testing.servers import SlackLikeServer
 from tests.notify.conftest import T0, alert, config
 
 

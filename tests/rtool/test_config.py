@@ -5,9 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from rtool.config import find_config_path, load_config, load_config_text
-from rtool.config.types import resolve_secret
-from rtool.errors import ConfigError, SecretError
+from rtool.appconfig import load_config, load_config_text
+from rtool.core.config import find_config_path
+from rtool.core.config.types import resolve_secret
+from rtool.core.errors import ConfigError, SecretError
 
 THREE_MISTAKES = """\
 [notify]

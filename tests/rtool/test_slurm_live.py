@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from rtool.slurm import Slurm, SlurmError, SlurmTimeout
+from rtool.core.slurm import Slurm, SlurmError, SlurmTimeout
 from tests.helpers import wait_for
 
 SLEEP = "#!/bin/bash\nsleep 60\n"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rtool.slurm.parse import (
+from rtool.core.slurm.parse import (
     ParseError,
     format_slurm_duration,
     parse_sbatch_parsable,

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from rtool.proc import ProcError, ProcNotFound, ProcTimeout, run
-from rtool.state import StateDir, StateDirError
+from rtool.core.proc import ProcError, ProcNotFound, ProcTimeout, run
+from rtool.core.state import StateDir, StateDirError
 
 
 def test_state_dir_created_private(tmp_path: Path) -> None:

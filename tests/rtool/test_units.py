@@ -4,7 +4,7 @@ import time
 
 import pytest
 
-from rtool.units import (
+from rtool.core.units import (
     UnitError,
     format_duration,
     format_size,

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from notify.testing import SlackLikeServer, SmtpServer, free_port
+from rtool.testing.servers import SlackLikeServer, SmtpServer, free_port
 
 
 @pytest.fixture

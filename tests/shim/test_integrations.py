@@ -39,7 +39,7 @@ def test_hf_callback_saves_through_the_trainer_and_exits_on_a_signal(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     _stub(monkeypatch, "transformers", attr="TrainerCallback")
-    hf = _fresh(monkeypatch, "rtool.integrations.hf")
+    hf = _fresh(monkeypatch, "rtool.shim.integrations.hf")
     switch = tmp_path / "save-now"
     cb = hf.RtoolCallback(save_switch=str(switch), poll_interval=0.02)
     state = types.SimpleNamespace(global_step=0)
@@ -73,7 +73,7 @@ def test_lightning_callback_saves_with_save_checkpoint_and_finishes(
 ) -> None:
     _stub(monkeypatch, "lightning", "lightning.pytorch", attr="unused")
     _stub(monkeypatch, "lightning.pytorch.callbacks", attr="Callback")
-    pl = _fresh(monkeypatch, "rtool.integrations.lightning")
+    pl = _fresh(monkeypatch, "rtool.shim.integrations.lightning")
     hb = tmp_path / "hb.json"
     saved: list[tuple[str, int]] = []
     trainer = types.SimpleNamespace(global_step=0, should_stop=False)

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from rtool.slurm import Slurm
-from rtool.slurm.parse import SqueueJob
+from rtool.core.slurm import Slurm
+from rtool.core.slurm.parse import SqueueJob
 from tests.helpers import wait_for
 from tests.shim.conftest import TOY, run_toy, steps_run
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from tests.helpers import wait_for
 from tests.shim.conftest import ROOT, run_toy, start_toy, steps_run
 
-HEAVY = ["typer", "jinja2", "slack_sdk", "requests", "pydantic", "torch", "rtool.proc"]
+HEAVY = ["typer", "jinja2", "slack_sdk", "requests", "pydantic", "torch", "rtool.core.proc"]
 
 
 def test_import_rtool_shim_imports_no_heavy_module() -> None:

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from rtool.config import load_config
-from rtool.state import StateDir
+from rtool.appconfig import load_config
+from rtool.core.state import StateDir
 from tests.conftest import CliResult
 from tests.helpers import fuse_server
 

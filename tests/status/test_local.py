@@ -9,8 +9,8 @@ import time
 from pathlib import Path
 
 from notify import process
-from rtool.alert import Alert, Status
-from rtool.status_view import SCHEMA, failing_cron_jobs
+from rtool.core.alert import Alert, Status
+from rtool.status.view import SCHEMA, failing_cron_jobs
 from tests.servers.fixtures import down_port
 from tests.status.conftest import Setup
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from cron.store import chain_name, resolve_dir
-from rtool.slurm import Slurm
+from rtool.core.slurm import Slurm
 from tests.helpers import wait_for
 from tests.status.conftest import Setup
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from rtool.slurm import Slurm
+from rtool.core.slurm import Slurm
 from tests.conftest import CliResult
 from tests.helpers import wait_for
 

@@ -8,8 +8,8 @@ import sys
 import time
 from pathlib import Path
 
-from rtool.alert import Status
-from rtool.state import StateDir
+from rtool.core.alert import Status
+from rtool.core.state import StateDir
 from tests.watchdogs.conftest import fill
 from watchdogs.base import ProbeEnv
 from watchdogs.config import DiskWatch

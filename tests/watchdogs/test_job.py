@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from rtool.alert import Status
-from rtool.slurm import Slurm
-from rtool.state import StateDir
+from rtool.core.alert import Status
+from rtool.core.slurm import Slurm
+from rtool.core.state import StateDir
 from tests.helpers import wait_for
 from watchdogs.base import ProbeEnv
 from watchdogs.config import JobWatch, LogWatch
@@ -135,7 +135,7 @@ def test_one_squeue_call_per_sweep(slurm_cluster, tmp_path, n):
 def test_stack_dump_srun_targets_an_array_task_by_its_numeric_id(slurm, job_name):
     """`srun --jobid=A_T` is rejected ("Invalid numeric value"): the dump resolves the task's
     own JobId, and srun with that argv really runs inside the task."""
-    from rtool.proc import run
+    from rtool.core.proc import run
     from watchdogs.actions import dump_argv
 
     array = submit(slurm, job_name, "--array=0-1")

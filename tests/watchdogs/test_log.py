@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from rtool.alert import Status
-from rtool.state import StateDir
+from rtool.core.alert import Status
+from rtool.core.state import StateDir
 from watchdogs.base import ProbeEnv
 from watchdogs.config import LogWatch
 from watchdogs.log import LogWatchdog
@@ -98,7 +98,7 @@ def test_heartbeat_is_the_sharper_signal(tmp_path, state):
 
 
 def test_non_finite_loss_stop_is_critical(tmp_path, state):
-    from rtool._shim_heartbeat import Heartbeat  # the shim's own writer: its real format
+    from rtool.shim.heartbeat import Heartbeat  # the shim's own writer: its real format
 
     hb = tmp_path / "hb.json"
     writer = Heartbeat(hb, {"job_id": "4242"})
@@ -117,7 +117,7 @@ def test_non_finite_loss_stop_is_critical(tmp_path, state):
 
 
 def test_done_marker_means_finished(tmp_path, state):
-    from rtool._shim_heartbeat import done_marker
+    from rtool.shim.heartbeat import done_marker
 
     hb = tmp_path / "hb.json"
     write_hb(hb, step=9, time=time.time() - 9999)
@@ -133,7 +133,7 @@ def test_hang_dumps_stacks_once(tmp_path, state):
     res = sweep(state, path=str(log), stale="30m", dump_stacks=True, pid=os.getpid())
     assert res.status == Status.CRITICAL
     assert res.actions == [f"dump:pid:{os.getpid()}"]
-    from rtool.slurm import Slurm
+    from rtool.core.slurm import Slurm
     from watchdogs import actions
 
     actions.apply([res], state, Slurm(timeout=5), 5)

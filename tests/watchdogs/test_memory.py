@@ -7,8 +7,8 @@ import sys
 import time
 from pathlib import Path
 
-from rtool.alert import Status
-from rtool.state import StateDir
+from rtool.core.alert import Status
+from rtool.core.state import StateDir
 from watchdogs.base import ProbeEnv
 from watchdogs.config import MemoryWatch
 from watchdogs.memory import MemoryWatchdog

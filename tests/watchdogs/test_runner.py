@@ -7,8 +7,8 @@ import json
 import time
 from pathlib import Path
 
-from rtool.alert import Status
-from rtool.state import StateDir
+from rtool.core.alert import Status
+from rtool.core.state import StateDir
 from tests.watchdogs.conftest import fill
 from watchdogs.base import CheckResult, ProbeEnv
 from watchdogs.runner import exit_code, sweep

@@ -1,6 +1,6 @@
 """Run filesystem probes in abandonable child processes, and remember the ones that hang.
 
-Why not a thread or `rtool.proc.run`: a statfs on a FUSE or network mount whose server never
+Why not a thread or `rtool.core.proc.run`: a statfs on a FUSE or network mount whose server never
 answers blocks uninterruptibly; a thread stuck there keeps the Python process from exiting, and
 a child sharing our stdout keeps `rtool ... | tee` open. So each probe is `statfs_child.py`
 in its own session, stdin from /dev/null and stdout/stderr on pipes we read. On timeout it is
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rtool.state import StateDir
+from rtool.core.state import StateDir
 
 CHILD = str(Path(__file__).with_name("statfs_child.py"))
 STUCK_FILE = "watch/stuck-probes.json"

@@ -9,8 +9,8 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, PlainSerializer
 
-from rtool.errors import SecretError
-from rtool.units import (
+from rtool.core.errors import SecretError
+from rtool.core.units import (
     UnitError,
     format_duration,
     format_size,

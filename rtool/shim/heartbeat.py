@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from rtool.state import atomic_write
+from rtool.core.state import atomic_write
 
 log = logging.getLogger("rtool.shim")
 

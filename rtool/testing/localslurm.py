@@ -1,8 +1,8 @@
 """A real single-node Slurm on this machine, for the tests and the demo.
 
-    python -m rtool.localslurm up [--dir DIR]      # install if missing, start, wait until idle
-    python -m rtool.localslurm status [--dir DIR]
-    python -m rtool.localslurm down [--dir DIR]
+    python -m rtool.testing.localslurm up [--dir DIR]   # install if missing, start, wait
+    python -m rtool.testing.localslurm status [--dir DIR]
+    python -m rtool.testing.localslurm down [--dir DIR]
 
 `up` prints `export SLURM_CONF=DIR/slurm.conf`; every Slurm command must see that variable.
 Works as root without systemd or cgroups (see shared/slurm-local.md). Daemons are stopped by

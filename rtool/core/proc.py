@@ -11,7 +11,7 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from rtool.errors import RtoolError
+from rtool.core.errors import RtoolError
 
 log = logging.getLogger(__name__)
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from rtool.alert import Status
-from rtool.units import format_duration, format_size, format_when
+from rtool.core.alert import Status
+from rtool.core.units import format_duration, format_size, format_when
 
 WIDTH = 9  # a status column wide enough for CRITICAL
 

@@ -1,6 +1,6 @@
 """Option parsing of the in-loop shim: RTOOL_* environment variables and keyword values.
 
-Stdlib + rtool.units only. Every bad value raises ShimConfigError naming the option.
+Stdlib + rtool.core.units only. Every bad value raises ShimConfigError naming the option.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import signal
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from rtool.units import UnitError, parse_duration, parse_percent, parse_size
+from rtool.core.units import UnitError, parse_duration, parse_percent, parse_size
 
 #: RTOOL_* variable -> Guard keyword (values parsed by Guard like keyword values).
 ENV_OPTIONS = {

@@ -1,7 +1,7 @@
 """rtool's Slurm layer: pure parsers (`parse`) and the command wrapper (`cmd`)."""
 
-from rtool.slurm.cmd import Slurm, SlurmError, SlurmTimeout
-from rtool.slurm.parse import (
+from rtool.core.slurm.cmd import Slurm, SlurmError, SlurmTimeout
+from rtool.core.slurm.parse import (
     ACTIVE_STATES,
     QUEUED_STATES,
     RUNNING_STATES,

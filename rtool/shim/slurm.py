@@ -1,7 +1,8 @@
 """The few Slurm calls the in-loop shim makes: EndTime lookup, hold and cancel of pending tasks.
 
-The shim must stay stdlib + psutil, so it cannot use `rtool.proc` or `rtool.slurm`. These
-helpers are the one documented exception to "every subprocess goes through rtool.proc": they call
+The shim must stay stdlib + psutil, so it cannot use `rtool.core.proc` or `rtool.core.slurm`.
+These helpers are the one documented exception to "every subprocess goes through
+rtool.core.proc": they call
 `subprocess.run(..., timeout=...)` directly, never raise, and log a warning when a call fails.
 """
 

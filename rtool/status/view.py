@@ -13,14 +13,14 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rtool import status_sections
-from rtool.alert import Status
-from rtool.proc import ProcError
+from rtool.core.alert import Status
+from rtool.core.proc import ProcError
+from rtool.status import sections as status_sections
 
 if TYPE_CHECKING:
-    from rtool.config import Config
-    from rtool.slurm import Slurm, SqueueJob
-    from rtool.state import StateDir
+    from rtool.appconfig import Config
+    from rtool.core.slurm import Slurm, SqueueJob
+    from rtool.core.state import StateDir
     from watchdogs.config import JobWatch
 
 SCHEMA = "rtool.status/1"

@@ -10,29 +10,21 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from rtool.errors import ConfigError
+from rtool.core.errors import ConfigError
 
 if TYPE_CHECKING:
-    from rtool.config.schema import Config
+    from pydantic import BaseModel
+
+    M = TypeVar("M", bound=BaseModel)
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
     import tomli as tomllib
 
-__all__ = ["Config", "find_config_path", "load_config", "load_config_text"]
-
-
-def __getattr__(name: str) -> Any:
-    # The schema imports every package's section (notify.config, cron.config ...), and those
-    # import rtool.config.types: importing the schema lazily keeps any import order working.
-    if name == "Config":
-        from rtool.config.schema import Config
-
-        return Config
-    raise AttributeError(name)
+__all__ = ["find_config_path", "format_errors", "load_config", "load_config_text", "redacted"]
 
 
 def find_config_path(explicit: str | Path | None = None) -> Path | None:
@@ -48,31 +40,30 @@ def find_config_path(explicit: str | Path | None = None) -> Path | None:
     return None
 
 
-def load_config(path: str | Path | None = None) -> Config:
-    """Load the config at `path` (or the one found by the search order)."""
-    from rtool.config.schema import Config
+def load_config(schema: type[M], path: str | Path | None = None) -> M:
+    """Load the config at `path` (or the one found by the search order) into `schema`.
 
+    The core knows no feature section: the application passes the assembled schema in.
+    """
     found = find_config_path(path)
     if found is None:
-        return Config()
+        return schema()
     try:
         text = found.read_text()
     except OSError as exc:
         raise ConfigError([f"cannot read config file: {exc.strerror}"], str(found)) from None
-    return load_config_text(text, str(found))
+    return load_config_text(schema, text, str(found))
 
 
-def load_config_text(text: str, source: str = "<config>") -> Config:
+def load_config_text(schema: type[M], text: str, source: str = "<config>") -> M:
     from pydantic import ValidationError
-
-    from rtool.config.schema import Config
 
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError([f"not valid TOML: {exc}"], source) from None
     try:
-        return Config.model_validate(data)
+        return schema.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(format_errors(exc, text), source) from None
 
@@ -130,7 +121,7 @@ def _table_start(lines: list[str], table: list[str]) -> int | None:
     return None
 
 
-def redacted(config: Config) -> dict[str, Any]:
+def redacted(config: BaseModel) -> dict[str, Any]:
     """The effective config as plain data. Secrets are only ever named, never stored; any field
     whose name says it holds a secret value (not the name of its env var or file) is masked."""
     data = config.model_dump(mode="json")

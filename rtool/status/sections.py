@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Any
 
 import psutil
 
-from rtool.alert import Status
+from rtool.core.alert import Status
 
 if TYPE_CHECKING:
-    from rtool.config import Config
-    from rtool.state import StateDir
+    from rtool.appconfig import Config
+    from rtool.core.state import StateDir
 
 #: How many recent `rtool submit` records the switches section lists.
 MAX_SUBMISSIONS = 5

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from rtool.errors import RtoolError
+from rtool.core.errors import RtoolError
 
 
 class StateDirError(RtoolError):

@@ -1,6 +1,6 @@
 """rtool.shim for PyTorch Lightning (needs `pip install lightning` or `pytorch_lightning`).
 
-    from rtool.integrations.lightning import RtoolCallback
+    from rtool.shim.integrations.lightning import RtoolCallback
 
     ckpt = "checkpoints/rtool-last.ckpt"
     trainer = L.Trainer(callbacks=[RtoolCallback(ckpt)],
@@ -30,7 +30,7 @@ except ImportError:  # pragma: no cover - depends on the environment
         from pytorch_lightning.callbacks import Callback
     except ImportError as exc:
         raise ImportError(
-            "rtool.integrations.lightning needs lightning (pip install lightning)"
+            "rtool.shim.integrations.lightning needs lightning (pip install lightning)"
         ) from exc
 
 

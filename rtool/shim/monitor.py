@@ -17,8 +17,8 @@ from typing import Any
 
 import psutil
 
-from rtool import _shim_slurm
-from rtool._shim_heartbeat import Heartbeat
+from rtool.shim import slurm as _shim_slurm
+from rtool.shim.heartbeat import Heartbeat
 
 log = logging.getLogger("rtool.shim")
 
@@ -28,7 +28,7 @@ END_TIME_REFRESH = 300.0
 GPU_INTERVAL = 30.0
 
 
-#: Flag bits, exchanged between ranks (rtool._shim_dist.FLAG_BITS of them).
+#: Flag bits, exchanged between ranks (rtool.shim.distributed.FLAG_BITS of them).
 F_KILL, F_SIGNAL, F_TIME, F_MEMORY, F_GPU, F_NONFINITE, F_SAVE = (1 << i for i in range(7))
 
 

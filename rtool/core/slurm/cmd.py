@@ -1,6 +1,6 @@
 """The Slurm command layer: the only caller of squeue, scontrol, sbatch and scancel.
 
-Every call goes through `rtool.proc.run` with a timeout. Failures raise `SlurmError`
+Every call goes through `rtool.core.proc.run` with a timeout. Failures raise `SlurmError`
 (a timeout raises `SlurmTimeout`); checks turn both into UNKNOWN, never "job missing".
 """
 
@@ -10,8 +10,8 @@ import getpass
 import logging
 from collections.abc import Iterable, Sequence
 
-from rtool.proc import ProcError, ProcTimeout, Result, run
-from rtool.slurm.parse import (
+from rtool.core.proc import ProcError, ProcTimeout, Result, run
+from rtool.core.slurm.parse import (
     SQUEUE_FORMAT,
     SqueueJob,
     SubmitResult,

@@ -48,9 +48,9 @@ their flags with one all-reduce MAX every ~2 s of steps (`sync_every="auto"`, or
 of steps) and act at the same step; only rank 0 removes the save switch, writes the heartbeat,
 holds or cancels array tasks. torch is imported only then, or when min_gpu_free is set.
 
-Imports: stdlib + psutil + rtool.units only. The scontrol/scancel calls (EndTime lookup, hold,
-cancel of pending tasks) use subprocess.run(timeout=15) directly in rtool._shim_slurm: the one
-documented exception to "every subprocess goes through rtool.proc". See docs/shim.md.
+Imports: stdlib + psutil + rtool.core.units only. The scontrol/scancel calls (EndTime lookup, hold,
+cancel of pending tasks) use subprocess.run(timeout=15) directly in rtool.shim.slurm: the one
+documented exception to "every subprocess goes through rtool.core.proc". See docs/shim.md.
 """
 
 from __future__ import annotations
@@ -64,13 +64,12 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from rtool import _shim_env as opt
-from rtool import _shim_slurm
-from rtool._shim_dist import Agreement, initialised_dist
-from rtool._shim_env import ShimConfigError
-from rtool._shim_exit import ForcedExit
-from rtool._shim_heartbeat import Heartbeat
-from rtool._shim_monitor import (
+from rtool.shim import options as opt
+from rtool.shim import slurm as _shim_slurm
+from rtool.shim.distributed import Agreement, initialised_dist
+from rtool.shim.forced_exit import ForcedExit
+from rtool.shim.heartbeat import Heartbeat
+from rtool.shim.monitor import (
     F_GPU,
     F_KILL,
     F_MEMORY,
@@ -84,7 +83,8 @@ from rtool._shim_monitor import (
     Timing,
     file_ident,
 )
-from rtool._shim_signals import SignalFlags
+from rtool.shim.options import ShimConfigError
+from rtool.shim.signals import SignalFlags
 
 __all__ = [
     "NONFINITE_EXIT_CODE",

@@ -1,10 +1,16 @@
-"""The one config schema: every section, unknown keys rejected everywhere."""
+"""The one config schema, assembled from the sections each feature package declares.
+
+Unknown keys are rejected everywhere. Loading and error reporting live in `rtool.core.config`.
+"""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from cron.config import CronConfig
 from notify.config import NotifyConfig
-from rtool.config.types import Duration, Section
+from rtool.core import config as _loader
+from rtool.core.config.types import Duration, Section
 from slurm_templates.config import SubmitConfig, SwitchesConfig
 from watchdogs.config import WatchConfig
 
@@ -27,3 +33,12 @@ class Config(Section):
     cron: CronConfig = CronConfig()
     submit: SubmitConfig = SubmitConfig()
     switches: SwitchesConfig = SwitchesConfig()
+
+
+def load_config(path: str | Path | None = None) -> Config:
+    """The config at `path` (or the one found by the search order), validated."""
+    return _loader.load_config(Config, path)
+
+
+def load_config_text(text: str, source: str = "<config>") -> Config:
+    return _loader.load_config_text(Config, text, source)

@@ -1,6 +1,6 @@
 """rtool.shim for the Hugging Face `transformers` Trainer (needs `pip install transformers`).
 
-    from rtool.integrations.hf import RtoolCallback
+    from rtool.shim.integrations.hf import RtoolCallback
 
     trainer = Trainer(model, args, ..., callbacks=[RtoolCallback()])
     trainer.train(resume_from_checkpoint=get_last_checkpoint(args.output_dir))
@@ -23,7 +23,7 @@ try:
     from transformers import TrainerCallback
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError(
-        "rtool.integrations.hf needs transformers (pip install transformers)"
+        "rtool.shim.integrations.hf needs transformers (pip install transformers)"
     ) from exc
 
 

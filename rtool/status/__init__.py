@@ -1,0 +1,1 @@
+"""`rtool status`: gather (view), sections and the screen (render)."""
