@@ -1,0 +1,198 @@
+"""The records of the run view: one attempt, a run's ledger, its totals. Typed, JSON-able.
+
+`Attempt` is what other features consume (e.g. bad-node detection reads `nodes`, `state` and
+`signature`): import it from here.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import asdict, dataclass, field, fields, replace
+from typing import Any
+
+#: Slurm states of an attempt that ended.
+ENDED_STATES = frozenset(
+    {
+        "COMPLETED",
+        "FAILED",
+        "TIMEOUT",
+        "NODE_FAIL",
+        "PREEMPTED",
+        "OUT_OF_MEMORY",
+        "CANCELLED",
+        "BOOT_FAIL",
+        "DEADLINE",
+        "REQUEUED",
+        "REVOKED",
+        "ENDED",  # degraded mode: the batch script's end record, no Slurm state known
+        "GONE",  # degraded mode: left the queue without an end record
+    }
+)
+#: States where Slurm (not the training) ended the attempt on purpose.
+LIMIT_STATES = frozenset({"TIMEOUT", "PREEMPTED", "DEADLINE"})
+
+
+class Source(str, enum.Enum):
+    """Where an attempt's Slurm facts come from."""
+
+    SACCT = "sacct"
+    RECORDS = "records"  # the batch script's own start/end records
+    SQUEUE = "squeue"  # seen by rtool in squeue, no end record
+    HEARTBEAT = "heartbeat"  # only the training shim's heartbeat
+
+
+@dataclass(frozen=True)
+class Signature:
+    """Why an attempt died: a known failure (`cuda-oom`) with its line in the log."""
+
+    name: str  # cuda-oom, nccl-timeout, node-fail ...
+    label: str  # "CUDA out of memory"
+    line: str = ""  # the log line that matched ("" for Slurm states)
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One attempt of a run: one Slurm job, array task, or one restart of a requeued job."""
+
+    run: str
+    number: int  # 1-based, in start order
+    job_id: str  # as Slurm shows it: "90", "88_3"
+    restart: int = 0  # how many times this job id ran before this attempt
+    job_id_raw: str | None = None  # Slurm's own number ("91" for "88_3")
+    array_job_id: str | None = None
+    array_task_id: int | None = None
+    nodes: tuple[str, ...] = ()
+    queued_at: float | None = None
+    started: float | None = None
+    ended: float | None = None
+    state: str = "UNKNOWN"  # RUNNING, PENDING, COMPLETED, FAILED, TIMEOUT, NODE_FAIL ...
+    exit_code: int | None = None
+    signal: int | None = None
+    step_start: int | None = None  # the step it resumed from
+    step_end: int | None = None  # the highest step it reached
+    last_saved_step: int | None = None
+    steps_lost: int | None = None  # done after its last save and done again later
+    stop_reason: str | None = None  # the shim's (time limit, signal, hang kill ...)
+    error: str | None = None  # "RuntimeError: CUDA out of memory ..." from the shim
+    finished: bool = False  # the run called finished() in this attempt
+    signature: Signature | None = None
+    log_path: str | None = None
+    log_tail: tuple[str, ...] = ()
+    source: Source = Source.SACCT
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return (self.job_id, self.restart)
+
+    @property
+    def queue_wait(self) -> float | None:
+        if self.queued_at is None or self.started is None:
+            return None
+        return max(0.0, self.started - self.queued_at)
+
+    @property
+    def duration(self) -> float | None:
+        if self.started is None or self.ended is None:
+            return None
+        return max(0.0, self.ended - self.started)
+
+    @property
+    def is_over(self) -> bool:
+        return self.state in ENDED_STATES
+
+    @property
+    def progress(self) -> int | None:
+        """Steps it moved the run forward (None when steps are unknown)."""
+        if self.step_end is None:
+            return None
+        return max(0, self.step_end - (self.step_start or 0))
+
+    def with_(self, **changes: Any) -> Attempt:
+        return replace(self, **changes)
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["nodes"] = list(self.nodes)
+        d["log_tail"] = list(self.log_tail)
+        d["source"] = self.source.value
+        d["queue_wait"] = self.queue_wait
+        return d
+
+    @staticmethod
+    def from_json(d: dict[str, Any]) -> Attempt:
+        known = {f.name for f in fields(Attempt)}
+        values = {k: v for k, v in d.items() if k in known}
+        values["nodes"] = tuple(values.get("nodes") or ())
+        values["log_tail"] = tuple(values.get("log_tail") or ())
+        values["source"] = Source(values.get("source", Source.SACCT.value))
+        sig = values.get("signature")
+        values["signature"] = Signature(**sig) if isinstance(sig, dict) else None
+        return Attempt(**values)
+
+
+@dataclass(frozen=True)
+class Totals:
+    attempts: int
+    steps_gained: int | None  # highest step reached by the run (from its first start)
+    steps_lost: int
+    queued_s: float
+    computing_s: float
+    goodput: float | None  # time that produced kept steps / time allocated
+    step_seconds: float | None  # the step time used for goodput
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class Ledger:
+    """Every attempt of one run, and what the run view remembers about it between sweeps."""
+
+    run: str
+    attempts: list[Attempt] = field(default_factory=list)
+    #: True when the Slurm facts come from sacct; False: degraded mode (see `note`).
+    accounting: bool = True
+    note: str = ""
+    finished: bool = False
+    total_steps: int | None = None
+    best_step: int | None = None  # the highest step the run reached
+    best_step_at: float | None = None  # when it was first reached (heartbeat time)
+    step_seconds: float | None = None  # the training's step time (from the heartbeat)
+    updated: float | None = None
+    #: The run's crash loop that was acted on (hold), so the hold is done once.
+    crash_loop_at: float | None = None
+
+    @property
+    def last(self) -> Attempt | None:
+        return self.attempts[-1] if self.attempts else None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "run": self.run,
+            "accounting": self.accounting,
+            "note": self.note,
+            "finished": self.finished,
+            "total_steps": self.total_steps,
+            "best_step": self.best_step,
+            "best_step_at": self.best_step_at,
+            "step_seconds": self.step_seconds,
+            "updated": self.updated,
+            "crash_loop_at": self.crash_loop_at,
+            "attempts": [a.to_json() for a in self.attempts],
+        }
+
+    @staticmethod
+    def from_json(d: dict[str, Any]) -> Ledger:
+        return Ledger(
+            run=str(d.get("run", "")),
+            attempts=[Attempt.from_json(a) for a in d.get("attempts") or [] if isinstance(a, dict)],
+            accounting=bool(d.get("accounting", True)),
+            note=str(d.get("note") or ""),
+            finished=bool(d.get("finished", False)),
+            total_steps=d.get("total_steps"),
+            best_step=d.get("best_step"),
+            best_step_at=d.get("best_step_at"),
+            step_seconds=d.get("step_seconds"),
+            updated=d.get("updated"),
+            crash_loop_at=d.get("crash_loop_at"),
+        )
