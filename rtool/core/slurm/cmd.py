@@ -1,4 +1,4 @@
-"""The Slurm command layer: the only caller of squeue, scontrol, sbatch and scancel.
+"""The Slurm command layer: the only caller of squeue, scontrol, sbatch, scancel and sacct.
 
 Every call goes through `rtool.core.proc.run` with a timeout. Failures raise `SlurmError`
 (a timeout raises `SlurmTimeout`); checks turn both into UNKNOWN, never "job missing".
@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import getpass
 import logging
-from collections.abc import Iterable, Sequence
+import time
+from collections.abc import Iterable, Mapping, Sequence
 
 from rtool.core.proc import ProcError, ProcTimeout, Result, run
 from rtool.core.slurm.parse import (
@@ -19,6 +20,7 @@ from rtool.core.slurm.parse import (
     parse_scontrol_show_job,
     parse_squeue,
 )
+from rtool.core.slurm.sacct import DISABLED_MESSAGE, SacctRecord, parse_sacct, sacct_argv
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +31,10 @@ class SlurmError(ProcError):
 
 class SlurmTimeout(SlurmError):
     """A Slurm command did not answer within its timeout."""
+
+
+class AccountingDisabled(SlurmError):
+    """The cluster has no accounting storage: sacct cannot tell how jobs ended."""
 
 
 class Slurm:
@@ -46,10 +52,11 @@ class Slurm:
         input: str | None = None,
         cwd: str | None = None,
         check: bool = True,
+        env: Mapping[str, str] | None = None,
     ) -> Result:
         self.calls.append(list(argv))
         try:
-            return run(argv, timeout=self.timeout, input=input, cwd=cwd, check=check)
+            return run(argv, timeout=self.timeout, input=input, cwd=cwd, check=check, env=env)
         except ProcTimeout as exc:
             err = SlurmTimeout(exc.argv, f"timed out after {self.timeout:g}s")
             raise err from None
@@ -107,6 +114,41 @@ class Slurm:
         except SlurmError:
             return False
         return res.returncode == 0 and "UP" in res.stdout
+
+    def sacct(
+        self,
+        *,
+        job_ids: Iterable[str] = (),
+        names: Iterable[str] = (),
+        since: float | None = None,
+        all_attempts: bool = True,
+    ) -> list[SacctRecord]:
+        """Accounting records of this user's jobs (one per attempt with `all_attempts`).
+
+        `job_ids` are `15` or `12_3` (an array's own id gives all its tasks); `since` is an
+        epoch time (without it and without job ids Slurm's default applies: since midnight).
+        Raises AccountingDisabled on a cluster without accounting, SlurmError when sacct
+        cannot answer (slurmdbd down...), ValueError on a bad job id or name.
+        """
+        argv = sacct_argv(job_ids=job_ids, names=names, since=since, all_attempts=all_attempts)
+        try:
+            res = self._run(argv, env={"SLURM_TIME_FORMAT": "standard"})
+        except SlurmTimeout:
+            raise
+        except SlurmError as exc:
+            if DISABLED_MESSAGE in (exc.stderr or "").lower():
+                raise AccountingDisabled(argv, "Slurm accounting storage is disabled") from None
+            raise
+        return parse_sacct(res.stdout)
+
+    def accounting_available(self) -> bool:
+        """False when the cluster has no accounting storage; raises SlurmError when sacct
+        cannot answer for another reason (a database that is down is not "no accounting")."""
+        try:
+            self.sacct(since=time.time(), all_attempts=False)
+        except AccountingDisabled:
+            return False
+        return True
 
     # -- actions -----------------------------------------------------------------------------
     def sbatch(

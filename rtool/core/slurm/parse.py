@@ -192,3 +192,68 @@ def parse_sbatch_parsable(text: str) -> SubmitResult:
     if not job.isdigit():
         raise ParseError(f"sbatch printed no job id: {lines[-1]!r}")
     return SubmitResult(job_id=job, cluster=cluster or None)
+
+
+_HOST_GROUP = re.compile(r"\[([^\[\]]*)\]")
+
+
+def _split_top(text: str) -> list[str]:
+    """Split on commas outside brackets: `n[1,3],gpu01` -> [`n[1,3]`, `gpu01`]."""
+    parts: list[str] = []
+    cur: list[str] = []
+    depth = 0
+    for ch in text:
+        if ch == "[":
+            depth += 1
+        elif ch == "]":
+            depth -= 1
+            if depth < 0:
+                raise ParseError(f"unbalanced ']' in host list {text!r}")
+        if ch == "," and depth == 0:
+            parts.append("".join(cur))
+            cur = []
+        else:
+            cur.append(ch)
+    if depth != 0:
+        raise ParseError(f"unbalanced '[' in host list {text!r}")
+    parts.append("".join(cur))
+    return [p.strip() for p in parts if p.strip()]
+
+
+def _expand_range(spec: str, whole: str) -> list[str]:
+    out: list[str] = []
+    for item in spec.split(","):
+        m = re.fullmatch(r"\s*(\d+)(?:-(\d+))?\s*", item)
+        if not m:
+            raise ParseError(f"bad range {item!r} in host list {whole!r}")
+        lo, hi = m.group(1), m.group(2) or m.group(1)
+        width = len(lo) if lo.startswith("0") and len(lo) > 1 else 0
+        if int(hi) < int(lo) or int(hi) - int(lo) > 100_000:
+            raise ParseError(f"bad range {item!r} in host list {whole!r}")
+        out.extend(str(n).zfill(width) for n in range(int(lo), int(hi) + 1))
+    return out
+
+
+def expand_hostlist(text: str) -> list[str]:
+    """Slurm's compact host list, expanded in order: `n[1-3],gpu01` -> n1, n2, n3, gpu01.
+
+    Handles zero padding (`gpu[08-10]`), lists inside brackets (`n[1,3-4]`) and several bracket
+    groups in one name (`r[1-2]n[1-2]` -> r1n1, r1n2, r2n1, r2n2). "None assigned", "(null)" and
+    "" give [].
+    """
+    s = text.strip()
+    if not s or s.lower() in {"none assigned", "(null)", "none", "n/a"}:
+        return []
+    hosts: list[str] = []
+    for item in _split_top(s):
+        names = [""]
+        pos = 0
+        for m in _HOST_GROUP.finditer(item):
+            prefix = item[pos : m.start()]
+            names = [n + prefix + x for n in names for x in _expand_range(m.group(1), text)]
+            pos = m.end()
+        tail = item[pos:]
+        if "[" in tail or "]" in tail:
+            raise ParseError(f"bad host list {text!r}")
+        hosts.extend(n + tail for n in names)
+    return hosts

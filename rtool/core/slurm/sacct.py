@@ -1,0 +1,155 @@
+"""Slurm accounting (`sacct`): the record type, the argv builder and the pure parser.
+
+`sacct -P -n -X -D --format=SACCT_FORMAT` prints one `|`-separated line per job allocation
+(`-X`: no `.batch`/`.0` steps), and with `-D` one per attempt of a requeued job (a NODE_FAIL or
+REQUEUED line, then the next attempt). The command itself runs in `Slurm.sacct` (cmd.py).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+
+from rtool.core.slurm.parse import (
+    ParseError,
+    expand_hostlist,
+    parse_slurm_timestamp,
+)
+
+#: sacct fields, in order; the job name is last so a `|` inside it cannot shift the others.
+SACCT_FIELDS: tuple[str, ...] = (
+    "JobID",
+    "JobIDRaw",
+    "State",
+    "ExitCode",
+    "NodeList",
+    "Submit",
+    "Start",
+    "End",
+    "ElapsedRaw",
+    "Partition",
+    "JobName",
+)
+SACCT_FORMAT = ",".join(SACCT_FIELDS)
+#: What sacct prints (stderr) on a cluster without an accounting daemon.
+DISABLED_MESSAGE = "accounting storage is disabled"
+
+_JOB_ID = re.compile(r"\d+(?:_\d+)?")
+_SHOWN_ID = re.compile(r"(\d+)(?:_(\d+|\[[^\]]*\]))?(?:\+\d+)?")
+
+
+@dataclass(frozen=True)
+class SacctRecord:
+    """One attempt of one job (or array task) as accounting saw it."""
+
+    job_id: str  # as printed: "15", "12_3", "12_[4-6%1]" (pending tasks)
+    job_id_raw: str  # Slurm's own number for this job or task: "15", "14"
+    array_job_id: str | None  # "12" for an array task, None for a plain job
+    array_task_id: int | None  # 3 for "12_3"; None for plain jobs and pending task ranges
+    name: str
+    state: str  # base word: COMPLETED, FAILED, CANCELLED (not "CANCELLED by 0"), NODE_FAIL ...
+    exit_code: int | None  # None when sacct printed nothing
+    signal: int | None  # the signal that ended it ("0:9" -> 9); None when none did
+    nodes: tuple[str, ...]  # expanded: ("n1", "n2"); () while pending
+    submit: float | None  # epoch seconds; None when Unknown
+    start: float | None
+    end: float | None
+    elapsed_s: float | None
+    partition: str
+
+    @property
+    def finished(self) -> bool:
+        """True once this attempt has ended (it has an end time and is not queued or running)."""
+        return self.end is not None and self.state not in {"RUNNING", "PENDING", "REQUEUED"}
+
+
+def validate_job_id(job_id: str) -> str:
+    """A job id fit for argv: `15` or `12_3` (anything else raises ValueError)."""
+    if not isinstance(job_id, str) or not _JOB_ID.fullmatch(job_id):
+        raise ValueError(f"not a Slurm job id: {job_id!r}")
+    return job_id
+
+
+def validate_name(name: str) -> str:
+    """A job name fit for a `--name=a,b` argument (no leading '-', no comma, no newline)."""
+    if not name or name.startswith("-") or "," in name or any(c in name for c in "\n\r\0"):
+        raise ValueError(f"not a usable job name: {name!r}")
+    return name
+
+
+def sacct_argv(
+    *,
+    job_ids: Iterable[str] = (),
+    names: Iterable[str] = (),
+    since: float | None = None,
+    all_attempts: bool = True,
+) -> list[str]:
+    """The sacct command line (arguments validated; see `Slurm.sacct`)."""
+    ids = [validate_job_id(j) for j in job_ids]
+    name_list = [validate_name(n) for n in names]
+    argv = ["sacct", "-P", "-n", "-X", f"--format={SACCT_FORMAT}"]
+    if all_attempts:
+        argv.append("-D")
+    if ids:
+        argv.append("--jobs=" + ",".join(ids))
+    if name_list:
+        argv.append("--name=" + ",".join(name_list))
+    if since is not None:
+        argv.append("--starttime=" + datetime.fromtimestamp(since).strftime("%Y-%m-%dT%H:%M:%S"))
+    return argv
+
+
+def _epoch(text: str) -> float | None:
+    when = parse_slurm_timestamp(text)
+    return when.timestamp() if when is not None else None
+
+
+def _exit(text: str) -> tuple[int | None, int | None]:
+    s = text.strip()
+    if not s:
+        return None, None
+    code, _, sig = s.partition(":")
+    if not code.isdigit() or (sig and not sig.isdigit()):
+        raise ParseError(f"not an exit code: {text!r}")
+    signal = int(sig) if sig else 0
+    return int(code), (signal or None)
+
+
+def parse_sacct_line(line: str) -> SacctRecord:
+    parts = line.split("|", len(SACCT_FIELDS) - 1)
+    if len(parts) != len(SACCT_FIELDS):
+        raise ParseError(f"sacct line has {len(parts)} fields, expected {len(SACCT_FIELDS)}")
+    raw = dict(zip(SACCT_FIELDS, (p.strip() for p in parts[:-1]), strict=False))
+    job_id = raw["JobID"]
+    m = _SHOWN_ID.fullmatch(job_id)
+    if not m:
+        raise ParseError(f"not a job id in sacct output: {job_id!r}")
+    array_job, task = (m.group(1), m.group(2)) if m.group(2) else (None, None)
+    state = raw["State"].split(" ", 1)[0].rstrip("+")
+    if not state:
+        raise ParseError(f"no state in sacct line: {line!r}")
+    exit_code, signal = _exit(raw["ExitCode"])
+    elapsed = raw["ElapsedRaw"]
+    return SacctRecord(
+        job_id=job_id,
+        job_id_raw=raw["JobIDRaw"] or job_id,
+        array_job_id=array_job,
+        array_task_id=int(task) if task and task.isdigit() else None,
+        name=parts[-1].rstrip("\r\n"),
+        state=state,
+        exit_code=exit_code,
+        signal=signal,
+        nodes=tuple(expand_hostlist(raw["NodeList"])),
+        submit=_epoch(raw["Submit"]),
+        start=_epoch(raw["Start"]),
+        end=_epoch(raw["End"]),
+        elapsed_s=float(elapsed) if elapsed.isdigit() else None,
+        partition=raw["Partition"],
+    )
+
+
+def parse_sacct(text: str) -> list[SacctRecord]:
+    """Every record of `sacct -P -n --format=SACCT_FORMAT` output, in sacct's order."""
+    return [parse_sacct_line(line) for line in text.splitlines() if line.strip()]
