@@ -7,43 +7,16 @@ Precedence: command line > the script's own `#SBATCH` lines > the `[submit]` con
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from slurm_templates import specs
 from slurm_templates.batchfile import BatchScript, override, parse_batch_script
 from slurm_templates.config import SubmitConfig, SwitchesConfig
+from slurm_templates.request import SubmitRequest, Use, declared, overridden_sbatch
 from slurm_templates.training import TrainingJob
 
 BATCH_SUFFIXES = (".slurm", ".sbatch", ".sh", ".bash")
-
-
-@dataclass
-class SubmitRequest:
-    """The command-line options of `rtool submit` (None: not given)."""
-
-    script: Path
-    array: str | None = None
-    nodes: int | None = None
-    gpus_per_node: int | None = None
-    time: str | None = None
-    signal: str | None = None
-    requeue: bool | None = None
-    after: str | None = None  # a job id (--after-name is resolved to one by the caller)
-    job_name: str | None = None
-    partition: str | None = None
-    account: str | None = None
-    exclude: str | None = None
-    kill_switch: str | None = None
-    save_switch: str | None = None
-    launcher: str | None = None
-    python: str | None = None
-    script_args: str | None = None
-    auto_requeue: bool = False
-    max_requeues: int | None = None
-    heartbeat: str | None = None
-    exit_before_end: str | None = None
-    extra_args: list[str] = field(default_factory=list)
 
 
 def switch_path(given: str | None, configured: str | None, default: str, cwd: Path) -> str:
@@ -84,11 +57,7 @@ def build_job(req: SubmitRequest, cfg: SubmitConfig, sw: SwitchesConfig, cwd: Pa
 
     array = pick(req.array, "array", cfg.array)
     signal = pick(req.signal, "signal", cfg.signal)
-    requeue = req.requeue
-    if requeue is None:
-        requeue = True if "requeue" in own else False if "no-requeue" in own else None
-    if requeue is None and cfg.requeue:
-        requeue = True
+    more_sbatch, more_env = _declared_extras(req, own, cfg)
     sbatch_lines, setup_lines = _split_extra(cfg.extra_lines)
     job_name = pick(req.job_name, "job-name") or path.stem
     job = TrainingJob(
@@ -106,35 +75,63 @@ def build_job(req: SubmitRequest, cfg: SubmitConfig, sw: SwitchesConfig, cwd: Pa
         launcher=_words(req.launcher or cfg.launcher or "", "launcher"),
         script_args=_words(req.script_args or "", "script arguments"),
         body=batch.body if batch else None,
-        header_lines=_header(batch, req) if batch else [],
+        header_lines=_header(batch, req, more_sbatch) if batch else [],
         array=array,
-        nodes=req.nodes,
-        gpus_per_node=req.gpus_per_node,
         signal=specs.validate_signal(signal) if signal else None,
-        requeue=requeue,
+        requeue=_requeue(req.requeue, own, cfg),
         dependency=f"afterany:{specs.validate_job_id(req.after)}" if req.after else None,
-        exclude=req.exclude,
-        auto_requeue=req.auto_requeue,
         max_requeues=req.max_requeues or cfg.max_requeues,
         heartbeat=_abs(req.heartbeat, cwd),
-        exit_before_end=req.exit_before_end,
+        more_sbatch=more_sbatch,
+        more_env=more_env,
+        **{f.name: getattr(req, f.name) for f, opt in declared(type(req)) if opt.use is Use.JOB},
     )
     for arg in req.extra_args:
         specs.check_text(arg, "sbatch argument")
     return job
 
 
-def _header(batch: BatchScript, req: SubmitRequest) -> list[str]:
+def _requeue(given: bool | None, own: dict[str, str | None], cfg: SubmitConfig) -> bool | None:
+    """--requeue/--no-requeue, else the script's own line, else True when the config says so."""
+    if given is not None:
+        return given
+    if "requeue" in own:
+        return True
+    if "no-requeue" in own:
+        return False
+    return True if cfg.requeue else None
+
+
+def _declared_extras(
+    req: SubmitRequest, own: dict[str, str | None], cfg: SubmitConfig
+) -> tuple[list[tuple[str, str | None]], list[tuple[str, str]]]:
+    """The `#SBATCH` options and shim variables of the `Use.SBATCH` / `Use.ENV` declarations."""
+    sbatch: list[tuple[str, str | None]] = []
+    env: list[tuple[str, str]] = []
+    for f, opt in declared(type(req)):
+        if opt.use not in (Use.SBATCH, Use.ENV):
+            continue
+        value: Any = getattr(req, f.name)
+        if value in (None, False) and opt.sbatch and opt.use is Use.SBATCH:
+            value = own.get(opt.sbatch, True) if opt.sbatch in own else None
+        if value in (None, False) and opt.config:
+            value = getattr(cfg, opt.config)
+        if value in (None, False):
+            continue
+        if opt.check is not None and value is not True:
+            value = opt.check(value)
+        if opt.use is Use.SBATCH and opt.sbatch:
+            sbatch.append((opt.sbatch, None if value is True else str(value)))
+        elif opt.env:
+            env.append((opt.env, "1" if value is True else str(value)))
+    return sbatch, env
+
+
+def _header(
+    batch: BatchScript, req: SubmitRequest, more_sbatch: list[tuple[str, str | None]]
+) -> list[str]:
     """The user's header lines, with the ones rtool sets itself commented out."""
-    mine = {"job-name", "time", "partition", "account", "array", "signal", "requeue"}
-    mine |= {n for n, v in (("nodes", req.nodes), ("exclude", req.exclude)) if v is not None}
-    if req.gpus_per_node is not None:
-        mine.add("gpus-per-node")
-    if req.after:
-        mine.add("dependency")
-    if req.auto_requeue:
-        mine.add("open-mode")
-    return override(batch.header, mine)
+    return override(batch.header, overridden_sbatch(req) | {name for name, _ in more_sbatch})
 
 
 def _output(job_name: str, array: str | None) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from slurm_templates import specs
@@ -12,6 +13,7 @@ from slurm_templates.render import ShellCode
 #: (auto-requeue mode); exported as RTOOL_REQUEUE_EXIT_CODE. Must equal
 #: rtool.shim.REQUEUE_EXIT_CODE (not imported here: the shim lives in the training env).
 REQUEUE_EXIT_CODE = 85
+_ENV_NAME = re.compile(r"^RTOOL_[A-Z0-9_]+$")
 
 
 @dataclass
@@ -44,11 +46,16 @@ class TrainingJob(SlurmJob):
     max_requeues: int = 3
     heartbeat: str | None = None
     exit_before_end: str | None = None
+    #: `#SBATCH` options of `Use.SBATCH` declarations (slurm_templates/request.py), in order.
+    more_sbatch: list[tuple[str, str | None]] = field(default_factory=list)
+    #: Variables of `Use.ENV` declarations, exported for the shim after the built-in ones.
+    more_env: list[tuple[str, str]] = field(default_factory=list)
     template: str = "training.slurm.j2"
 
     def __post_init__(self) -> None:
         super().__post_init__()
         self._validate_run()
+        self._validate_more()
         if self.array:
             self.array = specs.validate_array(self.array)
         for what in ("nodes", "gpus_per_node"):
@@ -83,6 +90,15 @@ class TrainingJob(SlurmJob):
         self.header_lines = [
             ShellCode(specs.check_text(line, "header line")) for line in self.header_lines
         ]
+
+    def _validate_more(self) -> None:
+        for _, value in self.more_sbatch:
+            if value is not None:
+                specs.check_text(value, "sbatch value")
+        for name, _ in self.more_env:
+            if not _ENV_NAME.match(name):
+                raise specs.SpecError(f"variable name {name!r}: expected RTOOL_NAME")
+        self.more_env = [(ShellCode(name), value) for name, value in self.more_env]
 
     def _validate_signal(self) -> None:
         if self.signal is None or not self.time:
@@ -135,7 +151,7 @@ class TrainingJob(SlurmJob):
                 pairs.append((opt, str(value)))
         if self.requeue is not None:
             pairs.append(("requeue" if self.requeue else "no-requeue", None))
-        return pairs
+        return [*pairs, *self.more_sbatch]
 
 
 def _exit_before_end(value: str) -> str:

@@ -3,7 +3,10 @@ it; touch the kill or save switch of a run (see docs/submit.md)."""
 
 from __future__ import annotations
 
+import dataclasses
 import getpass
+import inspect
+import typing
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -11,103 +14,29 @@ import typer
 
 from rtool.context import get_context
 from rtool.core.errors import RtoolError, UsageError
+from slurm_templates.request import SubmitRequest, declared
 
 if TYPE_CHECKING:
     from rtool.context import AppContext
     from slurm_templates.training import TrainingJob
 
 
-def submit(
-    ctx: typer.Context,
-    script: Path = typer.Argument(..., help="A Python training script, or a .slurm batch script."),
-    extra: list[str] | None = typer.Argument(None, help="Extra sbatch arguments (after --)."),
-    array: str | None = typer.Option(None, "--array", help="Array spec, e.g. 1-10%1."),
-    nodes: int | None = typer.Option(None, "--nodes", help="Number of nodes."),
-    gpus_per_node: int | None = typer.Option(None, "--gpus-per-node", help="GPUs per node."),
-    time: str | None = typer.Option(None, "--time", help="Time limit: 20:00:00, 2-00:00:00, 20h."),
-    signal: str | None = typer.Option(
-        None, "--signal", help="[B:][R:]SIG@SECONDS before the time limit (default B:USR1@600)."
-    ),
-    requeue: bool | None = typer.Option(
-        None, "--requeue/--no-requeue", help="Let Slurm requeue the job (node failure, preemption)."
-    ),
-    after: str | None = typer.Option(None, "--after", help="Start after this job ends (afterany)."),
-    after_name: str | None = typer.Option(
-        None, "--after-name", help="Start after your running or pending job of this name."
-    ),
-    job_name: str | None = typer.Option(
-        None, "--job-name", help="Job name (default: script name)."
-    ),
-    partition: str | None = typer.Option(None, "--partition", help="Partition."),
-    account: str | None = typer.Option(None, "--account", help="Account."),
-    exclude: str | None = typer.Option(None, "--exclude", help="Nodes to avoid: node[01-03]."),
-    kill_switch: str | None = typer.Option(
-        None, "--kill-switch", help="Kill switch path (default: ./kill-switch or [switches] kill)."
-    ),
-    save_switch: str | None = typer.Option(
-        None, "--save-switch", help="Save switch path (default: ./save-switch or [switches] save)."
-    ),
-    template: Path | None = typer.Option(None, "--template", help="Your own training template."),
-    launcher: str | None = typer.Option(
-        None, "--launcher", help='Runs the script under srun, e.g. "torchrun --nproc-per-node 8".'
-    ),
-    python: str | None = typer.Option(
-        None, "--python", help="Python interpreter (default python)."
-    ),
-    script_args: str | None = typer.Option(None, "--args", help="Arguments of the Python script."),
-    auto_requeue: bool = typer.Option(
-        False, "--auto-requeue", help="Without an array: the job requeues itself after the signal."
-    ),
-    max_requeues: int | None = typer.Option(
-        None, "--max-requeues", help="Bound of --auto-requeue (default [submit] max_requeues, 3)."
-    ),
-    heartbeat: str | None = typer.Option(None, "--heartbeat", help="Heartbeat file for the shim."),
-    exit_before_end: str | None = typer.Option(
-        None, "--exit-before-end", help="Shim: save and exit this long before the end (auto, 10m)."
-    ),
-    dry_run: bool = typer.Option(False, "--dry-run", help="Print the script; submit nothing."),
-    parsable: bool = typer.Option(False, "--parsable", help="Print only the job id."),
-) -> int:
+def submit(ctx: typer.Context, **given: Any) -> int:
     """Submit a training run as a job array with signals, switches and requeue.
 
     Example: rtool submit train.py --array 1-10%1 --time 20:00:00 --signal B:USR1@600
 
     Example: rtool submit job.slurm --after-name pretrain -- --mem=64G
     """
-    from slurm_templates.submit import SubmitRequest
-
     app_ctx = get_context(ctx)
-    if after and after_name:
+    req = _request(given)
+    if req.after and req.after_name:
         raise UsageError("give --after or --after-name, not both")
-    req = SubmitRequest(
-        script=script,
-        array=array,
-        nodes=nodes,
-        gpus_per_node=gpus_per_node,
-        time=time,
-        signal=signal,
-        requeue=requeue,
-        after=after,
-        job_name=job_name,
-        partition=partition,
-        account=account,
-        exclude=exclude,
-        kill_switch=kill_switch,
-        save_switch=save_switch,
-        launcher=launcher,
-        python=python,
-        script_args=script_args,
-        auto_requeue=auto_requeue,
-        max_requeues=max_requeues,
-        heartbeat=heartbeat,
-        exit_before_end=exit_before_end,
-        extra_args=list(extra or []),
-    )
     job = _build(app_ctx, req)
-    if after_name:
-        job.dependency = f"afterany:{_find_job(app_ctx, after_name)}"
-    text = _render(app_ctx, job, template)
-    if dry_run:
+    if req.after_name:
+        job.dependency = f"afterany:{_find_job(app_ctx, req.after_name)}"
+    text = _render(app_ctx, job, req.template)
+    if req.dry_run:
         typer.echo(text, nl=False)
         if req.extra_args:
             typer.echo(f"# sbatch arguments: {' '.join(req.extra_args)}", err=True)
@@ -116,10 +45,39 @@ def submit(
         raise RtoolError(
             f"kill switch {job.kill_switch} is present: the job would exit at once; remove it first"
         )
-    return _submit(app_ctx, job, text, req.extra_args, parsable)
+    return _submit(app_ctx, job, text, req.extra_args, req.parsable)
 
 
-def _build(app_ctx: AppContext, req: Any) -> TrainingJob:
+def _request(given: dict[str, Any]) -> SubmitRequest:
+    """The request from typer's values (a list option not given comes as None)."""
+    lists = {f.name for f, _ in declared() if f.default_factory is not dataclasses.MISSING}
+    return SubmitRequest(**{k: v for k, v in given.items() if v is not None or k not in lists})
+
+
+def _signature() -> inspect.Signature:
+    """`submit`'s parameters as typer reads them, one per `SubmitRequest` declaration."""
+    hints = typing.get_type_hints(SubmitRequest)
+    params = [
+        inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=typer.Context)
+    ]
+    for f, opt in declared():
+        annotation, default = hints[f.name], f.default
+        if f.default_factory is not dataclasses.MISSING:  # a list: None when not given
+            annotation, default = annotation | None, None
+        if opt.is_argument:
+            info = typer.Argument(... if default is dataclasses.MISSING else default, help=opt.help)
+        else:
+            info = typer.Option(default, *opt.flags, help=opt.help)
+        kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
+        params.append(inspect.Parameter(f.name, kind, default=info, annotation=annotation))
+    return inspect.Signature(params, return_annotation=int)
+
+
+submit.__signature__ = _signature()  # type: ignore[attr-defined]
+submit.__annotations__ = {}
+
+
+def _build(app_ctx: AppContext, req: SubmitRequest) -> TrainingJob:
     from slurm_templates.specs import SpecError
     from slurm_templates.submit import build_job
 
