@@ -3,8 +3,8 @@
 A log is stale when its size and mtime have not changed for longer than `stale`. Changes are
 tracked in the state dir, so a new file (rotation), a smaller size (truncation) or a new mtime
 count as activity even when the file's own mtime is old or skewed. The heartbeat file written
-by the training shim (`step`, `time`, `step_seconds`, `pid`, `host`, `job_id`,
-`last_stop_reason`; a `done` marker beside it) is the sharper signal when present. With a
+by the training shim (`rtool.core.heartbeat.Heartbeat`: step, time, pid, host, job ids, state,
+stop_reason; a `done` marker beside it) is the sharper signal when present. With a
 `job_name`, a heartbeat left by another run than the running one (another job or array task, or
 started before this run of the job: a requeue) is not this run's: until the run writes its own,
 the log file's activity counts, never older than the job's start.
@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rtool.core.alert import Status
+from rtool.core.heartbeat import Heartbeat, HeartbeatFormatError, RunState
 from rtool.core.proc import ProcError
 from rtool.core.slurm import RUNNING_STATES, SqueueJob
 from rtool.core.units import format_duration
@@ -41,7 +42,8 @@ class LogObservation:
     path: str | None = None
     size: int | None = None
     last_activity: float | None = None
-    heartbeat: dict[str, Any] | None = None
+    heartbeat: Heartbeat | None = None
+    heartbeat_error: str | None = None  # the file exists but is not a heartbeat
     done: bool = False
     error: str | None = None
     timed_out: bool = False
@@ -71,18 +73,12 @@ def advance(prev: dict[str, Any] | None, cur: dict[str, Any], now: float) -> dic
     return {**ident, "changed_at": min(before, mtime) if new_m < old_m else before}
 
 
-def heartbeat_time(hb: dict[str, Any]) -> float | None:
-    value = hb.get("time")
-    return float(value) if isinstance(value, (int, float)) else None
-
-
-def non_finite_stop(hb: dict[str, Any]) -> bool:
+def non_finite_stop(hb: Heartbeat) -> bool:
     """The last stop was on a non-finite loss (and no run has started since: the shim carries
     the previous stop's keys into a running heartbeat)."""
-    if hb.get("state") not in (None, "stopped"):
+    if hb.state is not RunState.STOPPED:
         return False
-    reason = str(hb.get("last_stop_reason") or hb.get("stop_reason") or "")
-    return bool(_NON_FINITE.search(reason))
+    return bool(_NON_FINITE.search(hb.stop_reason or ""))
 
 
 class LogWatchdog:
@@ -138,8 +134,7 @@ def _observe(env: ProbeEnv, o: LogObservation, data: dict[str, Any]) -> None:
 
     now = time.time()
     o.path, o.size, o.done = data.get("path"), data.get("size"), bool(data.get("done"))
-    hb = data.get("heartbeat")
-    o.heartbeat = hb if isinstance(hb, dict) and not hb.get("_invalid") else None
+    o.heartbeat, o.heartbeat_error = parse_heartbeat(data.get("heartbeat"))
     if o.path is None:
         return
     rel = f"watch/log/{slug(o.spec.path)}.json"
@@ -147,6 +142,18 @@ def _observe(env: ProbeEnv, o: LogObservation, data: dict[str, Any]) -> None:
         nxt = advance(env.state.read_json(rel), data, now)
         env.state.write_json(rel, nxt)
     o.last_activity = float(nxt["changed_at"])
+
+
+def parse_heartbeat(raw: Any) -> tuple[Heartbeat | None, str | None]:
+    """The heartbeat the probe child read (a decoded JSON object), or why it is not one."""
+    if raw is None:
+        return None, None
+    if isinstance(raw, dict) and raw.get("_invalid"):
+        return None, "heartbeat: not JSON"
+    try:
+        return Heartbeat.from_dict(raw), None
+    except HeartbeatFormatError as exc:
+        return None, str(exc)
 
 
 def _job_state(env: ProbeEnv, o: LogObservation) -> None:
@@ -164,21 +171,17 @@ def _job_state(env: ProbeEnv, o: LogObservation) -> None:
     o.job_ids = [j.job_id for j in o.jobs]
 
 
-def _same_job(hb: dict[str, Any], j: SqueueJob) -> bool:
+def _same_job(hb: Heartbeat, j: SqueueJob) -> bool:
     """The heartbeat names this job (array task), or names none."""
-    if j.is_array and hb.get("array_task_id") not in (None, ""):
-        return (str(hb.get("array_job_id")), str(hb["array_task_id"])) == (
-            j.array_job_id,
-            j.array_task,
-        )
-    return not hb.get("job_id") or str(hb["job_id"]) == j.job_id
+    if j.is_array and hb.array_task_id:
+        return (str(hb.array_job_id), hb.array_task_id) == (j.array_job_id, j.array_task)
+    return not hb.job_id or hb.job_id == j.job_id
 
 
-def run_start(hb: dict[str, Any], jobs: list[SqueueJob]) -> float | None:
+def run_start(hb: Heartbeat, jobs: list[SqueueJob]) -> float | None:
     """None when `hb` was written by the current run of one of the running `jobs`; else the
     newest start of those jobs (a run that has not written its own heartbeat yet)."""
-    started = hb.get("started")
-    started = float(started) if isinstance(started, (int, float)) else heartbeat_time(hb)
+    started = hb.started if hb.started is not None else hb.time
     starts = [j.start_time.timestamp() for j in jobs if j.start_time is not None]
     for j in jobs:
         begun = j.start_time.timestamp() if j.start_time is not None else None
@@ -187,15 +190,15 @@ def run_start(hb: dict[str, Any], jobs: list[SqueueJob]) -> float | None:
     return max(starts) if starts else None
 
 
-def _hang_actions(o: LogObservation, heartbeat: dict[str, Any] | None) -> list[str]:
-    spec, hb = o.spec, heartbeat or {}
-    job = (o.job_ids or [""])[0] or (str(hb["job_id"]) if hb.get("job_id") else None)
+def _hang_actions(o: LogObservation, hb: Heartbeat | None) -> list[str]:
+    spec = o.spec
+    job = (o.job_ids or [""])[0] or (hb.job_id if hb is not None and hb.job_id else None)
     actions = []
     if spec.dump_stacks:
         if spec.pid:
             actions.append(f"dump:pid:{spec.pid}")
-        elif hb.get("pid") and hb.get("host") in (None, o.host):
-            actions.append(f"dump:pid:{hb['pid']}")
+        elif hb is not None and hb.pid and hb.host in (None, o.host):
+            actions.append(f"dump:pid:{hb.pid}")
         elif job:
             actions.append(f"dump:job:{job}")
     if spec.on_hang == "requeue" and job:
@@ -217,14 +220,14 @@ def check_one(o: LogObservation, now: float) -> CheckResult:
     if o.error:
         return CheckResult("log", what, Status.UNKNOWN, f"{what}: {o.error}", {"error": o.error})
     hb = o.heartbeat
-    if o.done or (hb is not None and hb.get("state") == "finished"):
+    if o.done or (hb is not None and hb.state is RunState.FINISHED):
         return CheckResult("log", what, Status.OK, f"{what}: training finished (done marker)")
     since = run_start(hb, o.jobs) if hb is not None and o.jobs else None
     if since is not None:
         hb = None  # the previous run's (or another job's): this run has not written one yet
     if hb is not None and non_finite_stop(hb):
-        reason = hb.get("last_stop_reason") or hb.get("stop_reason")
-        step = hb.get("step", "?")
+        reason = hb.stop_reason
+        step = hb.step if hb.step is not None else "?"
         text = f"{what}: training stopped on a non-finite loss at step {step} ({reason})"
         return CheckResult("log", what, Status.CRITICAL, text, _hb_fields(hb))
     last, source = _last_activity(o, hb, since)
@@ -234,16 +237,17 @@ def check_one(o: LogObservation, now: float) -> CheckResult:
     fields = {"idle": format_duration(idle), "limit": format_duration(spec.stale), "file": source}
     if hb is not None:
         fields.update(_hb_fields(hb))
-    step = f" at step {hb.get('step')}" if hb and hb.get("step") is not None else ""
+    step = f" at step {hb.step}" if hb is not None and hb.step is not None else ""
     if idle <= spec.stale:
         return CheckResult(
             "log", what, Status.OK, f"{source} written {format_duration(idle)} ago{step}", fields
         )
     limit = format_duration(spec.stale)
     stale = f"{source} not written for {format_duration(idle)} (limit {limit}){step}"
-    if hb is not None and hb.get("state") == "stopped" and not (spec.job_name and o.job_ids):
-        reason = hb.get("last_stop_reason") or hb.get("stop_reason") or "no reason"
-        note = f"{what}: training stopped ({reason}) at step {hb.get('step', '?')}, not a hang"
+    if hb is not None and hb.state is RunState.STOPPED and not (spec.job_name and o.job_ids):
+        reason = hb.stop_reason or "no reason"
+        at = hb.step if hb.step is not None else "?"
+        note = f"{what}: training stopped ({reason}) at step {at}, not a hang"
         return CheckResult("log", what, Status.OK, note, fields)
     if spec.job_name and o.job_error:
         return CheckResult(
@@ -258,12 +262,12 @@ def check_one(o: LogObservation, now: float) -> CheckResult:
 
 
 def _last_activity(
-    o: LogObservation, hb: dict[str, Any] | None, since: float | None
+    o: LogObservation, hb: Heartbeat | None, since: float | None
 ) -> tuple[float | None, str]:
     """When the training last showed activity, and where. `since`: the start of a run that has
     not written its heartbeat yet; its log counts, and idle time starts no earlier."""
-    if hb is not None and heartbeat_time(hb) is not None:
-        return heartbeat_time(hb), "heartbeat"
+    if hb is not None:
+        return hb.time, "heartbeat"
     if since is not None and (o.last_activity is None or o.last_activity < since):
         return since, "heartbeat of this run (none yet; counted from the job's start)"
     return o.last_activity, o.path or o.spec.path
@@ -277,6 +281,6 @@ def _no_file(o: LogObservation) -> CheckResult:
     return CheckResult("log", what, Status.UNKNOWN, f"{what}: no such file")
 
 
-def _hb_fields(hb: dict[str, Any]) -> dict[str, str]:
-    keys = ("step", "step_seconds", "pid", "host", "job_id", "last_stop_reason")
-    return {k: str(hb[k]) for k in keys if hb.get(k) is not None}
+def _hb_fields(hb: Heartbeat) -> dict[str, str]:
+    keys = ("run", "state", "step", "step_seconds", "pid", "host", "job_id", "stop_reason")
+    return {k: str(getattr(hb, k)) for k in keys if getattr(hb, k) is not None}

@@ -59,16 +59,19 @@ import contextlib
 import logging
 import math
 import os
+import socket
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from rtool.core.heartbeat import ErrorInfo, Heartbeat, RunState
 from rtool.shim import options as opt
 from rtool.shim import slurm as _shim_slurm
+from rtool.shim.crash import CrashHooks, error_info
 from rtool.shim.distributed import Agreement, initialised_dist
 from rtool.shim.forced_exit import ForcedExit
-from rtool.shim.heartbeat import Heartbeat
+from rtool.shim.heartbeat import HeartbeatWriter
 from rtool.shim.monitor import (
     F_GPU,
     F_KILL,
@@ -191,6 +194,10 @@ class Guard:
         self.array_task_id = env.get("SLURM_ARRAY_TASK_ID") or None
         self.restart_count = int(env.get("SLURM_RESTART_COUNT", "0") or 0)
         self.rank = int(env.get("RANK") or env.get("SLURM_PROCID") or 0)
+        self.world_size = int(env.get("WORLD_SIZE") or env.get("SLURM_NTASKS") or 1)
+        self.run = env.get("RTOOL_RUN") or env.get("SLURM_JOB_NAME") or None
+        self._first_step: int | None = None
+        self._last_save_seconds: float | None = None
         # the step path reads these four
         self._step: int | None = None
         self._alert = False
@@ -222,8 +229,10 @@ class Guard:
             "heartbeat_interval", heartbeat_interval
         )
         self._signals = SignalFlags(opt.signals(signals), self._on_signal)
+        self._crash_hooks: CrashHooks | None = None
         if self._heartbeat is not None:
-            self._heartbeat.starting(self._heartbeat_fields())
+            self._heartbeat.progress(RunState.STARTING, self._heartbeat_fields())
+            self._crash_hooks = CrashHooks(self._on_crash)
         if start:
             self._monitor.start()
 
@@ -264,22 +273,31 @@ class Guard:
             safety_factor=float(safety_factor),
             min_margin=opt.duration("min_margin", min_margin),
         )
-        hb = self._heartbeat
-        if hb is not None:
-            self._timing.longest_save = hb.prior_save_seconds or 0.0
-            self._timing.longest_step = hb.prior_step_seconds or 0.0
+        prev = self._heartbeat.previous if self._heartbeat is not None else None
+        if prev is not None:
+            self._timing.longest_save = prev.longest_save_seconds or 0.0
+            self._timing.longest_step = prev.longest_step_seconds or 0.0
         return mc
 
-    def _make_heartbeat(self, path: str | os.PathLike[str] | None) -> Heartbeat | None:
+    def _make_heartbeat(self, path: str | os.PathLike[str] | None) -> HeartbeatWriter | None:
         if not path:
             return None
-        ids = {
-            "job_id": self.job_id,
-            "array_job_id": self.array_job_id,
-            "array_task_id": self.array_task_id,
-            "restart_count": self.restart_count,
-        }
-        hb = Heartbeat(path, ids)
+        now = time.time()
+        base = Heartbeat(
+            state=RunState.STARTING,
+            time=now,
+            run=self.run,
+            job_id=self.job_id,
+            array_job_id=self.array_job_id,
+            array_task_id=self.array_task_id,
+            restart_count=self.restart_count,
+            host=socket.gethostname(),
+            rank=self.rank,
+            world_size=self.world_size,
+            pid=os.getpid(),
+            started=now,
+        )
+        hb = HeartbeatWriter(path, base)
         hb.enabled = self.rank == 0
         if hb.enabled:
             hb.clear_done()
@@ -333,6 +351,7 @@ class Guard:
         t.last_save_step = self._step if step is None else step
         t.last_save_time = time.time()
         if seconds is not None:
+            self._last_save_seconds = seconds
             t.longest_save = max(t.longest_save, seconds)
         if self._switch_requested is not None:
             ident, self._switch_requested = self._switch_requested, None
@@ -350,8 +369,8 @@ class Guard:
         step = self._step if step is None else step
         fields = {**self._heartbeat_fields(), "step": step, "time": time.time()}
         if self._heartbeat is not None:
-            self._heartbeat.final("finished", fields, None)
-            self._heartbeat.mark_done(fields)
+            self._heartbeat.final(RunState.FINISHED, fields)
+            self._heartbeat.mark_done()
         if self.rank == 0 and self.array_job_id:
             _shim_slurm.cancel_pending(self.array_job_id)
         log.info("rtool.shim: training finished at step %s", step)
@@ -365,12 +384,37 @@ class Guard:
         self._forced.disarm()
         self._monitor.stop()
         self._signals.restore()
+        if self._crash_hooks is not None:
+            self._crash_hooks.restore()
 
     def __enter__(self) -> Guard:
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, kind: object, exc: BaseException | None, tb: object) -> None:
+        if exc is not None and not isinstance(exc, SystemExit):
+            self._on_crash(error_info(exc), True)
         self.close()
+
+    def _on_crash(self, info: ErrorInfo, main_thread: bool) -> None:
+        """An uncaught exception: `crashed` in the heartbeat (a thread's: only `error`)."""
+        hb = self._heartbeat
+        if hb is None:
+            return
+        if not main_thread:
+            hb.progress(hb.current.state, {"error": info})
+            return
+        now = time.time()
+        fields = {
+            **self._heartbeat_fields(),
+            "error": info,
+            "stop_reason": "crashed",
+            "stop_detail": str(info),
+            "stop_step": self._step,
+            "stop_time": now,
+            "stop_job_id": self.job_id,
+            "exit_code": 1,
+        }
+        hb.final(RunState.CRASHED, fields)
 
     @property
     def stopping(self) -> Decision | None:
@@ -380,6 +424,8 @@ class Guard:
     # -- the slow path -----------------------------------------------------------------------
 
     def _slow(self, step: int) -> Decision:
+        if self._first_step is None:
+            self._first_step = step
         if self._final is not None:
             return self._final
         if self._agreement is _UNDETECTED:
@@ -407,6 +453,7 @@ class Guard:
         self.rank = self._agreement.rank
         if self._heartbeat is not None:
             self._heartbeat.enabled = self.rank == 0
+            self.world_size = self._agreement.world
         if self._sync_fixed is None:
             self._monitor.config.extra_latency = self._sync_seconds
         self._countdown = 0
@@ -447,7 +494,8 @@ class Guard:
             return False
         finally:
             t.saves += 1
-        t.longest_save = max(t.longest_save, time.monotonic() - t0)
+        self._last_save_seconds = time.monotonic() - t0
+        t.longest_save = max(t.longest_save, self._last_save_seconds)
         t.last_save_step = step
         t.last_save_time = time.time()
         return True
@@ -495,6 +543,9 @@ class Guard:
         self._stopping_at = (step, reason)
         self._forced.arm()
         if self._save is not None:
+            if self._heartbeat is not None:
+                fields = {**self._heartbeat_fields(), "step": step}
+                self._heartbeat.progress(RunState.SAVING, fields)
             saved = self._do_save(step)
             self._forced.disarm()
             if not saved:
@@ -563,7 +614,10 @@ class Guard:
         if self._heartbeat is None:
             return
         now = time.time()
-        stop = {
+        fields = {
+            **self._heartbeat_fields(),
+            "step": d.step,
+            "time": now,
             "stop_reason": d.reason,
             "stop_detail": d.detail,
             "stop_step": d.step,
@@ -571,21 +625,23 @@ class Guard:
             "stop_job_id": self.job_id,
             "exit_code": d.exit_code,
         }
-        fields = {**self._heartbeat_fields(), "step": d.step, "time": now}
-        self._heartbeat.final("stopped", fields, stop)
+        self._heartbeat.final(RunState.STOPPED, fields)
 
     def _heartbeat_fields(self) -> dict[str, Any]:
         t, mon = self._timing, self._monitor
         return {
             "step": mon.last_step,
             "time": mon.progress_time or time.time(),
+            "step_at_start": self._first_step,
             "step_seconds": t.recent_step,
-            "max_step_seconds": t.longest_step or None,
-            "save_seconds": t.longest_save or None,
-            "last_save_step": t.last_save_step,
+            "longest_step_seconds": t.longest_step or None,
+            "last_save_seconds": self._last_save_seconds,
+            "longest_save_seconds": t.longest_save or None,
+            "last_saved_step": t.last_save_step,
             "last_save_time": t.last_save_time,
             "nonfinite_count": self._nonfinite,
             "rank": self.rank,
+            "world_size": self.world_size,
         }
 
     def _on_forced_exit(self) -> None:

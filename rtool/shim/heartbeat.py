@@ -1,30 +1,39 @@
-"""The shim's heartbeat file and done marker (format documented in docs/shim.md).
+"""The shim's side of the heartbeat: writes `rtool.core.heartbeat.Heartbeat` records.
 
-One JSON object, rewritten atomically (temp file + rename) by rank 0 only: once when the
-Guard is created (`starting`: this run's pid, job ids and start time replace the previous
-run's), while the loop makes progress (at most every `interval` seconds), on every stop and on
-finish. It is NOT rewritten while the loop is stuck, so an old `time` means a hang.
+One JSON object, rewritten atomically (temp file + rename, no fsync) by rank 0 only: once when
+the Guard is created (`starting`: this run's pid, job ids and start time replace the previous
+run's), while the loop makes progress (at most every `interval` seconds, from the monitor
+thread), while a save on the way out runs (`saving`), on every stop, on finish and on an
+uncaught exception (`crashed`). It is NOT rewritten while the loop is stuck, so an old `time`
+means a hang. Files are opened with O_NOFOLLOW | O_NONBLOCK; a write from the training thread
+waits at most WRITE_TIMEOUT seconds (a stuck file system never holds the training).
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
-import socket
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
-from rtool.core.state import atomic_write
+from rtool.core.heartbeat import Heartbeat, HeartbeatFormatError, RunState, read_heartbeat
 
 log = logging.getLogger("rtool.shim")
 
-HEARTBEAT_VERSION = 1
-#: Keys of the last stop, carried over from the previous run until this run stops.
-STOP_KEYS = ("stop_reason", "stop_detail", "stop_step", "stop_time", "stop_job_id", "exit_code")
+#: Seconds the training thread waits for one heartbeat write.
+WRITE_TIMEOUT = 2.0
+#: Fields of the last stop, carried over from the previous run until this run stops.
+STOP_FIELDS = ("stop_reason", "stop_detail", "stop_step", "stop_time", "stop_job_id", "exit_code")
+_CREATE = (
+    os.O_WRONLY
+    | os.O_CREAT
+    | os.O_EXCL
+    | os.O_NONBLOCK
+    | getattr(os, "O_NOFOLLOW", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+)
 
 
 def done_marker(path: str | os.PathLike[str]) -> Path:
@@ -32,84 +41,93 @@ def done_marker(path: str | os.PathLike[str]) -> Path:
     return Path(f"{os.fspath(path)}.done")
 
 
-def read_json(path: str | os.PathLike[str]) -> dict[str, Any] | None:
-    """The JSON object in `path`, or None when it is missing or unreadable."""
+def write_file(path: Path, text: str) -> None:
+    """Atomically replace `path` (temp file in the same folder, never following a link)."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(tmp)
+    fd = os.open(tmp, _CREATE, 0o600)
     try:
-        with open(path, encoding="utf-8") as fh:
-            data = json.load(fh)
-    except (OSError, ValueError):
+        os.write(fd, text.encode())
+    finally:
+        os.close(fd)
+    try:
+        os.replace(tmp, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def read_previous(path: str | os.PathLike[str]) -> Heartbeat | None:
+    """The previous run's heartbeat, or None (missing or unreadable: logged)."""
+    try:
+        return read_heartbeat(path)
+    except (HeartbeatFormatError, OSError) as exc:
+        log.warning("rtool.shim: previous heartbeat ignored: %s", exc)
         return None
-    return data if isinstance(data, dict) else None
 
 
-def write_json(path: Path, data: dict[str, Any]) -> None:
-    """Atomically replace `path` with `data` (readers see old or new, never a mix)."""
-    atomic_write(path, json.dumps(data, sort_keys=True) + "\n")
-
-
-class Heartbeat:
+class HeartbeatWriter:
     """Writes the heartbeat file; thread-safe; silent (logged) on I/O errors."""
 
-    def __init__(self, path: str | os.PathLike[str], ids: dict[str, Any]) -> None:
+    def __init__(self, path: str | os.PathLike[str], base: Heartbeat) -> None:
         self.path = Path(path)
         self.enabled = True  # False on ranks other than 0
-        self.frozen = False  # set once a stop or finish was written: no more progress writes
+        self.frozen = False  # set once a stop, finish or crash was written
         self._lock = threading.Lock()
-        self._static: dict[str, Any] = {
-            "version": HEARTBEAT_VERSION,
-            "pid": os.getpid(),
-            "host": socket.gethostname(),
-            "started": time.time(),
-            **ids,
-        }
-        previous = read_json(self.path) or {}
-        self._stop: dict[str, Any] = {k: previous.get(k) for k in STOP_KEYS}
-        self.prior_save_seconds = _float(previous.get("save_seconds"))
-        self.prior_step_seconds = _float(previous.get("max_step_seconds"))
+        with contextlib.suppress(OSError):
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.previous = read_previous(self.path)
+        prev = self.previous
+        carried = {k: getattr(prev, k) for k in STOP_FIELDS} if prev is not None else {}
+        self.current = base.replace(**carried)
 
     def clear_done(self) -> None:
         """A run that starts is not done: remove a stale done marker."""
-        with contextlib.suppress(FileNotFoundError):
+        with contextlib.suppress(OSError):
             os.unlink(done_marker(self.path))
 
-    def starting(self, fields: dict[str, Any]) -> None:
-        """The first write of a run, before its first step (so no previous run's heartbeat
-        stays in place while the model loads)."""
+    def progress(self, state: RunState, fields: dict[str, Any], *, bounded: bool = True) -> None:
+        """A write while this process lives (skipped after a stop, finish or crash)."""
         with self._lock:
-            if self.enabled and not self.frozen:
-                self._write({**fields, "state": "starting"})
+            if self.frozen:
+                return
+            self.current = self.current.replace(state=state, **fields)
+            record = self.current
+        if self.enabled:
+            self._write(self.path, record, bounded)
 
-    def progress(self, fields: dict[str, Any]) -> None:
-        """A periodic write while running (skipped after a stop or finish)."""
+    def final(self, state: RunState, fields: dict[str, Any]) -> None:
+        """The last write of this process: `stopped`, `finished` or `crashed`."""
         with self._lock:
-            if self.enabled and not self.frozen:
-                self._write({"state": "running", **fields})
-
-    def final(self, state: str, fields: dict[str, Any], stop: dict[str, Any] | None) -> None:
-        """The last write of this process: `stopped` (with `stop`) or `finished`."""
-        with self._lock:
+            if self.frozen:
+                return
             self.frozen = True
-            if stop is not None:
-                self._stop = {k: stop.get(k) for k in STOP_KEYS}
-            if self.enabled:
-                self._write({"state": state, **fields})
+            self.current = self.current.replace(state=state, **fields)
+            record = self.current
+        if self.enabled:
+            self._write(self.path, record, True)
 
-    def _write(self, fields: dict[str, Any]) -> None:
-        data = {**self._static, **self._stop, **fields}
-        try:
-            write_json(self.path, data)
-        except OSError as exc:
-            log.warning("rtool.shim: cannot write heartbeat %s: %s", self.path, exc)
-
-    def mark_done(self, fields: dict[str, Any]) -> None:
+    def mark_done(self) -> None:
         """Write `<heartbeat>.done` (rank 0 only)."""
-        if not self.enabled:
+        if self.enabled:
+            self._write(done_marker(self.path), self.current, True)
+
+    def _write(self, path: Path, record: Heartbeat, bounded: bool) -> None:
+        text = record.to_json()
+        if not bounded or threading.current_thread().name == "rtool-shim":
+            self._write_now(path, text)
             return
+        t = threading.Thread(target=self._write_now, args=(path, text), daemon=True)
+        t.start()
+        t.join(WRITE_TIMEOUT)
+        if t.is_alive():
+            log.warning("rtool.shim: heartbeat write to %s takes > %gs: not waiting", path, 2.0)
+
+    @staticmethod
+    def _write_now(path: Path, text: str) -> None:
         try:
-            write_json(done_marker(self.path), {**self._static, **fields})
+            write_file(path, text)
         except OSError as exc:
-            log.warning("rtool.shim: cannot write done marker: %s", exc)
-
-
-def _float(value: object) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+            log.warning("rtool.shim: cannot write heartbeat %s: %s", path, exc)

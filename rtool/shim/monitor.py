@@ -17,8 +17,9 @@ from typing import Any
 
 import psutil
 
+from rtool.core.heartbeat import RunState
 from rtool.shim import slurm as _shim_slurm
-from rtool.shim.heartbeat import Heartbeat
+from rtool.shim.heartbeat import HeartbeatWriter
 
 log = logging.getLogger("rtool.shim")
 
@@ -100,7 +101,7 @@ class Monitor:
         timing: Timing,
         wake: Callable[[], None],
         current_step: Callable[[], int | None],
-        heartbeat: Heartbeat | None,
+        heartbeat: HeartbeatWriter | None,
         heartbeat_fields: Callable[[], dict[str, Any]],
     ) -> None:
         self.config = config
@@ -260,7 +261,7 @@ class Monitor:
             return
         self._last_beat = mono
         self._beat_step = self._last_step
-        hb.progress(self._heartbeat_fields())
+        hb.progress(RunState.RUNNING, self._heartbeat_fields())
 
 
 def file_ident(path: str) -> tuple[int, int] | None:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from rtool.core.heartbeat import RunState, read_heartbeat
 from rtool.shim import (
     NONFINITE_EXIT_CODE,
     REQUEUE_EXIT_CODE,
@@ -226,16 +227,20 @@ def test_auto_requeue_exit_code_until_max_requeues(
         g.close()
 
 
-def test_heartbeat_progress_stop_and_done_marker(make_guard: MakeGuard, tmp_path: Path) -> None:
+def test_heartbeat_progress_stop_and_done_marker(
+    make_guard: MakeGuard, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     hb = tmp_path / "hb" / "heartbeat.json"
-    g = make_guard(lambda s: None, heartbeat=hb, heartbeat_interval=0.1)
+    monkeypatch.setenv("RTOOL_RUN", "llm")
+    g = make_guard(lambda s: time.sleep(0.05), heartbeat=hb, heartbeat_interval=0.1)
     for s in range(30):
         g.step(s)
         time.sleep(0.01)
     data = wait_for(lambda: _read(hb), 5, 0.05, "the heartbeat")
     assert isinstance(data, dict)
     assert data["state"] == "running" and 0 <= data["step"] <= 29
-    assert data["pid"] == os.getpid() and data["host"] and data["version"] == 1
+    assert data["pid"] == os.getpid() and data["host"] and data["version"] == 2
+    assert data["run"] == "llm" and data["step_at_start"] == 0
     assert 0.005 < data["step_seconds"] < 0.5
     # a stuck loop: the file is not rewritten
     time.sleep(0.3)
@@ -244,10 +249,11 @@ def test_heartbeat_progress_stop_and_done_marker(make_guard: MakeGuard, tmp_path
     assert hb.stat().st_mtime_ns == mtime
     os.kill(os.getpid(), signal.SIGUSR1)
     g.step(30)
-    stopped = _read(hb)
+    stopped = read_heartbeat(hb)  # the record every reader uses
     assert stopped is not None
-    assert stopped["state"] == "stopped" and stopped["stop_reason"] == "signal"
-    assert stopped["stop_step"] == 30 and stopped["last_save_step"] == 30
+    assert stopped.state is RunState.STOPPED and stopped.stop_reason == "signal"
+    assert stopped.stop_step == 30 and stopped.last_saved_step == 30
+    assert stopped.last_save_seconds is not None and 0.04 < stopped.last_save_seconds < 1
     # the next run keeps the last stop until it stops itself; finished() writes the marker
     g2 = make_guard(lambda s: None, heartbeat=hb)
     g2.step(31)

@@ -81,7 +81,7 @@ def test_stale_log_of_a_job_that_is_not_running_is_not_a_hang(slurm_cluster, tmp
 
 
 def write_hb(path: Path, **fields: object) -> None:
-    base = {"version": 1, "pid": os.getpid(), "host": "n1", "state": "running"}
+    base = {"version": 2, "pid": os.getpid(), "host": "n1", "state": "running"}
     path.write_text(json.dumps({**base, **fields}))
 
 
@@ -98,20 +98,24 @@ def test_heartbeat_is_the_sharper_signal(tmp_path, state):
 
 
 def test_non_finite_loss_stop_is_critical(tmp_path, state):
-    from rtool.shim.heartbeat import Heartbeat  # the shim's own writer: its real format
+    from rtool.core.heartbeat import Heartbeat, RunState
+    from rtool.shim.heartbeat import HeartbeatWriter  # the shim's own writer: its real format
 
     hb = tmp_path / "hb.json"
-    writer = Heartbeat(hb, {"job_id": "4242"})
-    writer.progress({"step": 6, "time": time.time(), "step_seconds": 0.5})
+    writer = HeartbeatWriter(hb, Heartbeat(RunState.STARTING, time.time(), job_id="4242"))
+    writer.progress(RunState.RUNNING, {"step": 6, "time": time.time(), "step_seconds": 0.5})
     res = sweep(state, path=str(tmp_path / "x.out"), heartbeat=str(hb), stale="30m")
     assert res.status == Status.OK and "at step 6" in res.summary
     stop = {"stop_reason": "nonfinite_loss", "stop_step": 7, "stop_time": time.time()}
-    writer.final("stopped", {"step": 7, "time": time.time()}, stop)
+    writer.final(RunState.STOPPED, {"step": 7, "time": time.time(), **stop})
     res = sweep(state, path=str(tmp_path / "x.out"), heartbeat=str(hb), stale="30m")
     assert res.status == Status.CRITICAL
     assert "non-finite loss at step 7 (nonfinite_loss)" in res.summary
+    assert res.fields["stop_reason"] == "nonfinite_loss"  # the key the shim writes, read back
     # the next run carries the old stop reason in its running heartbeat: not an alert
-    Heartbeat(hb, {"job_id": "4243"}).progress({"step": 8, "time": time.time()})
+    nxt = HeartbeatWriter(hb, Heartbeat(RunState.STARTING, time.time(), job_id="4243"))
+    assert nxt.current.stop_reason == "nonfinite_loss"
+    nxt.progress(RunState.RUNNING, {"step": 8, "time": time.time()})
     res = sweep(state, path=str(tmp_path / "x.out"), heartbeat=str(hb), stale="30m")
     assert res.status == Status.OK, res.summary
 

@@ -1,0 +1,232 @@
+"""The training heartbeat: one typed record shared by its writer (rtool.shim) and its readers
+(the log watchdog, the run view, status). Standard library only.
+
+The file is one JSON object, rewritten atomically by rank 0 of a training (docs/shim.md).
+`Heartbeat.from_json` tolerates keys it does not know (a newer writer) and reads the keys of
+the first format (`last_stop_reason`, `last_save_step`, `save_seconds`, `max_step_seconds`);
+a known key with a value of the wrong type is refused with one clear `HeartbeatFormatError`.
+
+    hb = read_heartbeat(path)          # None when there is no file
+    if hb is not None and hb.state is RunState.STOPPED:
+        print(hb.stop_reason, hb.last_saved_step)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import json
+import os
+import stat
+import types
+import typing
+from dataclasses import dataclass
+from typing import Any
+
+#: The format written today (1: the first format, read too).
+HEARTBEAT_VERSION = 2
+#: A heartbeat is small (< 2 KiB); readers refuse a file larger than this.
+MAX_HEARTBEAT_BYTES = 64 * 1024
+#: Keys of the first format -> today's field.
+LEGACY_KEYS = {
+    "last_stop_reason": "stop_reason",
+    "last_save_step": "last_saved_step",
+    "save_seconds": "longest_save_seconds",
+    "max_step_seconds": "longest_step_seconds",
+}
+
+
+class HeartbeatFormatError(ValueError):
+    """A heartbeat file or record that cannot be read (one line, names the key)."""
+
+
+class RunState(str, enum.Enum):
+    """What the training process was doing when it last wrote."""
+
+    STARTING = "starting"  # Guard made, no step yet (model loading)
+    RUNNING = "running"
+    SAVING = "saving"  # a save on the way out is running
+    STOPPED = "stopped"  # stopped early (see stop_reason); a next attempt may resume
+    FINISHED = "finished"  # training complete
+    CRASHED = "crashed"  # an uncaught exception ended the process (see error)
+
+    def __str__(self) -> str:
+        return self.value
+
+
+#: Reasons the shim stops a run (Heartbeat.stop_reason).
+STOP_REASONS = (
+    "killed",
+    "signal",
+    "time_limit",
+    "memory",
+    "gpu_memory",
+    "nonfinite_loss",
+    "save_timeout",
+    "unresponsive",
+    "crashed",
+)
+
+
+@dataclass(frozen=True)
+class ErrorInfo:
+    """An uncaught exception: its type, message and the last line of its traceback."""
+
+    type: str
+    message: str = ""
+    last_line: str = ""  # 'File "train.py", line 12, in main'
+
+    def __str__(self) -> str:
+        return f"{self.type}: {self.message}" if self.message else self.type
+
+
+@dataclass(frozen=True)
+class Heartbeat:
+    """One heartbeat. `time` is the last progress (a stale time while running = a hang)."""
+
+    state: RunState
+    time: float
+    version: int = HEARTBEAT_VERSION
+    run: str | None = None  # $RTOOL_RUN, default the job name
+    job_id: str | None = None
+    array_job_id: str | None = None
+    array_task_id: str | None = None
+    restart_count: int = 0
+    host: str | None = None
+    rank: int = 0
+    world_size: int = 1
+    pid: int | None = None
+    started: float | None = None  # when this process's Guard was made
+    step: int | None = None  # the last step seen
+    step_at_start: int | None = None  # the first step of this process
+    step_seconds: float | None = None  # recent step duration
+    longest_step_seconds: float | None = None
+    last_saved_step: int | None = None
+    last_save_time: float | None = None
+    last_save_seconds: float | None = None  # measured duration of the last save
+    longest_save_seconds: float | None = None
+    nonfinite_count: int = 0
+    stop_reason: str | None = None  # of the last stop (carried over until this run stops)
+    stop_detail: str | None = None
+    stop_step: int | None = None
+    stop_time: float | None = None
+    stop_job_id: str | None = None
+    exit_code: int | None = None
+    error: ErrorInfo | None = None
+
+    # -- JSON ------------------------------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, RunState):
+                value = value.value
+            elif isinstance(value, ErrorInfo):
+                value = dataclasses.asdict(value)
+            out[f.name] = value
+        return out
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True) + "\n"
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Heartbeat:
+        """The record in a decoded JSON object; unknown keys ignored, wrong types refused."""
+        if not isinstance(data, dict):
+            raise HeartbeatFormatError(f"heartbeat: not a JSON object ({type(data).__name__})")
+        data = {LEGACY_KEYS.get(k, k): v for k, v in data.items() if k not in LEGACY_KEYS} | {
+            LEGACY_KEYS[k]: v for k, v in data.items() if k in LEGACY_KEYS and v is not None
+        }
+        kwargs: dict[str, Any] = {}
+        for name, kind in _field_types().items():
+            if name in data and data[name] is not None:
+                kwargs[name] = _convert(name, data[name], kind)
+        for required in ("state", "time"):
+            if required not in kwargs:
+                raise HeartbeatFormatError(f"heartbeat: no {required!r}")
+        return cls(**kwargs)
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> Heartbeat:
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            raise HeartbeatFormatError(f"heartbeat: not JSON: {exc}") from None
+        return cls.from_dict(data)
+
+    def replace(self, **changes: Any) -> Heartbeat:
+        return dataclasses.replace(self, **changes)
+
+
+def read_heartbeat(
+    path: str | os.PathLike[str], max_bytes: int = MAX_HEARTBEAT_BYTES
+) -> Heartbeat | None:
+    """The heartbeat in `path`; None when there is none. Never follows a symlink, never blocks
+    on a FIFO, reads at most `max_bytes`; a bad file raises HeartbeatFormatError."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise HeartbeatFormatError(f"heartbeat {os.fspath(path)}: {exc.strerror}") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise HeartbeatFormatError(f"heartbeat {os.fspath(path)}: not a regular file")
+        raw = os.read(fd, max_bytes + 1)
+    finally:
+        os.close(fd)
+    if len(raw) > max_bytes:
+        raise HeartbeatFormatError(f"heartbeat {os.fspath(path)}: larger than {max_bytes} bytes")
+    try:
+        return Heartbeat.from_json(raw)
+    except HeartbeatFormatError as exc:
+        raise HeartbeatFormatError(f"{os.fspath(path)}: {exc}") from None
+
+
+# -- type checks -------------------------------------------------------------------------------
+
+_TYPES: dict[str, Any] = {}
+
+
+def _field_types() -> dict[str, Any]:
+    if not _TYPES:
+        hints = typing.get_type_hints(Heartbeat)
+        _TYPES.update({f.name: hints[f.name] for f in dataclasses.fields(Heartbeat)})
+    return _TYPES
+
+
+def _convert(name: str, value: Any, kind: Any) -> Any:
+    if typing.get_origin(kind) in (typing.Union, types.UnionType):
+        kind = next(a for a in typing.get_args(kind) if a is not type(None))
+    if kind is RunState:
+        try:
+            return RunState(value)
+        except ValueError:
+            states = ", ".join(s.value for s in RunState)
+            raise HeartbeatFormatError(
+                f"heartbeat: state: {value!r} is not one of {states}"
+            ) from None
+    if kind is ErrorInfo:
+        if not isinstance(value, dict) or "type" not in value:
+            raise _wrong(name, value, "an object with a type")
+        return ErrorInfo(
+            **{k: str(_convert(f"error.{k}", value[k], str)) for k in value if k in _ERROR_KEYS}
+        )
+    if kind is float and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    if kind is int and isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if kind is str and isinstance(value, (str, int)) and not isinstance(value, bool):
+        return str(value)  # job ids written as numbers by hand
+    raise _wrong(name, value, {float: "a number", int: "a whole number", str: "a string"}[kind])
+
+
+_ERROR_KEYS = ("type", "message", "last_line")
+
+
+def _wrong(name: str, value: Any, what: str) -> HeartbeatFormatError:
+    return HeartbeatFormatError(
+        f"heartbeat: {name}: expected {what}, got {type(value).__name__} {value!r:.60}"
+    )
