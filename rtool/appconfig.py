@@ -11,6 +11,7 @@ from cron.config import CronConfig
 from notify.config import NotifyConfig
 from rtool.core import config as _loader
 from rtool.core.config.types import Duration, Section
+from runs.config import RunsConfig
 from slurm_templates.config import SubmitConfig, SwitchesConfig
 from watchdogs.config import WatchConfig
 
@@ -30,6 +31,7 @@ class Config(Section):
     slurm: SlurmConfig = SlurmConfig()
     notify: NotifyConfig = NotifyConfig()
     watch: WatchConfig = WatchConfig()
+    runs: RunsConfig = RunsConfig()
     cron: CronConfig = CronConfig()
     submit: SubmitConfig = SubmitConfig()
     switches: SwitchesConfig = SwitchesConfig()

@@ -21,6 +21,7 @@ from rtool.commands import (
     config_cmd,
     cron_cmd,
     demo_cmd,
+    history_cmd,
     notify_cmd,
     status_cmd,
     submit_cmd,
@@ -83,6 +84,7 @@ cli.add_typer(notify_cmd.app, name="notify")
 cli.add_typer(config_cmd.app, name="config")
 submit_cmd.register(cli)
 status_cmd.register(cli)
+history_cmd.register(cli)
 demo_cmd.register(cli)
 
 

@@ -1,4 +1,4 @@
-"""Side effects a hang result asks for: py-spy stack dumps, requeue, signal. Runner-only.
+"""Side effects a result asks for: py-spy stack dumps, requeue, signal, hold. Runner-only.
 
 Each (action, token) pair runs once: a hang that persists across sweeps is acted on once.
 """
@@ -62,6 +62,9 @@ def run_action(action: str, slurm: Slurm, timeout: float) -> tuple[str, str]:
         if kind == "requeue":
             slurm.requeue(rest)
             return "action", f"requeued job {rest}"
+        if kind == "hold":
+            slurm.hold(rest)
+            return "action", f"held job {rest} (release with: scontrol release {rest})"
         if kind == "signal":
             sig, _, job = rest.partition(":")
             slurm.scancel([job], signal=sig, full=True)

@@ -20,6 +20,11 @@ min_free_inodes = 100000
 
 [[watch.memory]]
 max_used = "95%"
+
+[[watch.run]]                    # see runs/config.py
+name = "train-10b"
+heartbeat = "ckpt/heartbeat.json"
+log = "logs/train-10b-%A_%a.out"
 ```
 """
 
@@ -31,6 +36,7 @@ from typing import Literal
 from pydantic import field_validator, model_validator
 
 from rtool.core.config.types import Duration, Percent, Section, Size
+from runs.config import RunWatch
 
 
 class JobWatch(Section):
@@ -41,6 +47,11 @@ class JobWatch(Section):
     partition: str | None = None
     #: PENDING longer than this (since submission) -> WARNING.
     max_pending: Duration | None = 24 * 3600.0
+    #: The run these jobs are attempts of (default: the name); its ledger (rtool watch run)
+    #: says whether it finished or is crash-looping.
+    run: str | None = None
+    #: The shim's heartbeat: its done marker (or state finished) means the run finished.
+    heartbeat: str | None = None
     timeout: Duration | None = None
 
     @model_validator(mode="after")
@@ -128,3 +139,5 @@ class WatchConfig(Section):
     log: list[LogWatch] = []
     disk: list[DiskWatch] = []
     memory: list[MemoryWatch] = []
+    #: Runs followed across their attempts (entries documented in runs/config.py).
+    run: list[RunWatch] = []

@@ -7,9 +7,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from rtool.core.alert import Status
+from rtool.core.heartbeat import HeartbeatFormatError, RunState, read_heartbeat
 from rtool.core.proc import ProcError, run
 from rtool.core.slurm import ACTIVE_STATES, QUEUED_STATES, RUNNING_STATES, SqueueJob
 from rtool.core.units import format_duration
+from runs import describe, store
+from runs.model import Ledger
 from watchdogs.base import CheckResult, ProbeEnv, SqueueQuery
 from watchdogs.config import JobWatch
 
@@ -34,6 +37,10 @@ class JobObservation:
     own_ids: frozenset[str] = frozenset()
     members: dict[str, list[str]] = field(default_factory=dict)
     group_errors: dict[str, str] = field(default_factory=dict)
+    #: The stored run ledger of each watched name (the run view), when there is one.
+    runs: dict[str, Ledger] = field(default_factory=dict)
+    #: Names whose run finished (heartbeat done marker or state finished).
+    finished: set[str] = field(default_factory=set)
 
 
 def own_job_ids(env: dict[str, str]) -> frozenset[str]:
@@ -87,10 +94,27 @@ class JobWatchdog:
             obs.jobs = env.jobs()
         except ProcError as exc:  # SlurmError, SlurmTimeout
             obs.error = str(exc)
+        for s in self.specs:
+            if not s.regex and (led := store.load(env.state, s.run or s.name)) is not None:
+                obs.runs[s.name] = led
+            if s.heartbeat and heartbeat_finished(s.heartbeat):
+                obs.finished.add(s.name)
         return obs
 
     def check(self, probe_output: JobObservation, now: float) -> list[CheckResult]:
         return [check_one(s, probe_output, now) for s in self.specs]
+
+
+def heartbeat_finished(path: str) -> bool:
+    """The training finished: its done marker exists or its heartbeat says so."""
+    full = os.path.expanduser(path)
+    if os.path.exists(f"{full}.done"):
+        return True
+    try:
+        hb = read_heartbeat(full)
+    except HeartbeatFormatError:
+        return False
+    return hb is not None and hb.state is RunState.FINISHED
 
 
 def matching(spec: JobWatch, obs: JobObservation) -> list[SqueueJob]:
@@ -144,11 +168,24 @@ def check_one(spec: JobWatch, obs: JobObservation, now: float) -> CheckResult:
         fields = {"job_id": j.job_id, "state": j.state, "nodes": j.nodelist, "user": j.user}
         summary = f"{name} running (job {j.job_id}, {used}, {j.nodelist or '?'}){more}"
         return CheckResult("job", name, Status.OK, summary, fields)
+    led = obs.runs.get(name)
+    if name in obs.finished or (led is not None and led.finished):
+        step = f" at step {led.best_step}" if led and led.best_step is not None else ""
+        return CheckResult("job", name, Status.OK, f"{name} finished{step} (the run is done)")
     if queued:
         verdicts = [(pending_status(spec, j, now), j) for j in queued]
         (status, text), j = min(verdicts, key=lambda v: v[0][0].severity)
         fields = {"job_id": j.job_id, "state": j.state, "reason": j.reason or "", "user": j.user}
+        if led is not None and led.crash_loop_at is not None and led.last is not None:
+            fields.update(describe.fields(led.last))
+            text = f"{text}; the run is crash-looping: last {describe.phrase(led.last)}"
+            return CheckResult("job", name, Status.CRITICAL, f"{name} {text}", fields)
         return CheckResult("job", name, status, f"{name} {text}", fields)
     gone = [j for j in jobs if j.state not in ACTIVE_STATES]
     last = f" (last seen {gone[0].state}, job {gone[0].job_id})" if gone else ""
-    return CheckResult("job", name, Status.CRITICAL, f"{name} neither running nor queued{last}")
+    fields = {}
+    if led is not None and led.last is not None:
+        fields = describe.fields(led.last)
+        last += f"; last {describe.phrase(led.last)}"
+    summary = f"{name} neither running nor queued{last}"
+    return CheckResult("job", name, Status.CRITICAL, summary, fields)

@@ -17,6 +17,7 @@ from watchdogs.disk import DiskWatchdog
 from watchdogs.job import JobWatchdog
 from watchdogs.log import LogWatchdog
 from watchdogs.memory import MemoryWatchdog
+from watchdogs.run import RunWatchdog
 
 #: name -> factory(specs, default timeout). Order = order of the status lines.
 REGISTRY: dict[str, Callable[[list[Any], float], Watchdog]] = {
@@ -24,6 +25,7 @@ REGISTRY: dict[str, Callable[[list[Any], float], Watchdog]] = {
     "log": LogWatchdog,
     "disk": DiskWatchdog,
     "memory": MemoryWatchdog,
+    "run": RunWatchdog,
     "cron": CronWatchdog,  # built by `rtool watch cron` from [cron] (no [[watch.cron]] entries)
 }
 

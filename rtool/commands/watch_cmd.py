@@ -66,7 +66,7 @@ def _run(
     if not watchdogs:
         typer.echo(
             "rtool: nothing to watch: the config has no [[watch.job]], [[watch.log]], "
-            "[[watch.disk]] or [[watch.memory]] entries",
+            "[[watch.disk]], [[watch.memory]] or [[watch.run]] entries",
             err=True,
         )
         return 3
@@ -298,15 +298,89 @@ def all_cmd(
     tee: Path | None = _TEE,
     timeout: str | None = _TIMEOUT,
 ) -> int:
-    """Every watch.job/log/disk/memory entry of the config in one sweep (worst wins).
+    """Every watch.job/log/disk/memory/run entry of the config in one sweep (worst wins).
 
     Example: rtool --config rtool.toml watch all --tee logs/train.log
     """
     from watchdogs.registry import from_config
+    from watchdogs.run import RunWatchdog
 
-    watch = get_context(ctx).config.watch
+    cfg = get_context(ctx).config
 
     def build(t: float) -> list[Watchdog]:
-        return from_config(watch.model_copy(update={"timeout": t}))
+        built = from_config(cfg.watch.model_copy(update={"timeout": t}))
+        for w in built:
+            if isinstance(w, RunWatchdog):
+                w.configure(cfg.runs)
+        return built
 
     return _run(ctx, build, json_out, no_notify, tee, timeout)
+
+
+@app.command("run")
+def run_cmd(
+    ctx: typer.Context,
+    run: str = typer.Argument(..., help="The run (rtool submit --run; default the job name)."),
+    job_name: str | None = typer.Option(None, "--job-name", help="Its jobs' name (default RUN)."),
+    heartbeat: str | None = typer.Option(None, "--heartbeat", help="The shim's heartbeat file."),
+    log: str | None = typer.Option(
+        None, "--log", help="The attempt's log, Slurm-style: logs/train-%A_%a.out (%j %A %a %x)."
+    ),
+    total_steps: int | None = typer.Option(None, "--total-steps", help="Enables the budget."),
+    crash_loop: int | None = typer.Option(
+        None, "--crash-loop", help="Bad attempts in a row that make a crash loop (default 2)."
+    ),
+    short: str | None = typer.Option(
+        None, "--short", help="An attempt dying within this of its start is bad (default 5m)."
+    ),
+    on_crash_loop: str | None = typer.Option(
+        None, "--on-crash-loop", help="hold (default: scontrol hold the rest) or none."
+    ),
+    stalled: str | None = typer.Option(
+        None, "--stalled", help="Highest step not grown this long while running (default 2h)."
+    ),
+    restart_storm: int | None = typer.Option(
+        None, "--restart-storm", help="More attempts than this in an hour -> WARNING (6)."
+    ),
+    no_accounting: bool = typer.Option(
+        False, "--no-accounting", help="Do not ask sacct (degraded mode)."
+    ),
+    json_out: bool = _JSON,
+    no_notify: bool = _NO_NOTIFY,
+    tee: Path | None = _TEE,
+    timeout: str | None = _TIMEOUT,
+) -> int:
+    """Is the run progressing across its attempts (array tasks, requeues, chained jobs)?
+
+    CRITICAL crash loop (and the rest of the array held), stalled, or exhausted without
+    finished(); WARNING budget or restart storm. A watch.run config entry of the same name
+    gives the defaults; flags override it.
+
+    Example: rtool watch run llama-7b --heartbeat ckpt/heartbeat.json --log 'logs/llama-%A_%a.out'
+    """
+    from runs.config import RunWatch
+    from watchdogs.run import RunWatchdog
+
+    cfg = get_context(ctx).config
+    base = next((r.model_dump() for r in cfg.watch.run if r.name == run), {"name": run})
+    flags = {
+        "job_name": job_name,
+        "heartbeat": heartbeat,
+        "log": log,
+        "total_steps": total_steps,
+        "crash_loop": crash_loop,
+        "short": short,
+        "on_crash_loop": on_crash_loop,
+        "stalled": stalled,
+        "restart_storm": restart_storm,
+        "accounting": "off" if no_accounting else None,
+    }
+    spec = _spec(RunWatch, **{**base, **{k: v for k, v in flags.items() if v is not None}})
+    return _run(
+        ctx,
+        lambda t: [RunWatchdog([spec], t).configure(cfg.runs)],
+        json_out,
+        no_notify,
+        tee,
+        timeout,
+    )
