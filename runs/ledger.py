@@ -212,17 +212,18 @@ def _order(attempts: list[Attempt]) -> list[Attempt]:
 
 
 def steps_lost(attempts: list[Attempt]) -> list[Attempt]:
-    """Steps an attempt did after its last save that a later attempt did again: its highest
-    step minus the step the next attempt resumed from (its last save, when none did yet)."""
+    """Steps an attempt did after its last save that a later attempt did again: from the first
+    step the next attempt ran (`step_at_start`) to its highest step; when no attempt ran since,
+    the steps after its last save."""
     out = []
     for i, a in enumerate(attempts):
         lost: int | None = None
         nxt = next((b for b in attempts[i + 1 :] if b.step_start is not None), None)
         if a.step_end is not None and not a.finished:
             if nxt is not None and nxt.step_start is not None:
-                lost = max(0, a.step_end - nxt.step_start)
+                lost = max(0, a.step_end - nxt.step_start + 1)  # it redoes step_start..
             elif a.is_over and a.last_saved_step is not None:
-                lost = max(0, a.step_end - a.last_saved_step)
+                lost = max(0, a.step_end - max(a.last_saved_step, a.step_start or 0))
         out.append(a.with_(steps_lost=lost))
     return out
 

@@ -21,7 +21,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from slurm_templates.specs import SpecError
+
 _ENV_NAME = re.compile(r"^RTOOL_[A-Z0-9_]+$")
+
+
+_RUN_NAME = re.compile(r"[A-Za-z0-9_.][A-Za-z0-9_.+=@:-]{0,199}")
+
+
+def validate_run_name(name: str) -> str:
+    """Run names (docs/runs.md): letters, digits and `_.+=@:-`, not starting with '-'."""
+    if not _RUN_NAME.fullmatch(name):
+        raise SpecError(
+            f"run name {name!r}: use letters, digits and _.+=@:- (no spaces), not starting with -"
+        )
+    return name
 
 
 class Use(enum.Enum):
@@ -186,6 +200,13 @@ class SubmitRequest:
         config="max_requeues",
     )
     heartbeat: str | None = option("--heartbeat", help="Heartbeat file for the shim.")
+    run: str | None = option(
+        "--run",
+        help="Run name (default: the job name); jobs with the same run continue it.",
+        env="RTOOL_RUN",
+        use=Use.ENV,
+        check=lambda v: validate_run_name(v),
+    )
     exit_before_end: str | None = option(
         "--exit-before-end",
         help="Shim: save and exit this long before the end (auto, 10m).",

@@ -1,0 +1,150 @@
+# ruff: noqa: E501  (captured sacct lines are kept whole)
+"""The ledger builder, totals and verdicts on captured sacct text, records and heartbeats."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from rtool.core.heartbeat import ErrorInfo, Heartbeat, RunState
+from rtool.core.slurm import parse_sacct, parse_squeue
+from runs import health, ledger
+from runs.records import parse_records
+from runs.render import table
+from runs.totals import totals
+
+# JobID|JobIDRaw|State|ExitCode|NodeList|Submit|Start|End|ElapsedRaw|Partition|JobName
+SACCT = """\
+30_0|31|TIMEOUT|0:0|n1|2026-11-23T14:00:00|2026-11-23T14:00:10|2026-11-23T14:10:10|600|debug|llm
+30_1|32|NODE_FAIL|0:0|n2|2026-11-23T14:00:00|2026-11-23T14:10:20|2026-11-23T14:15:20|300|debug|llm
+30_2|33|FAILED|1:0|n3|2026-11-23T14:00:00|2026-11-23T14:15:30|2026-11-23T14:15:50|20|debug|llm
+30_3|34|FAILED|1:0|n1|2026-11-23T14:00:00|2026-11-23T14:16:00|2026-11-23T14:16:20|20|debug|llm
+30_[4-9%1]|30|PENDING|0:0|None assigned|2026-11-23T14:00:00|Unknown|Unknown|0|debug|llm
+"""
+# squeue -h -o SQUEUE_FORMAT: the pending rest of the array
+QUEUE = "30_[4-9%1]|30|4-9%1|PENDING|JobArrayTaskLimit|me|debug|1|0:00|10:00|N/A|2026-11-23T14:00:00||llm\n"
+
+
+def _t(text: str) -> float:
+    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S").astimezone().timestamp()
+
+
+def _hb(task: int, step: int, start: int, saved: int, state: RunState, **kw: object) -> Heartbeat:
+    return Heartbeat(
+        state=state,
+        time=_t("2026-11-23T14:16:20"),
+        run="llm",
+        job_id=str(31 + task),
+        array_job_id="30",
+        array_task_id=str(task),
+        step=step,
+        step_at_start=start,
+        last_saved_step=saved,
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+def _records() -> str:
+    # the end records of tasks 0 and 1 carry the heartbeat as each attempt ended
+    t0 = _hb(0, 600, 0, 500, RunState.STOPPED, stop_reason="time_limit").to_json().strip()
+    t1 = _hb(1, 780, 501, 700, RunState.RUNNING).to_json().strip()
+    return (
+        f'{{"event":"end","job_id":"31","array_job_id":"30","array_task_id":"0","restart":0,"node":"n1","nodelist":"n1","time":{_t("2026-11-23T14:10:09")},"rc":75,"heartbeat":{t0}}}\n'
+        f'{{"event":"end","job_id":"32","array_job_id":"30","array_task_id":"1","restart":0,"node":"n2","nodelist":"n2","time":{_t("2026-11-23T14:15:19")},"rc":null,"heartbeat":{t1}}}\n'
+        "not json\n"
+    )
+
+
+def _build(prev=None, hb=None, logs=None):  # type: ignore[no-untyped-def]
+    logs = logs or {}
+    inp = ledger.Inputs(
+        run="llm",
+        now=_t("2026-11-23T14:16:30"),
+        sacct=parse_sacct(SACCT),
+        records=parse_records(_records()),
+        heartbeat=hb,
+        queue=parse_squeue(QUEUE),
+        total_steps=5000,
+    )
+    return ledger.build(prev, inp, lambda a: (f"log-{a.job_id}", logs.get(a.job_id, ())))
+
+
+def test_sacct_ledger_with_steps_lost_signatures_and_crash_loop() -> None:
+    oom = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",)
+    hb = _hb(
+        3,
+        701,
+        701,
+        700,
+        RunState.CRASHED,
+        error=ErrorInfo("torch.OutOfMemoryError", "CUDA out of memory"),
+    )
+    led = _build(hb=hb, logs={"30_2": oom, "30_3": oom})
+    a = led.attempts
+    assert [x.job_id for x in a] == ["30_0", "30_1", "30_2", "30_3"] and led.accounting
+    assert [x.number for x in a] == [1, 2, 3, 4]
+    assert a[1].state == "NODE_FAIL" and a[1].nodes == ("n2",)
+    assert a[1].signature is not None and a[1].signature.name == "node-fail"
+    assert (
+        a[0].stop_reason == "time_limit"
+        and a[0].signature is not None
+        and a[0].signature.name == "timeout"
+    )
+    assert (a[0].step_start, a[0].step_end, a[0].last_saved_step) == (0, 600, 500)
+    # task 0 reached 600, task 1 ran again from 501: 100 steps done again; task 1 reached 780 and
+    # the run ran again from 701 afterwards: 80 lost
+    assert a[0].steps_lost == 100 and a[1].steps_lost == 80
+    assert a[3].error == "torch.OutOfMemoryError: CUDA out of memory"
+    assert a[3].signature is not None and a[3].signature.name == "cuda-oom"
+    assert a[2].signature is not None and a[2].signature.name == "cuda-oom"
+    assert a[0].queue_wait == 10.0
+    queue = health.Queue.of(parse_squeue(QUEUE))
+    assert queue.pending_count == 6 and queue.hold_targets() == ["30"]
+    # attempt 3 has no heartbeat (steps unknown) but died in 20 s; attempt 4 made no progress
+    loop = health.crash_loop(led, 2, 300)
+    assert loop is not None and [x.number for x in loop] == [3, 4]
+    assert health.crash_loop(led, 3, 300) is None  # the node failure made progress
+    assert not health.exhausted(led, queue)
+    tot = totals(led, led.updated or 0)
+    assert tot.attempts == 4 and tot.steps_gained == 780 and tot.steps_lost == 180
+    assert tot.queued_s == 10 + 620 + 930 + 960
+    assert tot.computing_s == 600 + 300 + 20 + 20
+    text = table(led, tot, led.updated or 0)
+    assert "NODE_FAIL" in text and "CUDA out of memory" in text and "goodput" in text
+
+
+def test_previous_ledger_keeps_what_sources_forget_and_best_step() -> None:
+    first = _build(hb=_hb(1, 750, 501, 700, RunState.RUNNING))
+    assert first.best_step == 780  # the end record saw more than the live heartbeat
+    second = _build(prev=first)
+    assert second.best_step == 780 and second.best_step_at == first.best_step_at
+    assert second.attempts[1].step_end == 780
+
+
+def test_finished_run_is_not_exhausted() -> None:
+    hb = _hb(3, 5000, 701, 5000, RunState.FINISHED)
+    led = _build(hb=hb)
+    assert led.finished
+    assert not health.exhausted(led, health.Queue.of([]))
+    assert health.crash_loop(led, 1, 300) is None
+
+
+def test_degraded_mode_from_records_and_squeue() -> None:
+    run_q = "41|41|N/A|RUNNING|None|me|debug|1|0:05|10:00|2026-11-23T14:20:00|2026-11-23T14:19:00|n3|llm\n"
+    recs = parse_records(
+        '{"event":"start","job_id":"40","array_job_id":"","array_task_id":"","restart":0,"node":"n1","nodelist":"n1","time":1000,"rc":null,"heartbeat":null}\n'
+        '{"event":"end","job_id":"40","array_job_id":"","array_task_id":"","restart":0,"node":"n1","nodelist":"n1","time":1030,"rc":1,"heartbeat":null}\n'
+        '{"event":"start","job_id":"40","array_job_id":"","array_task_id":"","restart":1,"node":"n2","nodelist":"n2","time":1100,"rc":null,"heartbeat":null}\n'
+    )
+    inp = ledger.Inputs(run="llm", now=1200.0, sacct=None, records=recs, queue=parse_squeue(run_q))
+    led = ledger.build(None, inp)
+    assert not led.accounting and "no accounting" in led.note
+    states = [(a.job_id, a.restart, a.state, a.nodes) for a in led.attempts]
+    assert states == [
+        ("40", 0, "ENDED", ("n1",)),
+        ("40", 1, "GONE", ("n2",)),  # started, no end record, not in the queue any more
+        ("41", 0, "RUNNING", ("n3",)),
+    ]
+    assert led.attempts[0].exit_code == 1
+    # the next sweep: job 41 left the queue without an end record
+    later = ledger.build(led, ledger.Inputs(run="llm", now=1300.0, sacct=None, records=recs))
+    assert later.attempts[-1].state == "GONE" and later.attempts[-1].ended == 1300.0
