@@ -7,13 +7,11 @@ adds the traceback).
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import logging
 import sys
 import traceback
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import NoReturn
 
 import typer
 
@@ -21,6 +19,7 @@ from rtool.commands import (
     config_cmd,
     cron_cmd,
     demo_cmd,
+    errors,
     history_cmd,
     notify_cmd,
     status_cmd,
@@ -28,9 +27,9 @@ from rtool.commands import (
     watch_cmd,
 )
 from rtool.context import AppContext
-from rtool.core.errors import RtoolError
 
-cli = typer.Typer(
+cli = errors.group(
+    errors.DEFAULT,
     name="rtool",
     help="Keep long ML training runs on Slurm alive and watched.\n\n"
     "Watchdogs, a Slurm crontab emulator, sbatch templates with arrays and signals, "
@@ -42,12 +41,6 @@ cli = typer.Typer(
 )
 
 _DEBUG = False
-# typer >= 0.2x vendors click as typer._click; older releases use click itself.
-_click: Any = importlib.import_module(
-    "typer._click.exceptions" if importlib.util.find_spec("typer._click") else "click.exceptions"
-)
-_EXIT = (typer.Exit, getattr(_click, "Exit", typer.Exit))
-_ABORT = (typer.Abort, getattr(_click, "Abort", typer.Abort))
 
 
 @cli.callback()
@@ -99,24 +92,30 @@ def main(argv: list[str] | None = None) -> int:
     _DEBUG = "--debug" in (argv if argv is not None else sys.argv[1:])
     try:
         rv = typer.main.get_command(cli).main(args=argv, prog_name="rtool", standalone_mode=False)
-    except _click.ClickException as exc:
-        exc.show()
-        return 2
-    except _EXIT as exc:
-        return int(getattr(exc, "exit_code", 0))
-    except _ABORT:
-        typer.echo("Aborted.", err=True)
-        return 1
-    except RtoolError as exc:
+    except errors.PASS_THROUGH as exc:
+        return _passed(exc)
+    except Exception as exc:
         _report(exc)
-        return exc.exit_code
-    except KeyboardInterrupt:
-        typer.echo("Interrupted.", err=True)
-        return 130
+        return errors.exit_code(exc)
     return int(rv) if isinstance(rv, int) else 0
 
 
+def _passed(exc: BaseException) -> int:
+    """`--help`, typer.Exit, Abort and Ctrl-C: not errors."""
+    if isinstance(exc, KeyboardInterrupt):
+        typer.echo("Interrupted.", err=True)
+        return 130
+    if isinstance(exc, (typer.Abort, errors.click_exceptions.Abort)):
+        typer.echo("Aborted.", err=True)
+        return 1
+    return int(getattr(exc, "exit_code", 0))
+
+
 def _report(exc: BaseException) -> None:
+    """One line (a config error lists its problems); the traceback only with --debug."""
     if _DEBUG:
         traceback.print_exception(type(exc), exc, exc.__traceback__)
-    typer.echo(f"rtool: {exc}", err=True)
+    if isinstance(exc, errors.click_exceptions.NoArgsIsHelpError):
+        exc.show()  # the group's help
+        return
+    typer.echo(errors.message(exc), err=True)

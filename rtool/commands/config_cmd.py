@@ -6,10 +6,12 @@ import json
 
 import typer
 
+from rtool.commands import errors
 from rtool.context import get_context
 from rtool.core.config import find_config_path, redacted
 
-app = typer.Typer(
+app = errors.group(
+    errors.DEFAULT,
     help="Check and show the config file.\n\n"
     "Examples:\n\n"
     "  rtool config check\n\n"

@@ -7,12 +7,14 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from rtool.commands import errors
 from rtool.context import get_context
 
 if TYPE_CHECKING:
     from cron.tick import TickEnv
 
-app = typer.Typer(
+app = errors.group(
+    errors.DEFAULT,
     help="A crontab for Slurm clusters: a self-resubmitting scheduler job that runs "
     "cron.hourly/, cron.daily/, cron.weekly/ and cron.d/ without drift or duplicates.\n\n"
     "Example: rtool cron init ~/rtool-cron && rtool cron start",

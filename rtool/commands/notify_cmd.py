@@ -7,10 +7,12 @@ import time
 
 import typer
 
+from rtool.commands import errors
 from rtool.context import get_context
 from rtool.core.errors import UsageError
 
-app = typer.Typer(
+app = errors.group(
+    errors.DEFAULT,
     help="Alert channels (email, Slack, webhook, log) and the outbox.\n\n"
     "Examples:\n\n"
     "  rtool notify test                  # a test alert through every channel\n\n"

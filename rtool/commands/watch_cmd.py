@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from rtool.commands import errors
 from rtool.context import get_context
 from rtool.core.errors import UsageError
 
@@ -21,7 +22,8 @@ if TYPE_CHECKING:
 
     from watchdogs.base import Watchdog
 
-app = typer.Typer(
+app = errors.group(
+    errors.WATCH,
     help="Watchdogs for a training run: job, log, disk, memory, or all from the config.\n\n"
     "Exit codes like a monitoring plugin: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.\n\n"
     "Example: rtool watch disk /scratch --max-used 80% --tee logs/train.log",

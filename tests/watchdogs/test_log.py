@@ -149,4 +149,4 @@ def test_hang_dumps_stacks_once(tmp_path, state):
 
 def test_bad_on_hang_is_a_usage_error(tmp_path, cli):
     r = cli("watch", "log", str(tmp_path / "x"), "--on-hang", "reboot")
-    assert r.code == 2 and "--on-hang" in r.err and "Traceback" not in r.err
+    assert r.code == 3 and "--on-hang" in r.err and "Traceback" not in r.err

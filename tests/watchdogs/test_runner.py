@@ -98,7 +98,7 @@ def test_bad_config_entry_is_one_clear_error(tmp_path, cli):
     cfg = tmp_path / "bad.toml"
     cfg.write_text('[[watch.disk]]\npath = "/"\nmax_used = "120%"\nbogus = 1\n')
     r = cli("--config", str(cfg), "watch", "all")
-    assert r.code == 2 and "watch.disk" in r.err and "Traceback" not in r.err
+    assert r.code == 3 and "watch.disk" in r.err and "Traceback" not in r.err
 
 
 class Boom:
