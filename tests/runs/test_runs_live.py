@@ -1,0 +1,143 @@
+"""The run view on the real local Slurm (this cluster has no accounting: degraded mode, from the
+batch script's records, heartbeats and squeue): a crash loop found after two attempts with its
+CUDA OOM signature and the rest of the array held; exhausted without finished(); a stalled
+run; a finished run reads as finished for the job and run watchdogs."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from rtool.core.slurm import Slurm
+from tests.conftest import CliResult
+from tests.helpers import wait_for
+
+ROOT = Path(__file__).resolve().parents[2]
+TOY = ROOT / "examples" / "train_toy.py"
+CRASH = """\
+import sys
+print("loading model", flush=True)
+sys.stderr.write(
+    "Traceback (most recent call last):\\n"
+    '  File "train.py", line 40, in <module>\\n'
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\\n"
+)
+sys.exit(1)
+"""
+
+Cli = Callable[..., CliResult]
+
+
+def _watch(cli: Cli, *args: str) -> tuple[int, dict]:  # type: ignore[type-arg]
+    res = cli("watch", "run", *args, "--no-notify", "--json")
+    assert res.code in (0, 1, 2, 3), res.err
+    doc = json.loads(res.out)
+    return res.code, doc["results"][0]
+
+
+def _submit(cli: Cli, script: Path, name: str, array: str, hb: Path, *more: str) -> str:
+    res = cli(
+        "submit",
+        str(script),
+        "--job-name",
+        name,
+        "--array",
+        array,
+        "--heartbeat",
+        str(hb),
+        "--python",
+        sys.executable,
+        "--time",
+        "0:20:00",
+        "--parsable",
+        *more,
+    )
+    assert res.code == 0, res.err
+    return res.out.strip().splitlines()[-1]
+
+
+@pytest.mark.slurm
+@pytest.mark.timeout(120)
+def test_crash_loop_held_after_two_attempts_with_its_signature(
+    cli: Cli, slurm: Slurm, job_name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    script = tmp_path / "crash.py"
+    script.write_text(CRASH)
+    hb = tmp_path / "hb.json"
+    job = _submit(cli, script, job_name, "0-9%1", hb)
+    args = (job_name, "--heartbeat", str(hb), "--log", f"{job_name}-%A_%a.out", "--short", "2m")
+
+    def looping() -> tuple[int, dict] | None:  # type: ignore[type-arg]
+        code, res = _watch(cli, *args)
+        return (code, res) if code == 2 else None
+
+    _, res = wait_for(looping, 60, 0.5, "the crash loop")  # type: ignore[misc]
+    summary, fields = res["summary"], res["fields"]
+    assert "crash loop" in summary and "CUDA out of memory" in summary, summary
+    assert f"scontrol release {job}" in summary and fields["release"] == f"scontrol release {job}"
+    assert fields["signature"] == "CUDA out of memory" and fields["state"] == "ENDED"
+    assert fields["exit_code"] == "exit 1" and "OutOfMemoryError" in fields["log_tail"]
+    assert fields["source"] == "degraded (no accounting)"
+    assert int(fields["attempts"]) <= 3  # found after two attempts (a third may have started)
+    # the rest of the array is held, not burned
+    pending = wait_for(
+        lambda: [j for j in slurm.squeue(names=[job_name]) if j.state == "PENDING"], 20, 0.5
+    )
+    assert all(j.reason in ("JobHeldUser", "JobHeldAdmin") for j in pending), (pending, fields)  # type: ignore[union-attr]
+    # the job watchdog does not call the held, crash-looping array's pending tasks OK
+    jres = cli("watch", "job", "--name", job_name, "--no-notify")
+    assert jres.code == 2 and "crash-looping" in jres.out, jres.out
+    hist = cli("history", job_name, "--heartbeat", str(hb), "--log", f"{job_name}-%A_%a.out")
+    assert hist.code == 0 and "CUDA out of memory" in hist.out and "degraded mode" in hist.out
+
+
+@pytest.mark.slurm
+@pytest.mark.timeout(120)
+def test_exhausted_without_finished_then_a_finished_run(
+    cli: Cli, slurm: Slurm, job_name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    run = tmp_path / "run"
+    hb = run / "heartbeat.json"
+    # a training that hangs at step 15: stalled; cancelled: exhausted without finished()
+    toy = f"--steps 100 --step-seconds 0.05 --dir {run} --hang-at 15"
+    _submit(cli, TOY, job_name, "0-1%1", hb, "--args", toy)
+    args = (job_name, "--heartbeat", str(hb), "--crash-loop", "9", "--stalled", "3s")
+
+    def stalled() -> dict | None:  # type: ignore[type-arg]
+        code, res = _watch(cli, *args)
+        return res if code == 2 and "stalled" in res["summary"] else None
+
+    res = wait_for(stalled, 60, 1, "stalled")
+    assert "highest step 14 not grown" in res["summary"], res["summary"]  # type: ignore[index]
+    slurm.scancel(name=job_name)
+
+    def exhausted() -> dict | None:  # type: ignore[type-arg]
+        code, res = _watch(cli, *args)
+        return res if code == 2 and "exhausted" in res["summary"] else None
+
+    res = wait_for(exhausted, 30, 1, "exhausted")
+    assert "exhausted without finished() at step 14" in res["summary"], res  # type: ignore[index]
+    # a second run that finishes: finished() cancels the rest of its array, and neither the
+    # job watchdog nor the run watchdog calls that anything but finished
+    name2 = job_name + "-ok"
+    run2 = tmp_path / "run2"
+    hb2 = run2 / "heartbeat.json"
+    toy2 = f"--steps 20 --step-seconds 0.05 --dir {run2}"
+    try:
+        _submit(cli, TOY, name2, "0-3%1", hb2, "--args", toy2)
+        wait_for(lambda: not slurm.squeue(names=[name2], states="PENDING,RUNNING"), 60, 0.5)
+        code, res = _watch(cli, name2, "--heartbeat", str(hb2))
+        assert code == 0 and "finished at step" in res["summary"], res
+        (tmp_path / "rtool.toml").write_text(
+            f'[[watch.job]]\nname = "{name2}"\nheartbeat = "{hb2}"\n'
+        )
+        jres = cli("--config", str(tmp_path / "rtool.toml"), "watch", "all", "--no-notify")
+        assert jres.code == 0 and "finished" in jres.out, jres.out
+    finally:
+        slurm.scancel(name=name2)
