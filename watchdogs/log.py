@@ -25,6 +25,8 @@ from rtool.core.heartbeat import Heartbeat, HeartbeatFormatError, RunState
 from rtool.core.proc import ProcError
 from rtool.core.slurm import RUNNING_STATES, SqueueJob
 from rtool.core.units import format_duration
+from runs import describe, store
+from runs.model import Ledger
 from watchdogs.base import CheckResult, ProbeEnv, SqueueQuery
 from watchdogs.config import LogWatch
 from watchdogs.job import own_job_ids
@@ -52,6 +54,7 @@ class LogObservation:
     jobs: list[SqueueJob] = field(default_factory=list)  # those jobs
     job_error: str | None = None
     host: str = field(default_factory=socket.gethostname)
+    run: Ledger | None = None  # the stored ledger of the run named job_name (rtool watch run)
 
 
 def advance(prev: dict[str, Any] | None, cur: dict[str, Any], now: float) -> dict[str, Any]:
@@ -116,6 +119,7 @@ class LogWatchdog:
                     _observe(env, o, out.data["logstat"])
             if o.spec.job_name:
                 _job_state(env, o)
+                o.run = store.load(env.state, o.spec.job_name)
         return [o for o, _, _ in started]
 
     def check(self, probe_output: list[LogObservation], now: float) -> list[CheckResult]:
@@ -258,6 +262,9 @@ def check_one(o: LogObservation, now: float) -> CheckResult:
         return CheckResult("log", what, Status.OK, note, fields)
     token = f"{what}:{last}"
     actions = _hang_actions(o, hb)
+    if o.run is not None and o.run.last is not None:
+        fields.update(describe.fields(o.run.last))  # which attempt, nodes, log tail
+        stale += f"; {describe.phrase(o.run.last)}"
     return CheckResult("log", what, Status.CRITICAL, stale, fields, actions, token)
 
 
