@@ -25,6 +25,10 @@ max_used = "95%"
 name = "train-10b"
 heartbeat = "ckpt/heartbeat.json"
 log = "logs/train-10b-%A_%a.out"
+
+[[watch.cron]]                   # is the `rtool cron` chain alive? ([cron] gives the defaults)
+dir = "~/rtool-cron"
+grace = "15m"
 ```
 """
 
@@ -133,6 +137,15 @@ class MemoryWatch(Section):
     timeout: Duration | None = None
 
 
+class CronWatchEntry(Section):
+    """One `[[watch.cron]]` entry; what it leaves out comes from the `[cron]` section."""
+
+    #: The cron folder (default: [cron] dir).
+    dir: str | None = None
+    #: CRITICAL when the last tick is older than the tick period plus this (default: [cron] grace).
+    grace: Duration | None = None
+
+
 class WatchConfig(Section):
     timeout: Duration = 10.0
     job: list[JobWatch] = []
@@ -141,3 +154,4 @@ class WatchConfig(Section):
     memory: list[MemoryWatch] = []
     #: Runs followed across their attempts (entries documented in runs/config.py).
     run: list[RunWatch] = []
+    cron: list[CronWatchEntry] = []

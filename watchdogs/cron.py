@@ -11,12 +11,13 @@ from typing import Any
 
 from cron.chain import active_jobs
 from cron.config import CronConfig
-from cron.store import CronStore, chain_name
+from cron.store import CronStore, chain_name, resolve_dir
 from rtool.core.alert import Status
 from rtool.core.proc import ProcError
 from rtool.core.slurm import SqueueJob
 from rtool.core.units import format_duration
 from watchdogs.base import CheckResult, ProbeEnv, SqueueQuery
+from watchdogs.config import CronWatchEntry
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,11 @@ class CronWatch:
 
 def spec_from_config(cfg: CronConfig, directory: Path, grace: float | None = None) -> CronWatch:
     return CronWatch(directory, cfg.tick_period, cfg.grace if grace is None else grace)
+
+
+def specs_from_entries(entries: list[CronWatchEntry], cfg: CronConfig) -> list[CronWatch]:
+    """`[[watch.cron]]` entries as specs; what an entry leaves out comes from `[cron]`."""
+    return [spec_from_config(cfg, resolve_dir(e.dir or cfg.dir), e.grace) for e in entries]
 
 
 @dataclass

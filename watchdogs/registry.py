@@ -10,9 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from cron.config import CronConfig
 from watchdogs.base import Watchdog
 from watchdogs.config import WatchConfig
-from watchdogs.cron import CronWatchdog
+from watchdogs.cron import CronWatchdog, specs_from_entries
 from watchdogs.disk import DiskWatchdog
 from watchdogs.job import JobWatchdog
 from watchdogs.log import LogWatchdog
@@ -26,7 +27,7 @@ REGISTRY: dict[str, Callable[[list[Any], float], Watchdog]] = {
     "disk": DiskWatchdog,
     "memory": MemoryWatchdog,
     "run": RunWatchdog,
-    "cron": CronWatchdog,  # built by `rtool watch cron` from [cron] (no [[watch.cron]] entries)
+    "cron": CronWatchdog,  # [[watch.cron]] entries, completed from [cron] (see from_config)
 }
 
 
@@ -34,11 +35,14 @@ def build(name: str, specs: list[Any], timeout: float) -> Watchdog:
     return REGISTRY[name](specs, timeout)
 
 
-def from_config(watch: WatchConfig) -> list[Watchdog]:
-    """One watchdog per registered name that has entries in the [watch] section."""
+def from_config(watch: WatchConfig, cron: CronConfig | None = None) -> list[Watchdog]:
+    """One watchdog per registered name that has entries in the [watch] section.
+    `[[watch.cron]]` entries take their folder, tick period and grace defaults from `cron`."""
     out = []
     for name, factory in REGISTRY.items():
         specs = list(getattr(watch, name, None) or [])
+        if name == "cron":
+            specs = specs_from_entries(specs, cron or CronConfig())
         if specs:
             out.append(factory(specs, watch.timeout))
     return out

@@ -68,7 +68,7 @@ def _run(
     if not watchdogs:
         typer.echo(
             "rtool: nothing to watch: the config has no [[watch.job]], [[watch.log]], "
-            "[[watch.disk]], [[watch.memory]] or [[watch.run]] entries",
+            "[[watch.disk]], [[watch.memory]], [[watch.run]] or [[watch.cron]] entries",
             err=True,
         )
         return 3
@@ -300,7 +300,8 @@ def all_cmd(
     tee: Path | None = _TEE,
     timeout: str | None = _TIMEOUT,
 ) -> int:
-    """Every watch.job/log/disk/memory/run entry of the config in one sweep (worst wins).
+    """Every [[watch.job]], [[watch.log]], [[watch.disk]], [[watch.memory]], [[watch.run]]
+    and [[watch.cron]] entry of the config in one sweep; the worst status is the exit code.
 
     Example: rtool --config rtool.toml watch all --tee logs/train.log
     """
@@ -310,7 +311,7 @@ def all_cmd(
     cfg = get_context(ctx).config
 
     def build(t: float) -> list[Watchdog]:
-        built = from_config(cfg.watch.model_copy(update={"timeout": t}))
+        built = from_config(cfg.watch.model_copy(update={"timeout": t}), cfg.cron)
         for w in built:
             if isinstance(w, RunWatchdog):
                 w.configure(cfg.runs)
