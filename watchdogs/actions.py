@@ -6,7 +6,12 @@ Each (action, token) pair runs once: a hang that persists across sweeps is acted
 from __future__ import annotations
 
 import logging
+import os
+import shlex
+import shutil
+import sysconfig
 import time
+from pathlib import Path
 from typing import Any
 
 from rtool.core.proc import ProcError, ProcNotFound, run
@@ -18,26 +23,42 @@ log = logging.getLogger(__name__)
 
 DONE_FILE = "watch/actions-done.json"
 MAX_STACKS = 8000
-_JOB_DUMP = 'for p in $(pgrep -u "$(id -u)" -f python); do py-spy dump --pid "$p"; done'
+#: Run by `srun --jobid=J --overlap` inside the job: dump every python process of that job (its
+#: SLURM_JOB_ID and, when known, its job name $1 in /proc/PID/environ), not every python
+#: process of the user on that node.
+_JOB_DUMP = """for p in $(pgrep -u "$(id -u)" python); do
+  [ "$p" = $$ ] && continue
+  e=$(tr '\\0' '\\n' </proc/"$p"/environ 2>/dev/null) || continue
+  printf '%s\\n' "$e" | grep -qxF "SLURM_JOB_ID=$SLURM_JOB_ID" || continue
+  [ -z "$1" ] || printf '%s\\n' "$e" | grep -qxF "SLURM_JOB_NAME=$1" || continue
+  {} dump --pid "$p"
+done"""
 
 
-def numeric_job_id(job: str, slurm: Slurm) -> str:
-    """The job's own numeric id: an array task `A_T` is resolved through `scontrol show job`
-    (`srun --jobid=A_T` is rejected as "Invalid numeric value")."""
-    if job.isdigit():
-        return job
-    records = slurm.show_job(job)
-    return (records[0].get("JobId") or job) if records else job
+def py_spy() -> str:
+    """The py-spy installed with rtool (a dependency: its wheel puts it beside rtool's own
+    scripts, which need not be on PATH under cron or Slurm), else the one on PATH."""
+    beside = Path(sysconfig.get_path("scripts")) / "py-spy"
+    if beside.is_file() and os.access(beside, os.X_OK):
+        return str(beside)
+    return shutil.which("py-spy") or "py-spy"
 
 
 def dump_argv(target: str, slurm: Slurm) -> list[str]:
     """`py-spy dump` of a local pid (`pid:N`), or `srun` into a job (`job:N`, `job:A_T`)
-    dumping its python processes."""
+    dumping the python processes of that job."""
     kind, _, ident = target.partition(":")
     if kind == "pid":
-        return ["py-spy", "dump", "--pid", ident]
-    jobid = numeric_job_id(ident, slurm)
-    return ["srun", f"--jobid={jobid}", "--overlap", "--ntasks-per-node=1", "sh", "-c", _JOB_DUMP]
+        return [py_spy(), "dump", "--pid", ident]
+    try:
+        records = slurm.show_job(ident)
+    except ProcError:
+        records = []
+    record = records[0] if records else {}
+    jobid = record.get("JobId") or ident
+    script = _JOB_DUMP.format(shlex.quote(py_spy()))
+    srun = ["srun", f"--jobid={jobid}", "--overlap", "--ntasks-per-node=1"]
+    return [*srun, "sh", "-c", script, "rtool-dump", record.get("JobName", "")]
 
 
 def dump_stacks(target: str, slurm: Slurm, timeout: float) -> str:
@@ -46,7 +67,7 @@ def dump_stacks(target: str, slurm: Slurm, timeout: float) -> str:
         argv = dump_argv(target, slurm)
         res = run(argv, timeout=timeout, check=False)
     except ProcNotFound:
-        return f"{argv[0]} is not installed"
+        return f"{Path(argv[0]).name} is not installed"
     except ProcError as exc:
         return str(exc)
     text = (res.stdout + res.stderr).strip() or f"no output (exit code {res.returncode})"

@@ -56,6 +56,10 @@ class Inbox:
     def channels(self) -> list[str]:
         return ["log", *(["email", "slack"] if self.smtp is not None else [])]
 
+    def alert_lines(self) -> list[str]:
+        """The log channel's lines as written (with every field of the alert)."""
+        return _lines(self.alerts_log)
+
     def all(self) -> list[Message]:
         out = [Message("log", log_title(line)) for line in _lines(self.alerts_log)]
         if self.smtp is not None:

@@ -4,7 +4,6 @@ records an Event; a step that cannot go on raises StepFailed (or WaitTimeout).""
 from __future__ import annotations
 
 import re
-import shutil
 import time
 
 from rtool.core.slurm.parse import ParseError, parse_slurm_timestamp
@@ -111,10 +110,7 @@ def hang(d: Demo) -> None:
     t_hang = time.monotonic()
     n.ok(f"task {task} hangs at step {info} (its log stops growing)")
     n.say(f"the log watchdog calls a log silent for {t.stale} s a hang (at the next tick)")
-    if shutil.which("py-spy"):
-        n.note("py-spy is installed: the alert carries a stack dump of the hung job")
-    else:
-        n.note("py-spy is not installed: the alert carries no stack dump (pip install py-spy)")
+    n.say("the alert carries a py-spy stack dump of the hung task (py-spy comes with rtool)")
     n.wait(
         "the log watchdog's alert (it needs a silence of --stale and a tick)",
         lambda: _first(d, resolved=False),
@@ -122,6 +118,9 @@ def hang(d: Demo) -> None:
     )
     detect = time.monotonic() - t_hang
     n.ok(f"the alert went out {detect:.0f} s after the hang")
+    dump = stack_dump(d)
+    for line in dump:
+        n.note(line)
     task_id = f"{d.ids[TRAIN]}_{task}"
     restarts = n.wait(
         f"the watchdog's requeue of {task_id}", lambda: _restarts(d, task) or None, 30
@@ -140,7 +139,7 @@ def hang(d: Demo) -> None:
     n.ok(f"resolved notice sent {time.monotonic() - t_resume:.0f} s after the resume")
     d.record(
         "hang",
-        first == saved + 1,
+        first == saved + 1 and _shows_the_hang(dump),
         f"task {task} hung at step {info}: alert {detect:.0f} s later, {task_id} requeued, "
         f"task {task2} resumed at step {first}, resolved {resolved:.0f} s after the hang",
         hang_step=info,
@@ -149,7 +148,33 @@ def hang(d: Demo) -> None:
         resumed_at=first,
         redone=redone,
         resolved_seconds=round(resolved, 1),
+        stack_dump=dump,
     )
+
+
+_FRAME = re.compile(r"(\S+) \(([^()\s]+\.py):(\d+)\)")
+
+
+def stack_dump(d: Demo) -> list[str]:
+    """The py-spy dump the log watchdog's first alert carried (on the log channel's line, where
+    newlines are spaces): its process line and frames, innermost first."""
+    for line in d.inbox.alert_lines():
+        if "] log " not in line or "RESOLVED" in line:
+            continue
+        if " stacks=" not in line:
+            return ["the alert carries no stack dump"]
+        dump = line.split(" stacks=", 1)[1]
+        process = re.search(r"Process \d+: .*?(?= Python v| Thread |$)", dump)
+        frames = [f"  {m[1]} ({m[2]}:{m[3]})" for m in _FRAME.finditer(dump)]
+        if not frames:
+            return [f"stack dump: {dump[:200]}"]
+        head = process[0] if process else "a process of the job"
+        return [f"stack dump in the alert: {head}", *frames[:6]]
+    return ["no alert of the log watchdog"]
+
+
+def _shows_the_hang(dump: list[str]) -> bool:
+    return any("train_toy.py" in line for line in dump[1:])
 
 
 def _hung(d: Demo, pid: int) -> tuple[int] | None:

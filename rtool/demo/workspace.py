@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -204,7 +203,7 @@ def config_text(ws: Workspace, t: Timing, smtp_port: int | None, slack: bool) ->
         f'stale = "{t.stale}s"',
         f"job_name = {_s(TRAIN)}",
         'on_hang = "requeue"',
-        f"dump_stacks = {'true' if shutil.which('py-spy') else 'false'}",
+        "dump_stacks = true",
         "",
         "[submit]",
         f"python = {_s(sys.executable)}",

@@ -95,6 +95,12 @@ def test_hang_detected_requeued_and_resumed(demo: Any) -> None:
     out = (root / "train" / f"demo-train-{requeued}.out").read_text()
     assert "hanging at step" in out  # the hung run
     assert "is present; exiting without starting the run" in out  # its requeued run
+    # py-spy comes with rtool: the alert carried the hung toy's stack, and the demo showed it
+    dump = data["stack_dump"]
+    assert dump[0].startswith("stack dump in the alert: Process "), dump
+    assert any("train_toy.py:" in line for line in dump[1:]), dump
+    res, _, _ = demo
+    assert "stack dump in the alert: Process " in res.stdout
 
 
 @pytest.mark.timeout(480)

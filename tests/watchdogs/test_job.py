@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import socket
+import sys
 import time
 from pathlib import Path
 
@@ -151,9 +152,46 @@ def test_stack_dump_srun_targets_an_array_task_by_its_numeric_id(slurm, job_name
         [record] = slurm.show_job(task)
         assert argv[:3] == ["srun", f"--jobid={record['JobId']}", "--overlap"]
         ids.append(record["JobId"])
-        res = run([*argv[:-1], "echo $SLURM_JOB_ID"], timeout=30, check=False)
+        assert argv[4:6] == ["sh", "-c"] and argv[-1] == job_name  # dumps this job's python only
+        res = run([*argv[:6], "echo $SLURM_JOB_ID"], timeout=30, check=False)
         assert (res.returncode, res.stdout.strip()) == (0, record["JobId"]), res.stderr
     assert all(i.isdigit() for i in ids) and len(set(ids)) == 2
+
+
+def test_stack_dump_of_a_job_shows_its_hung_python_and_no_other(slurm, job_name, tmp_path):
+    """`dump:job:J` runs py-spy (rtool's dependency) through srun inside the job, on the
+    python processes of that job only (not every python process of the user on the node)."""
+    from watchdogs.actions import dump_stacks
+
+    script = tmp_path / "hung.py"
+    script.write_text(
+        "import threading\n"
+        "def stuck_in_the_job():\n"
+        "    threading.Event().wait()\n"
+        "stuck_in_the_job()\n"
+    )
+    job = submit(slurm, job_name, wrap=f"exec {sys.executable} {script}")
+    try:
+        wait_for(lambda: state_of(slurm, job)[0] == "RUNNING", 30, 0.2, "the job to run")
+        wait_for(lambda: _job_python(job), 30, 0.2, "the job's python to start")
+        stacks = dump_stacks(f"job:{job}", slurm, 60)
+        assert "stuck_in_the_job (hung.py:3)" in stacks, stacks
+        assert stacks.count("Process ") == 1, stacks  # pytest itself is not dumped
+    finally:
+        slurm.scancel([job])
+        wait_for(lambda: not _job_python(job), 30, 0.2, "the job's python to be killed")
+
+
+def _job_python(job: str) -> bool:
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            env = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if f"SLURM_JOB_ID={job}".encode() in env and b"hung.py" in cmd:
+            return True
+    return False
 
 
 def test_a_previous_runs_heartbeat_is_not_a_hang_of_the_running_job(slurm, job_name, tmp_path):

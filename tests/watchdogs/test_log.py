@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -130,21 +133,46 @@ def test_done_marker_means_finished(tmp_path, state):
     assert res.status == Status.OK and "finished" in res.summary
 
 
-def test_hang_dumps_stacks_once(tmp_path, state):
-    log = tmp_path / "train.out"
+#: A real hung Python process: it blocks forever in a function whose name py-spy must show.
+HUNG = """
+import threading
+def wait_for_a_batch_that_never_comes():
+    print("ready", flush=True)
+    threading.Event().wait()
+wait_for_a_batch_that_never_comes()
+"""
+
+
+@pytest.fixture
+def hung_python() -> Iterator[subprocess.Popen[str]]:
+    proc = subprocess.Popen([sys.executable, "-c", HUNG], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
+        yield proc
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_hang_alert_carries_a_py_spy_dump_of_the_hung_process(tmp_path, cli, hung_python):
+    """py-spy is a dependency: the alert of a hang carries the hung process's stack out of
+    the box, once per hang."""
+    log, alerts = tmp_path / "train.out", tmp_path / "alerts.log"
     log.write_text("x")
     age(log, 3600)
-    res = sweep(state, path=str(log), stale="30m", dump_stacks=True, pid=os.getpid())
-    assert res.status == Status.CRITICAL
-    assert res.actions == [f"dump:pid:{os.getpid()}"]
-    from rtool.core.slurm import Slurm
-    from watchdogs import actions
-
-    actions.apply([res], state, Slurm(timeout=5), 5)
-    assert "py-spy" in res.fields["stacks"]  # its dump, or "py-spy is not installed"
-    again = sweep(state, path=str(log), stale="30m", dump_stacks=True, pid=os.getpid())
-    actions.apply([again], state, Slurm(timeout=5), 5)
-    assert "stacks" not in again.fields  # same hang: not dumped twice
+    cfg = tmp_path / "rtool.toml"
+    cfg.write_text(f'[state]\ndir = "{tmp_path / "state"}"\n[notify.log]\npath = "{alerts}"\n')
+    pid = str(hung_python.pid)
+    args = ("--config", str(cfg), "watch", "log", str(log), "--dump-stacks", "--pid", pid)
+    r = cli(*args, "--stale", "30m", "--json")
+    assert r.code == 2, r.out + r.err
+    stacks = json.loads(r.out)["results"][0]["fields"]["stacks"]
+    assert f"Process {pid}" in stacks, stacks
+    assert "wait_for_a_batch_that_never_comes (<string>:" in stacks, stacks
+    [line] = alerts.read_text().splitlines()
+    assert "CRITICAL" in line and "wait_for_a_batch_that_never_comes" in line
+    again = cli(*args, "--stale", "30m", "--json")
+    assert "stacks" not in json.loads(again.out)["results"][0]["fields"]  # same hang: once
 
 
 def test_bad_on_hang_is_a_usage_error(tmp_path, cli):
