@@ -23,7 +23,7 @@ import re
 
 from pydantic import field_validator
 
-from rtool.core.config.types import Duration, Section
+from rtool.core.config.types import Duration, PositiveDuration, Section
 
 WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
 
@@ -59,14 +59,14 @@ class CronConfig(Section):
     daily_at: str = "00:00"
     weekly_on: str = "mon"
     #: Timeout of one executable or cron.d command run inside the scheduler's job.
-    job_timeout: Duration = 30 * 60.0
+    job_timeout: PositiveDuration = 30 * 60.0
     #: `rtool watch cron`: CRITICAL when the last tick is older than the tick period + grace.
     grace: Duration = 10 * 60.0
     #: Healthchecks-style URL each tick GETs (`<url>/fail` when a job failed). Prefer
     #: ping_url_env (the name of an environment variable holding it): such URLs are secrets.
     ping_url: str | None = None
     ping_url_env: str | None = None
-    ping_timeout: Duration = 10.0
+    ping_timeout: PositiveDuration = 10.0
 
     @field_validator("daily_at")
     @classmethod

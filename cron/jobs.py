@@ -9,17 +9,20 @@
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
 from cron.crontab import CronLine, parse_cron_file
 from cron.slots import PERIODS
+from rtool.core.safeio import UnsafeFileError, read_bounded, trust_problem
 
 SUBDIRS = (*(f"cron.{p}" for p in PERIODS), "cron.d", "logs")
 _QUIET_SUFFIXES = (".example", ".disabled", ".bak", ".swp", ".orig", "~", ".md", ".txt")
 
 Kind = Literal["exec", "slurm", "line"]
+MAX_CRONTAB = 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -31,10 +34,20 @@ class Job:
     line: CronLine | None = None
 
 
+@dataclass(frozen=True)
+class Refused:
+    """A job file not run because another user could have written it."""
+
+    name: str  # "cron.hourly/check.sh", "cron.d/backup"
+    path: Path
+    why: str
+
+
 @dataclass
 class Scan:
     jobs: list[Job] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    refused: list[Refused] = field(default_factory=list)
 
     def by_period(self, period: str) -> list[Job]:
         return [j for j in self.jobs if j.period == period]
@@ -56,7 +69,13 @@ def quietly_ignored(filename: str) -> bool:
 
 def classify(path: Path) -> Kind | str:
     """`slurm`, `exec`, or the reason the file is skipped."""
-    if not path.is_file():
+    try:
+        st = path.lstat()
+    except OSError as exc:
+        return f"cannot stat: {exc.strerror}"
+    if stat.S_ISLNK(st.st_mode):
+        st = path.stat() if path.exists() else st
+    if not stat.S_ISREG(st.st_mode):
         return "not a regular file"
     if path.suffix == ".slurm":
         return "slurm"
@@ -73,6 +92,8 @@ def scan(root: Path) -> Scan:
         for path in _entries(folder):
             kind = classify(path)
             name = f"cron.{period}/{path.name}"
+            if kind in ("slurm", "exec") and _refuse(result, name, path):
+                continue
             if kind in ("slurm", "exec"):
                 result.jobs.append(Job(name, kind, period, path))  # type: ignore[arg-type]
             else:
@@ -81,10 +102,13 @@ def scan(root: Path) -> Scan:
         if not path.is_file():
             result.warnings.append(f"cron.d/{path.name}: skipped (not a regular file)")
             continue
+        if _refuse(result, f"cron.d/{path.name}", path):
+            continue
         try:
-            text = path.read_text(errors="replace")
-        except OSError as exc:
-            result.warnings.append(f"cron.d/{path.name}: cannot read ({exc.strerror})")
+            text = read_bounded(path, MAX_CRONTAB)
+        except (OSError, UnsafeFileError) as exc:
+            why = exc.strerror if isinstance(exc, OSError) else str(exc)
+            result.warnings.append(f"cron.d/{path.name}: cannot read ({why})")
             continue
         lines, problems = parse_cron_file(path.name, text)
         result.jobs.extend(Job(ln.name, "line", None, path, ln) for ln in lines)
@@ -92,6 +116,20 @@ def scan(root: Path) -> Scan:
             f"cron.d/{p.file}:{p.lineno}: skipped ({p.message})" for p in problems
         )
     return result
+
+
+def _refuse(result: Scan, name: str, path: Path) -> bool:
+    """Record (and return True for) a job file that is not the user's or root's alone: owned by
+    someone else, or writable by group or others (they could make it run anything as you)."""
+    try:
+        problem = trust_problem(path, path.lstat()) or trust_problem(path)
+    except OSError as exc:
+        problem = f"cannot stat it: {exc.strerror}"
+    if problem is None:
+        return False
+    result.refused.append(Refused(name, path, problem))
+    result.warnings.append(f"{name}: not run ({problem})")
+    return True
 
 
 def _entries(folder: Path) -> list[Path]:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from cron import chain, crontab, slots
 from cron.cleanup import remove_old_logs
-from cron.jobs import Job, Scan, scan
+from cron.jobs import Job, Refused, Scan, scan
 from cron.runner import JobResult, run_job, slurm_outcome
 from cron.store import CronStore
 from rtool.core.alert import Alert, Status
@@ -136,6 +136,7 @@ def run_due(env: TickEnv, store: CronStore, now: float, report: TickReport) -> N
     report.warnings.extend(found.warnings)
     for warning in found.warnings:
         log.warning("%s", warning)
+    report.alerts.extend(refused_alert(r, env.root) for r in found.refused)
     _check_submitted(env, store, data, report)
     specs = slots.periods(env.cron)
     for p in specs:
@@ -241,6 +242,13 @@ def job_alert(result: JobResult, root: Path) -> Alert:
     if result.job_id:
         fields["slurm_job"] = result.job_id
     return Alert(f"cron:{result.name}", status, summary, fields, time.time())
+
+
+def refused_alert(refused: Refused, root: Path) -> Alert:
+    """CRITICAL `cron:<job>`: a job file another user could have written is not run."""
+    summary = f"{refused.name}: not run, {refused.why}"
+    fields = {"job": refused.name, "dir": str(root), "status": "refused", "path": str(refused.path)}
+    return Alert(f"cron:{refused.name}", Status.CRITICAL, summary, fields, time.time())
 
 
 def _scheduler_alert(report: TickReport, root: Path) -> Alert:

@@ -10,7 +10,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from rtool.core.config.types import Duration, Section
+from rtool.core.config.types import Duration, PositiveDuration, Section
 
 StatusName = Literal["OK", "WARNING", "CRITICAL", "UNKNOWN"]
 ChannelName = Literal["email", "slack", "webhook", "log"]
@@ -23,7 +23,7 @@ class ChannelSection(Section):
     #: Send the resolved notice to this channel when an alert it received is over.
     resolved: bool = True
     #: Timeout of every network call of this channel.
-    timeout: Duration = 10.0
+    timeout: PositiveDuration = 10.0
 
 
 class EmailConfig(ChannelSection):

@@ -10,7 +10,7 @@ from pathlib import Path
 from cron.config import CronConfig
 from notify.config import NotifyConfig
 from rtool.core import config as _loader
-from rtool.core.config.types import Duration, Section
+from rtool.core.config.types import PositiveDuration, Section
 from runs.config import RunsConfig
 from slurm_templates.config import SubmitConfig, SwitchesConfig
 from watchdogs.config import WatchConfig
@@ -23,7 +23,7 @@ class StateConfig(Section):
 
 class SlurmConfig(Section):
     #: Timeout of every squeue/scontrol/sbatch/scancel call.
-    timeout: Duration = 30.0
+    timeout: PositiveDuration = 30.0
 
 
 class Config(Section):

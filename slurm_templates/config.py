@@ -17,6 +17,7 @@ extra_lines = ["#SBATCH --qos=high", "module load cuda/12.4"]   # #SBATCH lines,
 [switches]
 kill = "~/runs/kill-switch"   # default: kill-switch in the submission directory
 save = "~/runs/save-switch"   # default: save-switch in the submission directory
+group_writable = false        # true: folders 2775, switches 664 (colleagues may stop a run)
 ```
 """
 
@@ -64,7 +65,7 @@ class SubmitConfig(Section):
     @field_validator("max_requeues")
     @classmethod
     def _positive(cls, value: int) -> int:
-        return specs.validate_positive(value, "max_requeues")
+        return specs.validate_count(value, "max_requeues")
 
     @field_validator("extra_lines")
     @classmethod
@@ -75,3 +76,6 @@ class SubmitConfig(Section):
 class SwitchesConfig(Section):
     kill: str | None = None
     save: str | None = None
+    #: Let the group write switch folders and files (colleagues may stop a run). Off: a
+    #: group-writable switch folder is refused, since any member could plant a symlink there.
+    group_writable: bool = False

@@ -23,6 +23,7 @@ _BEGIN = re.compile(
     re.IGNORECASE,
 )
 _OPTION = re.compile(r"^[a-z][a-z-]*$")
+_RAW_OPTION = re.compile(r"^(?:--[a-z][a-z0-9-]*(?:=.*)?|-[A-Za-z](?:.*)?)$", re.ASCII)
 
 
 def validate_begin(value: str) -> str:
@@ -96,6 +97,14 @@ def _extra_sbatch(line: str) -> str:
     if not text.startswith("-"):
         raise specs.SpecError(
             f"extra #SBATCH line {line!r} must start with an option, e.g. --qos=x"
+        )
+    try:
+        words = shlex.split(text)
+    except ValueError as exc:
+        raise specs.SpecError(f"extra #SBATCH line {line!r}: {exc}") from None
+    if not _RAW_OPTION.match(words[0]) or len(words) > 2:
+        raise specs.SpecError(
+            f"extra #SBATCH line {line!r}: expected one option, e.g. --qos=high or -q high"
         )
     return text
 

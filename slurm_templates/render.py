@@ -64,8 +64,11 @@ def _finalize(value: Any) -> Any:
 @lru_cache(maxsize=16)
 def _environment(dirs: tuple[str, ...]) -> Any:
     import jinja2
+    from jinja2.sandbox import SandboxedEnvironment
 
-    env = jinja2.Environment(
+    # Sandboxed: a template (user folders may be shared) cannot reach Python internals
+    # (`''.__class__.__mro__`, `os.system`); unsafe attribute access raises SecurityError.
+    env = SandboxedEnvironment(
         loader=jinja2.FileSystemLoader([*dirs, str(PACKAGE_DIR)]),
         undefined=jinja2.StrictUndefined,
         autoescape=False,
@@ -87,10 +90,14 @@ def template_dirs(dirs: Iterable[str | Path | None]) -> tuple[str, ...]:
 def render(template_name: str, template_dirs: Sequence[str] = (), **values: Any) -> str:
     """Render a template by name (user folders first, then `slurm_templates/`)."""
     import jinja2
+    from jinja2.sandbox import SecurityError
 
     env = _environment(tuple(template_dirs))
     try:
+        _check_template_dirs(template_dirs)
         return str(env.get_template(template_name).render(**values))
+    except SecurityError as exc:
+        raise TemplateError(f"template {template_name}: unsafe operation refused ({exc})") from None
     except jinja2.TemplateNotFound as exc:
         where = ", ".join([*template_dirs, str(PACKAGE_DIR)])
         raise TemplateError(f"template {exc.name!r} not found in {where}") from None
@@ -100,6 +107,19 @@ def render(template_name: str, template_dirs: Sequence[str] = (), **values: Any)
         raise TemplateError(
             f"template {exc.filename or template_name} line {exc.lineno}: {exc.message}"
         ) from None
+
+
+def _check_template_dirs(dirs: Sequence[str]) -> None:
+    """Template folders must be the user's (or root's) and not writable by group or others."""
+    from rtool.core.safeio import trust_problem
+
+    for d in dirs:
+        try:
+            problem = trust_problem(d)
+        except OSError:
+            continue  # a missing folder holds no template
+        if problem:
+            raise TemplateError(f"refusing template folder {d}: {problem}")
 
 
 def available_templates(dirs: Sequence[str] = ()) -> list[str]:

@@ -18,16 +18,25 @@ class SpecError(ValueError):
     """A value that Slurm would reject or that is unsafe in a batch script."""
 
 
+# Every pattern is ASCII only: `\d` would take full-width digits, which int() converts.
+_A = re.ASCII
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-_ARRAY_ITEM = re.compile(r"^(\d+)(?:-(\d+)(?::(\d+))?)?$")
-_SIGNAL = re.compile(r"^(?P<flags>(?:[BR]{1,2}:){0,2})(?P<sig>[A-Za-z0-9]+)(?:@(?P<secs>\d+))?$")
-_WORD_LIST = re.compile(r"^[A-Za-z0-9_.\-]+(?:,[A-Za-z0-9_.\-]+)*$")
-_HOSTLIST = re.compile(r"^[A-Za-z0-9_.\-]+(?:\[[0-9,\-]+\])?[A-Za-z0-9_.\-]*$")
-_JOB_ID = re.compile(r"^\d+(?:_\d+)?$")
+_ARRAY_ITEM = re.compile(r"^(\d{1,9})(?:-(\d{1,9})(?::(\d{1,9}))?)?$", _A)
+_SIGNAL = re.compile(
+    r"^(?P<flags>(?:[BR]{1,2}:){0,2})(?P<sig>[A-Za-z0-9]{1,10})(?:@(?P<secs>\d{1,9}))?$", _A
+)
+_WORD_LIST = re.compile(r"^[A-Za-z0-9_.\-]{1,128}(?:,[A-Za-z0-9_.\-]{1,128}){0,63}$", _A)
+_HOSTLIST = re.compile(r"^[A-Za-z0-9_.\-]+(?:\[[0-9,\-]+\])?[A-Za-z0-9_.\-]*$", _A)
+_JOB_ID = re.compile(r"^\d{1,12}(?:_\d{1,9})?$", _A)
+_DIGITS = re.compile(r"\d{1,9}", _A)
+#: Slurm's largest array index (MaxArraySize is at most 4000001) and a sane task count.
+MAX_ARRAY_INDEX = 4_000_000
+MAX_ARRAY_TASKS = 1_000_000
 #: Signals a batch shell can trap (KILL and STOP cannot be caught).
 CATCHABLE = ("USR1", "USR2", "TERM", "INT", "HUP", "QUIT", "ALRM", "CONT", "URG", "WINCH")
 MAX_SIGNAL_LEAD = 65535  # Slurm stores the lead time in 16 bits
 MAX_NAME = 200
+MAX_TIME = 10 * 365 * 86400
 
 
 def check_text(value: str, what: str) -> str:
@@ -50,7 +59,7 @@ def validate_array(spec: str) -> str:
     """`1-10%1`, `0-99:2%4`, `1,3,5`, `1-3,7%2`: indices, ranges, steps and a `%` limit."""
     text = spec.strip()
     body, sep, limit = text.partition("%")
-    if sep and (not limit.isdigit() or int(limit) < 1):
+    if sep and (not _DIGITS.fullmatch(limit) or int(limit) < 1):
         raise SpecError(f"array spec {spec!r}: the limit after % must be a positive integer")
     if not body:
         raise SpecError(f"array spec {spec!r} is empty")
@@ -66,13 +75,21 @@ def validate_array(spec: str) -> str:
             raise SpecError(f"array spec {spec!r}: range {item!r} ends before it starts")
         if step is not None and int(step) < 1:
             raise SpecError(f"array spec {spec!r}: step in {item!r} must be at least 1")
+        if int(last or first) > MAX_ARRAY_INDEX:
+            raise SpecError(f"array spec {spec!r}: index above Slurm's maximum {MAX_ARRAY_INDEX}")
+    if _count(text) > MAX_ARRAY_TASKS:
+        raise SpecError(f"array spec {spec!r}: more than {MAX_ARRAY_TASKS} tasks")
     return text
 
 
 def array_task_count(spec: str) -> int:
     """Number of tasks in a valid array spec."""
+    return _count(validate_array(spec))
+
+
+def _count(text: str) -> int:
     total = 0
-    for item in validate_array(spec).partition("%")[0].split(","):
+    for item in text.partition("%")[0].split(","):
         m = _ARRAY_ITEM.match(item)
         assert m is not None
         first, last, step = int(m.group(1)), m.group(2), m.group(3)
@@ -114,7 +131,7 @@ def validate_signal(spec: str) -> SignalSpec:
 
 
 def _signal_name(sig: str, spec: str) -> str:
-    if sig.isdigit():
+    if _DIGITS.fullmatch(sig):
         try:
             name = _signal.Signals(int(sig)).name[3:]
         except ValueError:
@@ -137,6 +154,8 @@ def validate_time(spec: str) -> str:
     if text.upper() in ("UNLIMITED", "INFINITE"):
         return "UNLIMITED"
     slurm_seconds = _slurm_seconds(text)
+    if slurm_seconds is not None and slurm_seconds > MAX_TIME:
+        raise SpecError(f"time limit {spec!r} is absurdly long (more than 10 years)")
     if slurm_seconds is not None:
         return format_slurm_duration(slurm_seconds)
     try:
@@ -147,6 +166,8 @@ def validate_time(spec: str) -> str:
         ) from None
     if seconds < 60:
         raise SpecError(f"time limit {spec!r} is shorter than Slurm's minimum of one minute")
+    if seconds > MAX_TIME:
+        raise SpecError(f"time limit {spec!r} is absurdly long (more than 10 years)")
     return format_slurm_duration(-(-seconds // 60) * 60)  # Slurm counts whole minutes
 
 
@@ -201,7 +222,20 @@ def validate_job_id(value: str) -> str:
     return value.strip()
 
 
-def validate_positive(value: int, what: str) -> int:
+def validate_positive(value: int, what: str, maximum: int = 10**9) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise SpecError(f"{what} must be a whole number (got {value!r})")
     if value < 1:
         raise SpecError(f"{what} must be at least 1 (got {value})")
+    if value > maximum:
+        raise SpecError(f"{what} must be at most {maximum} (got {value})")
+    return value
+
+
+def validate_count(value: int, what: str, maximum: int = 10**6) -> int:
+    """A count where 0 means none (e.g. `--max-requeues 0`: never requeue)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise SpecError(f"{what} must be a whole number (got {value!r})")
+    if not 0 <= value <= maximum:
+        raise SpecError(f"{what} must be between 0 and {maximum} (got {value})")
     return value

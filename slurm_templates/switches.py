@@ -5,28 +5,62 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import stat
 import time
 from pathlib import Path
 from typing import Any
 
-#: Switch files and the folders created for them are group-writable so colleagues can stop a run.
-DIR_MODE = 0o2775
-FILE_MODE = 0o664
+from rtool.core.safeio import UnsafeFileError, create_nofollow
+
+#: Private by default; with `[switches] group_writable = true` the folders created for switches
+#: are group-writable (setgid) and the switch files group-writable, so colleagues can stop a run.
+DIR_MODE, FILE_MODE = 0o755, 0o644
+GROUP_DIR_MODE, GROUP_FILE_MODE = 0o2775, 0o664
 
 
-def touch_switch(path: str | Path) -> Path:
-    """Create the switch file (and its missing parent folders, group-writable)."""
-    p = Path(path).expanduser()
-    missing = [d for d in [p.parent, *p.parent.parents] if not d.exists()]
+def folder_problem(folder: Path, group_writable: bool = False) -> str | None:
+    """Why a switch may not live in `folder`: owned by someone else (not you or root), writable
+    by others, or by the group unless `group_writable` is configured."""
+    st = folder.stat()
+    mode = stat.S_IMODE(st.st_mode)
+    if st.st_uid not in (os.getuid(), 0):
+        return f"it is owned by uid {st.st_uid}, not by you"
+    if mode & 0o002:
+        return f"it is writable by everyone (mode {mode:04o})"
+    if mode & 0o020 and not group_writable:
+        return (
+            f"it is group-writable (mode {mode:04o}); run chmod g-w {folder}, "
+            "or set [switches] group_writable = true"
+        )
+    return None
+
+
+def touch_switch(path: str | Path, group_writable: bool = False) -> Path:
+    """Create (or touch) the switch file and its missing parent folders; never through a
+    symlink, never in a folder another user controls (raises UnsafeFileError, one line)."""
+    p = Path(path).expanduser().absolute()
+    dir_mode, file_mode = (
+        (GROUP_DIR_MODE, GROUP_FILE_MODE) if group_writable else (DIR_MODE, FILE_MODE)
+    )
+    missing = [d for d in [p.parent, *p.parent.parents] if not os.path.lexists(d)]
     for d in reversed(missing):
-        d.mkdir(exist_ok=True)
-        with contextlib.suppress(OSError):
-            os.chmod(d, DIR_MODE)
-    created = not p.exists()
-    p.touch()
-    if created:
-        with contextlib.suppress(OSError):
-            os.chmod(p, FILE_MODE)
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(d, 0o700)
+        if stat.S_ISDIR(os.lstat(d).st_mode) and os.lstat(d).st_uid == os.getuid():
+            with contextlib.suppress(OSError):
+                os.chmod(d, dir_mode)
+    try:
+        problem = folder_problem(p.parent, group_writable)
+    except OSError as exc:
+        raise UnsafeFileError(f"cannot use switch folder {p.parent}: {exc.strerror}") from None
+    if problem:
+        raise UnsafeFileError(f"refusing switch folder {p.parent}: {problem}")
+    try:
+        if create_nofollow(p, file_mode):
+            with contextlib.suppress(OSError):
+                os.chmod(p, file_mode)  # the umask may have narrowed it
+    except OSError as exc:
+        raise UnsafeFileError(f"cannot create switch {p}: {exc.strerror}") from None
     return p
 
 

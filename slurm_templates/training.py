@@ -117,7 +117,7 @@ class TrainingJob(SlurmJob):
             raise specs.SpecError("--auto-requeue is for jobs without --array (an array requeues)")
         if self.requeue is False:
             raise specs.SpecError("--auto-requeue needs a requeueable job (drop --no-requeue)")
-        specs.validate_positive(self.max_requeues, "max-requeues")
+        specs.validate_count(self.max_requeues, "max-requeues")
         self.requeue = True
         self.open_mode = self.open_mode or "append"
 

@@ -39,7 +39,7 @@ from typing import Literal
 
 from pydantic import field_validator, model_validator
 
-from rtool.core.config.types import Duration, Percent, Section, Size
+from rtool.core.config.types import Duration, Percent, PositiveDuration, Section, Size
 from runs.config import RunWatch
 
 
@@ -56,7 +56,7 @@ class JobWatch(Section):
     run: str | None = None
     #: The shim's heartbeat: its done marker (or state finished) means the run finished.
     heartbeat: str | None = None
-    timeout: Duration | None = None
+    timeout: PositiveDuration | None = None
 
     @model_validator(mode="after")
     def _valid_name(self) -> JobWatch:
@@ -84,7 +84,7 @@ class LogWatch(Section):
     pid: int | None = None
     #: `none`, `requeue`, or `signal:USR1` (scancel --signal to the job's batch step).
     on_hang: str = "none"
-    timeout: Duration | None = None
+    timeout: PositiveDuration | None = None
 
     @field_validator("on_hang")
     @classmethod
@@ -112,7 +112,7 @@ class DiskWatch(Section):
     quota_format: Literal["lfs", "mmlsquota", "simple"] = "simple"
     on_timeout: Literal["critical", "unknown"] = "critical"
     quota_on_failure: Literal["critical", "unknown"] = "unknown"
-    timeout: Duration | None = None
+    timeout: PositiveDuration | None = None
 
     @field_validator("usable")
     @classmethod
@@ -134,7 +134,7 @@ class MemoryWatch(Section):
     runway: Duration = 24 * 3600.0
     history: Duration = 6 * 3600.0
     trend_min_span: Duration = 30 * 60.0
-    timeout: Duration | None = None
+    timeout: PositiveDuration | None = None
 
 
 class CronWatchEntry(Section):
@@ -147,7 +147,7 @@ class CronWatchEntry(Section):
 
 
 class WatchConfig(Section):
-    timeout: Duration = 10.0
+    timeout: PositiveDuration = 10.0
     job: list[JobWatch] = []
     log: list[LogWatch] = []
     disk: list[DiskWatch] = []

@@ -168,7 +168,8 @@ def stop(
     app_ctx = get_context(ctx)
     if cancel_pending and not job_name:
         raise UsageError("--cancel-pending needs --job-name")
-    path = touch_switch(_switch(app_ctx, job_name, kill_switch, "kill"))
+    shared = app_ctx.config.switches.group_writable
+    path = touch_switch(_switch(app_ctx, job_name, kill_switch, "kill"), shared)
     typer.echo(f"kill switch {path} is set (remove it before the next submission)")
     if cancel_pending and job_name:
         app_ctx.slurm.scancel(name=job_name, user=getpass.getuser(), states="PENDING")
@@ -187,7 +188,9 @@ def save(
     """
     from slurm_templates.switches import touch_switch
 
-    path = touch_switch(_switch(get_context(ctx), job_name, save_switch, "save"))
+    app_ctx = get_context(ctx)
+    shared = app_ctx.config.switches.group_writable
+    path = touch_switch(_switch(app_ctx, job_name, save_switch, "save"), shared)
     typer.echo(f"save switch {path} is set (the shim removes it after the save)")
     return 0
 

@@ -77,7 +77,9 @@ def run(
             stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            text=True,
+            # Slurm, quota tools and site scripts may print any bytes: decode, never raise.
+            encoding="utf-8",
+            errors="replace",
             env=full_env,
             cwd=cwd,
             start_new_session=True,

@@ -9,6 +9,7 @@ Stdlib only: the in-loop shim imports this module.
 
 from __future__ import annotations
 
+import math
 import re
 import time
 
@@ -22,7 +23,12 @@ _DURATION_UNITS = {
     "d": 86400.0,
     "w": 7 * 86400.0,
 }
-_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|sec|min|s|m|h|d|w)", re.IGNORECASE)
+# ASCII only: `\d` would accept full-width and other Unicode digits, which float() converts.
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|sec|min|s|m|h|d|w)", re.IGNORECASE | re.ASCII)
+_NUMBER = re.compile(r"\d+(?:\.\d+)?", re.ASCII)
+#: Larger values are typos (or overflow attempts): 100 years, 1 EiB.
+MAX_DURATION = 100 * 365 * 86400.0
+MAX_SIZE = 2**60
 
 _SIZE_UNITS = {
     "": 1,
@@ -43,8 +49,8 @@ _SIZE_UNITS = {
     "tib": 1024**4,
     "pib": 1024**5,
 }
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
-_PERCENT = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*%?\s*$")
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$", re.ASCII)
+_PERCENT = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*%?\s*$", re.ASCII)
 
 
 class UnitError(ValueError):
@@ -53,15 +59,15 @@ class UnitError(ValueError):
 
 def parse_duration(text: str | float | int) -> float:
     """Seconds in `text`: `90s`, `30m`, `4h`, `7d`, `1h30m`, `250ms`; a bare number is seconds."""
-    if isinstance(text, bool):
+    if isinstance(text, bool) or not isinstance(text, (str, int, float)):
         raise UnitError(f"not a duration: {text!r}")
     if isinstance(text, (int, float)):
-        if text < 0:
-            raise UnitError(f"duration must not be negative: {text!r}")
-        return float(text)
+        return _bounded(float(text), text, "duration", MAX_DURATION, "100 years")
     s = text.strip()
-    if re.fullmatch(r"\d+(?:\.\d+)?", s):
-        return float(s)
+    if len(s) > 100:
+        raise UnitError(f"not a duration: {s[:40]!r}... (too long)")
+    if _NUMBER.fullmatch(s):
+        return _bounded(float(s), text, "duration", MAX_DURATION, "100 years")
     pos, total = 0, 0.0
     compact = s.replace(" ", "")
     for m in _DURATION_PART.finditer(compact):
@@ -71,32 +77,43 @@ def parse_duration(text: str | float | int) -> float:
         pos = m.end()
     if pos != len(compact) or not compact:
         raise UnitError(f"not a duration: {text!r} (write e.g. 90s, 30m, 4h, 7d, 1h30m)")
-    return total
+    return _bounded(total, text, "duration", MAX_DURATION, "100 years")
+
+
+def _bounded(value: float, text: object, what: str, limit: float, words: str) -> float:
+    """`value` when finite and in 0..limit; else UnitError naming `text`."""
+    if not math.isfinite(value):
+        raise UnitError(f"{what} must be a finite number: {text!r}")
+    if value < 0:
+        raise UnitError(f"{what} must not be negative: {text!r}")
+    if value > limit:
+        raise UnitError(f"{what} {text!r} is absurdly large (more than {words})")
+    return value
 
 
 def parse_size(text: str | int | float) -> int:
     """Bytes in `text`: `500GiB`, `5TiB`, `1.5TB`, `100M`; a bare number is bytes."""
-    if isinstance(text, bool):
+    if isinstance(text, bool) or not isinstance(text, (str, int, float)):
         raise UnitError(f"not a size: {text!r}")
     if isinstance(text, (int, float)):
-        if text < 0:
-            raise UnitError(f"size must not be negative: {text!r}")
-        return int(text)
-    m = _SIZE.match(text)
+        return int(_bounded(float(text), text, "size", MAX_SIZE, "1 EiB"))
+    m = _SIZE.match(text) if len(text) <= 100 else None
     unit = m.group(2).lower() if m else None
     if not m or unit not in _SIZE_UNITS:
-        raise UnitError(f"not a size: {text!r} (write e.g. 500GiB, 5TiB, 1.5TB)")
-    return int(float(m.group(1)) * _SIZE_UNITS[unit])
+        raise UnitError(f"not a size: {text[:60]!r} (write e.g. 500GiB, 5TiB, 1.5TB)")
+    return int(_bounded(float(m.group(1)) * _SIZE_UNITS[unit], text, "size", MAX_SIZE, "1 EiB"))
 
 
 def parse_percent(text: str | int | float) -> float:
     """Percent in `text` (`80%`, `80`), between 0 and 100."""
-    if isinstance(text, bool):
+    if isinstance(text, bool) or not isinstance(text, (str, int, float)):
         raise UnitError(f"not a percentage: {text!r}")
     if isinstance(text, (int, float)):
         value = float(text)
+        if not math.isfinite(value):
+            raise UnitError(f"percentage must be a finite number: {text!r}")
     else:
-        m = _PERCENT.match(text)
+        m = _PERCENT.match(text) if len(text) <= 100 else None
         if not m:
             raise UnitError(f"not a percentage: {text!r} (write e.g. 80%)")
         value = float(m.group(1))

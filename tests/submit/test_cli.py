@@ -105,16 +105,19 @@ def test_submit_refuses_while_the_kill_switch_is_set(cli: Cli, run_dir: Path) ->
 
 def test_stop_and_save_touch_group_writable_switches(cli: Cli, run_dir: Path) -> None:
     old = os.umask(0o022)
+    cfg = run_dir / "shared.toml"
+    cfg.write_text("[switches]\ngroup_writable = true\n")
+    os.chmod(run_dir, 0o2775)
     try:
-        res = cli("stop", "--kill-switch", "shared/runs/kill")
+        res = cli("--config", str(cfg), "stop", "--kill-switch", "shared/runs/kill")
         assert res.code == 0, res.err
         kill = run_dir / "shared/runs/kill"
         assert kill.exists() and str(kill) in res.out
         assert stat.S_IMODE(kill.stat().st_mode) == 0o664
         assert stat.S_IMODE((run_dir / "shared").stat().st_mode) & 0o070 == 0o070
-        assert cli("save").code == 0
+        assert cli("--config", str(cfg), "save").code == 0
         assert (run_dir / "save-switch").exists()
-        assert cli("stop").code == 0 and (run_dir / "kill-switch").exists()
+        assert cli("--config", str(cfg), "stop").code == 0 and (run_dir / "kill-switch").exists()
     finally:
         os.umask(old)
     res = cli("stop", "--cancel-pending")

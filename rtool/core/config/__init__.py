@@ -48,11 +48,28 @@ def load_config(schema: type[M], path: str | Path | None = None) -> M:
     found = find_config_path(path)
     if found is None:
         return schema()
+    return load_config_text(schema, read_trusted_config(found), str(found))
+
+
+def read_trusted_config(found: Path) -> str:
+    """The text of a config file that only its owner (the user or root) can have written.
+
+    A config decides where alerts go, which templates render and which lines reach a batch
+    script: one written by another user (a shared working folder's `./rtool.toml`) is refused.
+    """
+    from rtool.core.safeio import UnsafeFileError, check_trusted, read_bounded
+
     try:
-        text = found.read_text()
+        check_trusted(found, "config file")
+        return read_bounded(found, 1024 * 1024)
+    except FileNotFoundError:
+        raise ConfigError(
+            ["cannot read config file: No such file or directory"], str(found)
+        ) from None
     except OSError as exc:
         raise ConfigError([f"cannot read config file: {exc.strerror}"], str(found)) from None
-    return load_config_text(schema, text, str(found))
+    except UnsafeFileError as exc:
+        raise ConfigError([str(exc)], str(found)) from None
 
 
 def load_config_text(schema: type[M], text: str, source: str = "<config>") -> M:

@@ -7,7 +7,7 @@ import stat
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, PlainSerializer
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, PlainSerializer
 
 from rtool.core.errors import SecretError
 from rtool.core.units import (
@@ -33,6 +33,21 @@ def _wrap(parse: Any) -> Any:
 #: Seconds, written `90s`, `30m`, `4h`, `7d` (a bare number is seconds).
 Duration = Annotated[
     float, BeforeValidator(_wrap(parse_duration)), PlainSerializer(format_duration, return_type=str)
+]
+
+
+def _positive(value: float) -> float:
+    if value <= 0:
+        raise ValueError("must be a positive duration such as 30s (0 would never wait)")
+    return value
+
+
+#: A duration that must be more than zero (timeouts, intervals).
+PositiveDuration = Annotated[
+    float,
+    BeforeValidator(_wrap(parse_duration)),
+    AfterValidator(_positive),
+    PlainSerializer(format_duration, return_type=str),
 ]
 #: Bytes, written `500GiB`, `5TiB`, `1.5TB`.
 Size = Annotated[

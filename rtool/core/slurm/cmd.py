@@ -11,6 +11,7 @@ import logging
 import time
 from collections.abc import Iterable, Mapping, Sequence
 
+from rtool.core import validate as v
 from rtool.core.proc import ProcError, ProcTimeout, Result, run
 from rtool.core.slurm.parse import (
     SQUEUE_FORMAT,
@@ -76,14 +77,16 @@ class Slurm:
         states: str = "all",
     ) -> list[SqueueJob]:
         """Jobs known to slurmctld (one call, whatever the number of names)."""
-        argv = ["squeue", "-h", "-o", SQUEUE_FORMAT, f"--states={states}"]
-        user_list = list(users or []) + ([user] if user else [])
+        argv = ["squeue", "-h", "-o", SQUEUE_FORMAT, f"--states={v.states(states)}"]
+        user_list = [v.user(u) for u in [*(users or []), *([user] if user else [])]]
         if user_list:
             argv.append("--user=" + ",".join(user_list))
-        if names:
-            argv.append("--name=" + ",".join(names))
+        name_list = [v.name(n, "job name") for n in names or []]
+        if name_list:
+            argv.append("--name=" + ",".join(name_list))
         if partition:
-            argv.append(f"--partition={partition}")
+            argv.append(f"--partition={v.words(partition, 'partition')}")
+        job_ids = v.job_ids(job_ids) if job_ids else None
         if job_ids:
             argv.append("--jobs=" + ",".join(job_ids))
         try:
@@ -100,7 +103,7 @@ class Slurm:
     def show_job(self, job_id: str) -> list[dict[str, str]]:
         """`scontrol show job ID` records ([] when the job is no longer known)."""
         try:
-            res = self._run(["scontrol", "show", "job", str(job_id)])
+            res = self._run(["scontrol", "show", "job", v.job_id(job_id)])
         except SlurmError as exc:
             if "Invalid job id" in exc.stderr:
                 return []
@@ -160,9 +163,9 @@ class Slurm:
         cwd: str | None = None,
     ) -> SubmitResult:
         """Submit a script (given as text on stdin, or as a path). Returns the job id."""
-        argv = ["sbatch", "--parsable", *args]
+        argv = ["sbatch", "--parsable", *(v.plain(a, "sbatch argument") for a in args)]
         if script_path:
-            argv.append(script_path)
+            argv.append(v.path_arg(script_path, "batch script"))
         res = self._run(argv, input=script, cwd=cwd)
         return parse_sbatch_parsable(res.stdout)
 
@@ -177,31 +180,37 @@ class Slurm:
         user: str | None = None,
         states: str | None = None,
     ) -> None:
+        ids = v.job_ids(list(job_ids))
+        if not (ids or name or user):
+            raise v.ArgvError("scancel needs job ids, a job name or a user (refusing to guess)")
         argv = ["scancel"]
         if signal:
-            argv.append(f"--signal={signal}")
+            argv.append(f"--signal={v.signal_name(signal)}")
         if batch:
             argv.append("--batch")
         if full:
             argv.append("--full")
         if name:
-            argv.append(f"--name={name}")
+            argv.append(f"--name={v.name(name, 'job name')}")
         if user:
-            argv.append(f"--user={user}")
+            argv.append(f"--user={v.user(user)}")
         if states:
-            argv.append(f"--state={states}")
-        argv.extend(job_ids)
+            argv.append(f"--state={v.states(states)}")
+        argv.extend(ids)
         self._run(argv)
 
     def scontrol(self, *args: str) -> str:
         """Any other scontrol action (`requeue`, `hold`, `release`, `update` ...)."""
-        return self._run(["scontrol", *args]).stdout
+        checked = [v.plain(a, "scontrol argument") for a in args]
+        if checked[:1] in (["requeue"], ["requeuehold"], ["hold"], ["release"]):
+            checked[1:] = v.job_ids(checked[1:])
+        return self._run(["scontrol", *checked]).stdout
 
     def requeue(self, job_id: str, *, hold: bool = False) -> None:
-        self.scontrol("requeuehold" if hold else "requeue", str(job_id))
+        self.scontrol("requeuehold" if hold else "requeue", v.job_id(job_id))
 
     def hold(self, job_id: str) -> None:
-        self.scontrol("hold", str(job_id))
+        self.scontrol("hold", v.job_id(job_id))
 
     def release(self, job_id: str) -> None:
-        self.scontrol("release", str(job_id))
+        self.scontrol("release", v.job_id(job_id))

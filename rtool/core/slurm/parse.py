@@ -93,7 +93,7 @@ def parse_slurm_duration(text: str) -> float | None:
     s = text.strip()
     if s.upper() in _NONE_WORDS:
         return None
-    m = re.fullmatch(r"(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?", s)
+    m = re.fullmatch(r"(?:(\d{1,6})-)?(\d{1,9})(?::(\d{1,9}))?(?::(\d{1,9}))?", s, re.ASCII)
     if not m:
         raise ParseError(f"not a Slurm time: {text!r}")
     days, a, b, c = m.groups()

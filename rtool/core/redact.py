@@ -1,0 +1,117 @@
+"""The one redaction function: secrets never reach a log line, an error, `config show`, status or
+an alert (stdlib only).
+
+`redact(text)` masks, wherever they appear in free text:
+- the user-info of a URL (`https://user:pass@host` -> `https://***@host`);
+- query values (`?token=abc&x=1` -> `?token=***&x=***`);
+- webhook paths: `hooks.slack.com/services/...`, `/api/webhooks/ID/TOKEN` (Discord),
+  healthchecks/ping URLs (`hc-ping.com/UUID`, `/ping/UUID`) and any long token-like path segment;
+- Slack tokens (`xoxb-...`, `xoxp-...`, `xapp-...`);
+- `Authorization: ...` / `Bearer ...` header values and `password=`/`token=`/`secret=` pairs.
+
+`RedactFilter` is a `logging.Filter` that redacts every record's message and arguments; the CLI
+installs it on the root handlers. Values known to be secrets (read from env or a 0600 file) are
+registered with `register_secret` and masked verbatim too.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from typing import Any
+
+MASK = "***"
+_A = re.ASCII | re.IGNORECASE
+_PATTERNS: list[tuple[re.Pattern[str], str]] = [
+    # Slack tokens: xoxb-, xoxp-, xoxa-, xoxr-, xoxs-, xoxe-, xapp-
+    (re.compile(r"\bx(?:ox[abeoprs]|app)-[A-Za-z0-9\-]{4,}", _A), "xox*-" + MASK),
+    # Slack incoming webhooks: keep the host, drop the path
+    (re.compile(r"(hooks\.slack(?:-gov)?\.com/)[^\s\"'<>]+", _A), r"\1" + MASK),
+    # Discord-style /api/webhooks/ID/TOKEN
+    (re.compile(r"(/api/webhooks/)[^\s\"'<>]+", _A), r"\1" + MASK),
+    # healthchecks.io and friends: /ping/<uuid-or-key>, hc-ping.com/<uuid>
+    (re.compile(r"(hc-ping\.com/|/ping/)[^\s\"'<>]+", _A), r"\1" + MASK),
+    # user-info in any URL
+    (re.compile(r"([a-z][a-z0-9+.\-]*://)[^/\s@\"'<>]+@", _A), r"\1" + MASK + "@"),
+    # query strings: every value
+    (re.compile(r"([?&][^=&#\s\"'<>]+=)[^&#\s\"'<>]+", _A), r"\1" + MASK),
+    # Authorization / Proxy-Authorization headers and bare bearer tokens
+    (re.compile(r"((?:proxy-)?authorization\s*[:=]\s*)[^\r\n,;]+", _A), r"\1" + MASK),
+    (re.compile(r"\b(bearer|basic|token)\s+[A-Za-z0-9._~+/=\-]{8,}", _A), r"\1 " + MASK),
+    # a long opaque path segment in a URL (webhook ids/tokens of other services)
+    (
+        re.compile(r"(://[^\s/\"'<>]+(?:/[^\s/\"'<>]*)*?/)[A-Za-z0-9_\-]{24,}(?=[/\s\"'<>]|$)", _A),
+        r"\1" + MASK,
+    ),
+]
+_PAIR = re.compile(
+    r"\b([a-z_\-]*(?:password|passwd|secret|token|api[_\-]?key)[a-z_\-]*)"
+    r"([\"']?\s*[:=]\s*[\"']?)([^\s\"',;&]+)",
+    _A,
+)
+#: Keys that name where a secret is (an env var, a file), not the secret itself.
+_NAMING = ("_env", "_file", "_path", "_cmd", "_name")
+_known: set[str] = set()
+_lock = threading.Lock()
+
+
+def register_secret(value: str | None) -> None:
+    """Mask this exact value wherever it appears from now on (values of 4+ characters)."""
+    if value and len(value) >= 4:
+        with _lock:
+            _known.add(value)
+
+
+def redact(text: object) -> str:
+    """`text` with every secret-looking part replaced by `***`."""
+    out = str(text)
+    with _lock:
+        known = sorted(_known, key=len, reverse=True)
+    for value in known:
+        out = out.replace(value, MASK)
+    for pattern, repl in _PATTERNS:
+        out = pattern.sub(repl, out)
+    return _PAIR.sub(_pair, out)
+
+
+def _pair(m: re.Match[str]) -> str:
+    key = m.group(1)
+    if key.lower().endswith(_NAMING) or m.group(3) == MASK:
+        return m.group(0)
+    return f"{key}{m.group(2)}{MASK}"
+
+
+def redact_data(obj: Any) -> Any:
+    """Every string inside nested dicts and lists redacted (for JSON output)."""
+    if isinstance(obj, str):
+        return redact(obj)
+    if isinstance(obj, dict):
+        return {k: redact_data(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [redact_data(v) for v in obj]
+    return obj
+
+
+class RedactFilter(logging.Filter):
+    """Redacts each record's formatted message (and the traceback text of `exc_info`)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except Exception:  # a bad format string: leave it to logging's own error report
+            return True
+        record.msg, record.args = redact(message), None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = redact(logging.Formatter().formatException(record.exc_info))
+        elif record.exc_text:
+            record.exc_text = redact(record.exc_text)
+        return True
+
+
+def install(logger: logging.Logger | None = None) -> None:
+    """Put a `RedactFilter` on every handler of `logger` (default: the root logger)."""
+    target = logger or logging.getLogger()
+    for handler in target.handlers:
+        if not any(isinstance(f, RedactFilter) for f in handler.filters):
+            handler.addFilter(RedactFilter())

@@ -1,0 +1,202 @@
+"""Reading files other people could have written or broken, safely (stdlib only).
+
+- `read_bounded(path, limit)`: opens without blocking (a FIFO never hangs us), refuses
+  anything that is not a regular file (FIFO, device, socket, folder) with one line, reads at most
+  `limit` bytes (a 50 MB line or a huge file costs `limit`), decodes with replacement (binary
+  never raises). The one bounded reader: every file rtool reads goes through it.
+- `read_json_object(path)`: a JSON object from a file; a corrupt one (truncated, binary, wrong
+  type, a folder where the file belongs) is moved aside to `<name>.corrupt-<time>` with a
+  warning and treated as missing.
+- `trusted(path)` / `check_trusted(path, what)`: owned by the user or root and not writable by
+  group or others (the rule for config files, cron jobs and switch folders).
+- `create_nofollow(path)`: create or touch a file without ever following a symlink.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import json
+import logging
+import os
+import stat
+import time
+from pathlib import Path
+from typing import Any
+
+from rtool.core.errors import RtoolError
+
+log = logging.getLogger(__name__)
+
+#: Default bound of one read (config, state, outbox items, heartbeats, job files).
+DEFAULT_LIMIT = 4 * 1024 * 1024
+
+
+class UnsafeFileError(RtoolError):
+    """A file that is not a regular file, too big, or not trustworthy."""
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISLNK(mode):
+        return "a symlink"
+    return "not a regular file"
+
+
+def read_bytes_bounded(
+    path: str | os.PathLike[str], limit: int = DEFAULT_LIMIT, *, follow: bool = True
+) -> bytes:
+    """At most `limit` bytes of the regular file `path`; raises FileNotFoundError when it is
+    missing, UnsafeFileError (one line) when it is not a regular file or is larger than `limit`.
+    """
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0)
+    if not follow:
+        flags |= os.O_NOFOLLOW
+    try:
+        fd = os.open(path, flags)
+    except IsADirectoryError:
+        raise UnsafeFileError(f"{path} is a folder, not a file") from None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise UnsafeFileError(f"{path} is a symlink; refusing to follow it") from None
+        if isinstance(exc, FileNotFoundError):
+            raise
+        raise UnsafeFileError(f"cannot read {path}: {exc.strerror}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise UnsafeFileError(f"{path} is {_kind(st.st_mode)}, not a regular file")
+        if st.st_size > limit:
+            raise UnsafeFileError(f"{path} is too large ({st.st_size} bytes, limit {limit})")
+        chunks, total = [], 0
+        while total <= limit:
+            chunk = os.read(fd, min(1 << 20, limit + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+        if total > limit:  # it grew while we read
+            raise UnsafeFileError(f"{path} is too large (more than {limit} bytes)")
+        return b"".join(chunks)
+    except OSError as exc:
+        raise UnsafeFileError(f"cannot read {path}: {exc.strerror}") from None
+    finally:
+        os.close(fd)
+
+
+def read_bounded(
+    path: str | os.PathLike[str], limit: int = DEFAULT_LIMIT, *, follow: bool = True
+) -> str:
+    """The text of `path` (UTF-8, undecodable bytes replaced); see `read_bytes_bounded`."""
+    return read_bytes_bounded(path, limit, follow=follow).decode("utf-8", errors="replace")
+
+
+def read_tail(path: str | os.PathLike[str], limit: int = 64 * 1024) -> str:
+    """The last `limit` bytes of a regular file (a log), decoded with replacement."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except IsADirectoryError:
+        raise UnsafeFileError(f"{path} is a folder, not a file") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise UnsafeFileError(f"{path} is {_kind(st.st_mode)}, not a regular file")
+        os.lseek(fd, max(0, st.st_size - limit), os.SEEK_SET)
+        return os.read(fd, limit).decode("utf-8", errors="replace")
+    finally:
+        os.close(fd)
+
+
+def move_aside(path: Path, why: str) -> Path | None:
+    """Rename a corrupt file (or folder) to `<name>.corrupt-<time>`, warning once; the caller
+    goes on as if it were missing. Returns the new path (None if it could not be moved)."""
+    target = path.with_name(f"{path.name}.corrupt-{int(time.time())}")
+    try:
+        os.replace(path, target)
+    except OSError as exc:
+        log.warning("%s is corrupt (%s) and cannot be moved aside: %s", path, why, exc.strerror)
+        return None
+    log.warning("%s is corrupt (%s); moved aside to %s", path, why, target.name)
+    return target
+
+
+def read_json_file(path: Path, limit: int = DEFAULT_LIMIT, *, expect: type = dict) -> Any:
+    """The JSON value in `path` (of type `expect`), None when missing; a corrupt file is moved
+    aside (see `move_aside`) and None returned."""
+    try:
+        raw = read_bytes_bounded(path, limit, follow=False)
+    except FileNotFoundError:
+        return None
+    except UnsafeFileError as exc:
+        move_aside(path, str(exc).removeprefix(f"{path} "))
+        return None
+    try:
+        value = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        move_aside(path, f"not valid JSON: {type(exc).__name__}")
+        return None
+    if not isinstance(value, expect):
+        move_aside(path, f"a JSON {type(value).__name__}, expected a {expect.__name__}")
+        return None
+    return value
+
+
+def trust_problem(path: str | os.PathLike[str], st: os.stat_result | None = None) -> str | None:
+    """Why `path` must not be trusted (owned by another user, writable by group or others), or
+    None when it is owned by the user or root and writable only by its owner."""
+    if st is None:
+        st = os.stat(path)
+    if st.st_uid not in (os.getuid(), 0):
+        return f"it is owned by uid {st.st_uid}, not by you or root"
+    mode = stat.S_IMODE(st.st_mode)
+    if mode & 0o022:
+        who = "group and others" if mode & 0o022 == 0o022 else "group" if mode & 0o020 else "others"
+        return f"it is writable by {who} (mode {mode:04o}); run: chmod go-w {path}"
+    return None
+
+
+def check_trusted(path: str | os.PathLike[str], what: str) -> None:
+    """Raise UnsafeFileError naming `what` when `path` (or the file a symlink points to, and the
+    symlink itself) is not trustworthy."""
+    problem = trust_problem(path)
+    if problem is None and os.path.islink(path):
+        problem = trust_problem(path, os.lstat(path))
+    if problem:
+        raise UnsafeFileError(f"refusing {what} {path}: {problem}")
+
+
+def create_nofollow(path: str | os.PathLike[str], mode: int = 0o644) -> bool:
+    """Create `path` if missing, else update its mtime; never through a symlink (the final
+    component is opened with O_NOFOLLOW, and a FIFO or device is refused). True if created."""
+    base = os.O_WRONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0)
+    created = True
+    try:
+        fd = os.open(path, base | os.O_CREAT | os.O_EXCL, mode)
+    except FileExistsError:
+        created = False
+        try:
+            fd = os.open(path, base)
+        except OSError as exc:
+            if exc.errno in (errno.ELOOP, errno.EMLINK):
+                raise UnsafeFileError(f"{path} is a symlink; refusing to follow it") from None
+            if exc.errno in (errno.EISDIR, errno.ENXIO):
+                raise UnsafeFileError(f"{path} is not a regular file") from None
+            raise
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise UnsafeFileError(f"{path} is {_kind(st.st_mode)}, not a regular file")
+        if not created:
+            os.utime(fd)
+    finally:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    return created
