@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from cron.config import CronConfig
+from nodes.config import NodesConfig
 from notify.config import NotifyConfig
 from rtool.core import config as _loader
 from rtool.core.config.types import PositiveDuration, Section
@@ -35,6 +36,7 @@ class Config(Section):
     cron: CronConfig = CronConfig()
     submit: SubmitConfig = SubmitConfig()
     switches: SwitchesConfig = SwitchesConfig()
+    nodes: NodesConfig = NodesConfig()
 
 
 def load_config(path: str | Path | None = None) -> Config:

@@ -21,6 +21,7 @@ from rtool.commands import (
     demo_cmd,
     errors,
     history_cmd,
+    nodes_cmd,
     notify_cmd,
     status_cmd,
     submit_cmd,
@@ -79,6 +80,7 @@ submit_cmd.register(cli)
 status_cmd.register(cli)
 history_cmd.register(cli)
 demo_cmd.register(cli)
+nodes_cmd.register(cli)
 
 
 def app(argv: list[str] | None = None) -> NoReturn:

@@ -212,6 +212,18 @@ class SubmitRequest:
         help="Shim: save and exit this long before the end (auto, 10m).",
         use=Use.JOB,
     )
+    preflight: bool = option(
+        "--preflight/--no-preflight",
+        help="Check every node before training (docs/nodes.md).",
+        default=True,
+        use=Use.COMMAND,
+    )
+    exclude_suspects: bool = option(
+        "--exclude-suspects/--keep-suspects",
+        help="Add the suspect nodes (rtool nodes) to --exclude.",
+        default=True,
+        use=Use.COMMAND,
+    )
     dry_run: bool = option(
         "--dry-run", help="Print the script; submit nothing.", default=False, use=Use.COMMAND
     )

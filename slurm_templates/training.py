@@ -50,6 +50,8 @@ class TrainingJob(SlurmJob):
     more_sbatch: list[tuple[str, str | None]] = field(default_factory=list)
     #: Variables of `Use.ENV` declarations, exported for the shim after the built-in ones.
     more_env: list[tuple[str, str]] = field(default_factory=list)
+    #: The pre-flight command (argv) run before training, or None (nodes.preflight).
+    preflight: list[str] | None = None
     template: str = "training.slurm.j2"
 
     def __post_init__(self) -> None:

@@ -6,13 +6,17 @@ import os
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from nodes.config import NodesConfig
+from nodes.store import SuspectStore
 from rtool.core.alert import Status
+from rtool.core.errors import RtoolError
 from rtool.core.heartbeat import HeartbeatFormatError, RunState, read_heartbeat
 from rtool.core.proc import ProcError, run
 from rtool.core.slurm import ACTIVE_STATES, QUEUED_STATES, RUNNING_STATES, SqueueJob
 from rtool.core.units import format_duration
 from runs import describe, store
 from runs.model import Ledger
+from watchdogs import jobnodes
 from watchdogs.base import CheckResult, ProbeEnv, SqueueQuery
 from watchdogs.config import JobWatch
 
@@ -41,6 +45,7 @@ class JobObservation:
     runs: dict[str, Ledger] = field(default_factory=dict)
     #: Names whose run finished (heartbeat done marker or state finished).
     finished: set[str] = field(default_factory=set)
+    nodes: jobnodes.NodeView | None = None
 
 
 def own_job_ids(env: dict[str, str]) -> frozenset[str]:
@@ -68,6 +73,9 @@ class JobWatchdog:
     def __init__(self, specs: list[JobWatch], timeout: float = 10.0) -> None:
         self.specs = specs
         self.timeout = timeout
+        #: [nodes] (expiry, cap); `act` off: look at nodes, record and change nothing.
+        self.nodes_cfg = NodesConfig()
+        self.act = True
 
     def targets(self) -> list[str]:
         return [s.name for s in self.specs]
@@ -99,10 +107,22 @@ class JobWatchdog:
                 obs.runs[s.name] = led
             if s.heartbeat and heartbeat_finished(s.heartbeat):
                 obs.finished.add(s.name)
+        if obs.error is not None:
+            return obs
+        mine = [j for s in self.specs for j in matching(s, obs)]
+        names = sorted({s.name for s in self.specs if not s.regex})
+        obs.nodes = jobnodes.observe(env.slurm, mine, names, self.nodes_cfg)
+        if self.act and mine:
+            try:
+                suspects = SuspectStore(env.state, self.nodes_cfg.expiry)
+                jobnodes.act(suspects, env.slurm, mine, obs.nodes, self.nodes_cfg)
+            except (ProcError, OSError, RtoolError) as exc:
+                obs.nodes.error = f"suspect nodes not updated: {exc}"
         return obs
 
     def check(self, probe_output: JobObservation, now: float) -> list[CheckResult]:
-        return [check_one(s, probe_output, now) for s in self.specs]
+        results = [check_one(s, probe_output, now) for s in self.specs]
+        return results + failed_nodes(self.specs, probe_output)
 
 
 def heartbeat_finished(path: str) -> bool:
@@ -130,11 +150,16 @@ def matching(spec: JobWatch, obs: JobObservation) -> list[SqueueJob]:
     ]
 
 
-def pending_status(spec: JobWatch, job: SqueueJob, now: float) -> tuple[Status, str]:
+def pending_status(
+    spec: JobWatch, job: SqueueJob, now: float, view: jobnodes.NodeView | None = None
+) -> tuple[Status, str]:
     reason = job.reason or "no reason"
     since = _age(job.submit_time, now)
     waited = f" for {format_duration(since)}" if since is not None else ""
     where = f"(job {job.job_id})"
+    note = jobnodes.node_note(job, view)
+    if note:
+        return Status.WARNING, f"pending{waited} on unavailable node(s): {note} {where}"
     if reason.lower() in NEVER:
         return Status.CRITICAL, f"pending{waited}, {reason}: will never start by itself {where}"
     if reason.lower() in HELD or job.state == "REQUEUE_HOLD":
@@ -167,19 +192,29 @@ def check_one(spec: JobWatch, obs: JobObservation, now: float) -> CheckResult:
         more = f", {len(queued)} more queued" if queued else ""
         fields = {"job_id": j.job_id, "state": j.state, "nodes": j.nodelist, "user": j.user}
         summary = f"{name} running (job {j.job_id}, {used}, {j.nodelist or '?'}){more}"
+        note = jobnodes.node_note(j, obs.nodes)
+        if note:
+            fields["bad_nodes"] = note
+            return CheckResult("job", name, Status.WARNING, f"{summary}; node {note}", fields)
         return CheckResult("job", name, Status.OK, summary, fields)
     led = obs.runs.get(name)
     if name in obs.finished or (led is not None and led.finished):
         step = f" at step {led.best_step}" if led and led.best_step is not None else ""
         return CheckResult("job", name, Status.OK, f"{name} finished{step} (the run is done)")
     if queued:
-        verdicts = [(pending_status(spec, j, now), j) for j in queued]
-        (status, text), j = min(verdicts, key=lambda v: v[0][0].severity)
+        verdicts = [(pending_status(spec, j, now, obs.nodes), j) for j in queued]
+        on_nodes = [v for v in verdicts if jobnodes.node_note(v[1], obs.nodes)]
+        (status, text), j = (
+            on_nodes[0] if on_nodes else min(verdicts, key=lambda v: v[0][0].severity)
+        )
         fields = {"job_id": j.job_id, "state": j.state, "reason": j.reason or "", "user": j.user}
         if led is not None and led.crash_loop_at is not None and led.last is not None:
             fields.update(describe.fields(led.last))
             text = f"{text}; the run is crash-looping: last {describe.phrase(led.last)}"
             return CheckResult("job", name, Status.CRITICAL, f"{name} {text}", fields)
+        note = jobnodes.node_note(j, obs.nodes)
+        if note:
+            fields["nodes"] = note
         return CheckResult("job", name, status, f"{name} {text}", fields)
     gone = [j for j in jobs if j.state not in ACTIVE_STATES]
     last = f" (last seen {gone[0].state}, job {gone[0].job_id})" if gone else ""
@@ -189,3 +224,21 @@ def check_one(spec: JobWatch, obs: JobObservation, now: float) -> CheckResult:
         last += f"; last {describe.phrase(led.last)}"
     summary = f"{name} neither running nor queued{last}"
     return CheckResult("job", name, Status.CRITICAL, summary, fields)
+
+
+def failed_nodes(specs: list[JobWatch], obs: JobObservation) -> list[CheckResult]:
+    """One WARNING per node that failed under a watched run (NODE_FAIL), naming the node."""
+    if obs.nodes is None:
+        return []
+    out = []
+    for f in obs.nodes.failed:
+        if not any(s.pattern().fullmatch(f.run) for s in specs):
+            continue
+        why = f" ({f.reason})" if f.reason else ""
+        summary = (
+            f"{f.run}: node {f.node} failed under attempt {f.job_id} (NODE_FAIL){why}; "
+            "suspect, kept off the next attempts (rtool nodes)"
+        )
+        fields = {"node": f.node, "nodes": f.node, "job_id": f.job_id, "run": f.run}
+        out.append(CheckResult("job", f"{f.run}@{f.node}", Status.WARNING, summary, fields))
+    return out

@@ -3,6 +3,7 @@ it; touch the kill or save switch of a run (see docs/submit.md)."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import getpass
 import inspect
@@ -33,6 +34,10 @@ def submit(ctx: typer.Context, **given: Any) -> int:
     if req.after and req.after_name:
         raise UsageError("give --after or --after-name, not both")
     job = _build(app_ctx, req)
+    if req.preflight:
+        job.preflight = preflight_argv(app_ctx, job)
+    if req.exclude_suspects:
+        exclude_suspect_nodes(app_ctx, job)
     if req.after_name:
         job.dependency = f"afterany:{_find_job(app_ctx, req.after_name)}"
     text = _render(app_ctx, job, req.template)
@@ -75,6 +80,65 @@ def _signature() -> inspect.Signature:
 
 submit.__signature__ = _signature()  # type: ignore[attr-defined]
 submit.__annotations__ = {}
+
+
+def preflight_argv(app_ctx: AppContext, job: TrainingJob) -> list[str] | None:
+    """The pre-flight command of the batch script, or None when there is nothing to check."""
+    import sys
+
+    from rtool.core.config import find_config_path
+
+    pf = app_ctx.config.nodes.preflight
+    if not pf.enabled or not (job.gpus_per_node or pf.dirs or pf.command):
+        return None
+    argv = [sys.executable, "-m", "rtool"]
+    found = find_config_path(app_ctx.config_path)
+    if found is not None:
+        argv += ["--config", str(found.resolve())]
+    argv.append("preflight")
+    if job.gpus_per_node:
+        argv += ["--gpus", str(job.gpus_per_node)]
+    return argv
+
+
+def exclude_suspect_nodes(app_ctx: AppContext, job: TrainingJob) -> None:
+    """Add the suspect nodes (rtool nodes) to the job's --exclude, within the cap."""
+    from nodes.exclude import Cap, partition_nodes, plan
+    from nodes.nodefail import record_node_fails
+    from nodes.store import SuspectStore
+    from rtool.core.slurm.parse import ParseError, expand_hostlist
+    from slurm_templates.batchfile import override, sbatch_option
+    from slurm_templates.render import ShellCode
+
+    cfg = app_ctx.config.nodes
+    if not cfg.exclude:
+        return
+    store = SuspectStore(app_ctx.state, cfg.expiry)
+    with contextlib.suppress(RtoolError, OSError):  # NODE_FAIL attempts of this run
+        record_node_fails(app_ctx.slurm, store, names=[job.job_name], window=cfg.expiry)
+    suspects = [s.node for s in store.suspects()]
+    if not suspects:
+        return
+    own = [sbatch_option(line) for line in job.header_lines]
+    given = job.exclude or next((v for o in own if o and o[0] == "exclude" for v in [o[1]]), None)
+    try:
+        partition, members = partition_nodes(app_ctx.slurm, job.partition)
+        cap = Cap(cfg.max_excluded, cfg.min_left)
+        p = plan(suspects, expand_hostlist(given or ""), members, job.nodes or 1, cap)
+    except (RtoolError, ParseError) as exc:
+        typer.echo(f"rtool: warning: suspect nodes not excluded: {exc}", err=True)
+        return
+    if p.added:
+        job.exclude = ",".join(p.excluded)
+        if job.header_lines:  # the script's own --exclude is merged into rtool's line
+            job.header_lines = [ShellCode(x) for x in override(job.header_lines, {"exclude"})]
+        typer.echo(f"rtool: excluding suspect node(s) {','.join(p.added)} (rtool nodes)", err=True)
+    if p.skipped:
+        typer.echo(
+            f"rtool: warning: not excluding suspect node(s) {','.join(p.skipped)}: at most "
+            f"{cfg.max_excluded:g}% of partition {partition} may be excluded",
+            err=True,
+        )
 
 
 def _build(app_ctx: AppContext, req: SubmitRequest) -> TrainingJob:

@@ -73,6 +73,11 @@ def _run(
         )
         return 3
     app_ctx = get_context(ctx)
+    from watchdogs.job import JobWatchdog
+
+    for w in watchdogs:
+        if isinstance(w, JobWatchdog):
+            w.nodes_cfg = app_ctx.config.nodes
     out = Output(json=json_out, notify=not no_notify, tee=tee)
     return run_watch(
         watchdogs, state=app_ctx.state, notify_cfg=app_ctx.config.notify, timeout=t, out=out

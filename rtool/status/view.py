@@ -93,6 +93,7 @@ def slurm_sections(
     from watchdogs.runner import query_for
 
     job_wd = JobWatchdog(job_specs(cfg), cfg.watch.timeout)
+    job_wd.nodes_cfg, job_wd.act = cfg.nodes, False  # look at nodes; record nothing
     root = resolve_dir(cron_dir if cron_dir is not None else cfg.cron.dir)
     store = CronStore(state, root)
     beat = store.read_heartbeat()
@@ -106,7 +107,7 @@ def slurm_sections(
     before = len(slurm.calls)
     job_obs = job_wd.probe(env) if job_wd.specs else None
     cron_obs = cron_wd.probe(env) if beat else None
-    calls = len(slurm.calls) - before
+    calls = sum(1 for c in slurm.calls[before:] if c[0] == "squeue")
     error = short_error(env) if calls else None
     for obs in (job_obs, cron_obs):
         if obs is not None and obs.error:

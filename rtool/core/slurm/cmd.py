@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from rtool.core import validate as v
 from rtool.core.proc import ProcError, ProcTimeout, Result, run
+from rtool.core.slurm.nodes import SINFO_FORMAT, NodeState, parse_sinfo_nodes
 from rtool.core.slurm.parse import (
     SQUEUE_FORMAT,
     SqueueJob,
@@ -54,12 +55,14 @@ class Slurm:
         cwd: str | None = None,
         check: bool = True,
         env: Mapping[str, str] | None = None,
+        timeout: float | None = None,
     ) -> Result:
         self.calls.append(list(argv))
+        limit = timeout or self.timeout
         try:
-            return run(argv, timeout=self.timeout, input=input, cwd=cwd, check=check, env=env)
+            return run(argv, timeout=limit, input=input, cwd=cwd, check=check, env=env)
         except ProcTimeout as exc:
-            err = SlurmTimeout(exc.argv, f"timed out after {self.timeout:g}s")
+            err = SlurmTimeout(exc.argv, f"timed out after {limit:g}s")
             raise err from None
         except ProcError as exc:
             detail = f"exit code {exc.returncode}" if exc.returncode is not None else "failed"
@@ -214,3 +217,32 @@ class Slurm:
 
     def release(self, job_id: str) -> None:
         self.scontrol("release", v.job_id(job_id))
+
+    # -- nodes -------------------------------------------------------------------------------
+    def sinfo_nodes(self, *, partition: str | None = None) -> list[NodeState]:
+        """Every node (one line per node and partition) with its state and Slurm's reason."""
+        argv = ["sinfo", "-N", "-h", "-o", SINFO_FORMAT]
+        if partition:
+            argv.append(f"--partition={v.words(partition, 'partition')}")
+        return parse_sinfo_nodes(self._run(argv).stdout)
+
+    def partitions(self) -> list[str]:
+        """Partition names as sinfo prints them (the default one ends in `*`)."""
+        return self._run(["sinfo", "-h", "-o", "%P"]).stdout.split()
+
+    def srun(self, args: Sequence[str], *, timeout: float) -> Result:
+        """`srun ARGS` inside a job (the pre-flight step); its exit code is not checked."""
+        return self._run(["srun", *args], check=False, timeout=timeout)
+
+    def set_excluded(self, job_id: str, nodes: Iterable[str]) -> str:
+        """`scontrol update jobid=ID ExcNodeList=a,b`: the job's (or the pending tasks of an
+        array's) excluded nodes become exactly `nodes`. Returns scontrol's messages; raises
+        SlurmError when no pending job was updated."""
+        names = [v.node(n) for n in nodes]
+        argv = ["scontrol", "update", f"jobid={v.job_id(job_id)}"]
+        argv.append("ExcNodeList=" + ",".join(names))
+        res = self._run(argv, check=False)
+        text = (res.stdout + res.stderr).strip()
+        if res.returncode == 0 or "No error" in text:
+            return text  # an array: the running tasks refuse, the pending ones took it
+        raise SlurmError(argv, f"exit code {res.returncode}", res.returncode, res.stderr)

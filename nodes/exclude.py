@@ -1,0 +1,125 @@
+"""Keep a run off its suspect nodes: `--exclude` at submission, ExcNodeList of pending jobs.
+
+Always within a cap, so a run is never excluded from its whole partition: at most
+`max_excluded` percent of the partition's nodes are excluded (the user's own exclusions
+count), and at least the nodes the job needs plus `min_left` stay available. Only nodes of
+the partition are added (sbatch refuses unknown node names). Newest suspects win.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass, field
+
+from rtool.core.errors import RtoolError
+from rtool.core.slurm import Slurm, SqueueJob
+from rtool.core.slurm.parse import ParseError, expand_hostlist
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Cap:
+    max_excluded: float = 25.0  # percent of the partition's nodes
+    min_left: int = 1  # nodes left beyond what the job needs
+
+    def allowed(self, partition_size: int, needed: int) -> int:
+        """How many of the partition's nodes may be excluded in all."""
+        by_share = math.floor(partition_size * self.max_excluded / 100.0 + 1e-9)
+        by_need = partition_size - max(needed, 1) - max(self.min_left, 0)
+        return max(0, min(by_share, by_need))
+
+
+@dataclass
+class Plan:
+    """What to exclude: the job's current exclusions plus the suspects that fit under the cap."""
+
+    excluded: list[str]  # the full list (existing first)
+    added: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # suspects left out by the cap
+    outside: list[str] = field(default_factory=list)  # suspects not in the partition
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.added)
+
+
+def plan(
+    suspects: list[str], existing: list[str], partition_nodes: list[str], needed: int, cap: Cap
+) -> Plan:
+    """Pure: which suspects to add to `existing` (both node names) in a partition."""
+    members = set(partition_nodes)
+    excluded = list(dict.fromkeys(existing))
+    room = cap.allowed(len(members), needed) - len([n for n in excluded if n in members])
+    result = Plan(excluded=excluded)
+    for node in dict.fromkeys(suspects):
+        if node in excluded:
+            continue
+        if node not in members:
+            result.outside.append(node)
+        elif room > 0:
+            result.added.append(node)
+            result.excluded.append(node)
+            room -= 1
+        else:
+            result.skipped.append(node)
+    return result
+
+
+def partition_nodes(slurm: Slurm, partition: str | None) -> tuple[str, list[str]]:
+    """(partition, its node names); the default partition when None. Raises SlurmError."""
+    states = slurm.sinfo_nodes(partition=partition)
+    if partition is None:
+        raw = slurm.partitions()
+        default = next((p.rstrip("*") for p in raw if p.endswith("*")), None)
+        partition = default or (raw[0].rstrip("*") if raw else "")
+        states = [s for s in states if s.partition == partition]
+    return partition, sorted({s.name for s in states})
+
+
+def excluded_of(slurm: Slurm, job_id: str) -> list[str]:
+    """The nodes a job (every pending record of an array) excludes now."""
+    out: list[str] = []
+    for rec in slurm.show_job(job_id):
+        raw = rec.get("ExcNodeList", "")
+        try:
+            out.extend(expand_hostlist(raw))
+        except ParseError:
+            log.warning("job %s: cannot read ExcNodeList %r", job_id, raw)
+    return list(dict.fromkeys(out))
+
+
+@dataclass
+class Applied:
+    job_id: str
+    plan: Plan
+    error: str | None = None
+
+
+def target_id(job: SqueueJob) -> str:
+    """The id that updates a pending record: `88` for `88_[2-10%1]`, else the job's own id."""
+    return job.array_job_id if job.pending_tasks is not None else job.job_id
+
+
+def apply_to_pending(
+    slurm: Slurm, jobs: list[SqueueJob], suspects: list[str], cap: Cap
+) -> list[Applied]:
+    """Add the suspects to the ExcNodeList of each pending job in `jobs` (within the cap)."""
+    done: list[Applied] = []
+    sizes: dict[str, list[str]] = {}
+    pending = [j for j in jobs if j.state == "PENDING"]
+    for tid in dict.fromkeys(target_id(j) for j in pending):
+        job = next(j for j in pending if target_id(j) == tid)
+        try:
+            if job.partition not in sizes:
+                sizes[job.partition] = partition_nodes(slurm, job.partition.split(",")[0])[1]
+            existing = excluded_of(slurm, tid)
+            p = plan(suspects, existing, sizes[job.partition], job.nodes or 1, cap)
+            if p.changed:
+                slurm.set_excluded(tid, p.excluded)
+                log.info("job %s: excluded %s", tid, ",".join(p.added))
+            done.append(Applied(tid, p))
+        except (RtoolError, ParseError) as exc:
+            done.append(Applied(tid, Plan(excluded=[]), str(exc)))
+    return done
