@@ -9,6 +9,7 @@ min_left = 1                # ... and always leave at least this many (plus what
 
 [nodes.preflight]
 enabled = true              # in every rendered training script that has something to check
+gpus = 8                    # GPUs each node must show (default: --gpus-per-node)
 dirs = ["/scratch/me/run", "/scratch/me/ckpt"]   # writable, with min_free free
 min_free = "10GiB"
 command = "ibstat | grep -q Active"              # any check of yours (bash -c), exit 0 = healthy
@@ -25,6 +26,9 @@ from rtool.core.config.types import Duration, Percent, Section, Size
 
 class PreflightConfig(Section):
     enabled: bool = True
+    #: GPUs each node must show (default: --gpus-per-node; set it where whole nodes are
+    #: allocated without a GPU request).
+    gpus: int | None = None
     dirs: list[str] = []
     min_free: Size = 1024**3
     command: str | None = None

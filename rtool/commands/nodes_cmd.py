@@ -123,7 +123,7 @@ def preflight(
 
     app_ctx = get_context(ctx)
     pf = app_ctx.config.nodes.preflight
-    node_ctx, node_argv = _node_args(app_ctx, gpus, directory)
+    node_ctx, node_argv = _node_args(app_ctx, gpus or pf.gpus, directory)
     if here or not os.environ.get("SLURM_JOB_ID"):
         report = run_checks(node_ctx)
         typer.echo(f"pre-flight {'OK' if report.ok else 'FAILED'} - {report.summary()}")

@@ -89,15 +89,16 @@ def preflight_argv(app_ctx: AppContext, job: TrainingJob) -> list[str] | None:
     from rtool.core.config import find_config_path
 
     pf = app_ctx.config.nodes.preflight
-    if not pf.enabled or not (job.gpus_per_node or pf.dirs or pf.command):
+    gpus = job.gpus_per_node or pf.gpus
+    if not pf.enabled or not (gpus or pf.dirs or pf.command):
         return None
     argv = [sys.executable, "-m", "rtool"]
     found = find_config_path(app_ctx.config_path)
     if found is not None:
         argv += ["--config", str(found.resolve())]
     argv.append("preflight")
-    if job.gpus_per_node:
-        argv += ["--gpus", str(job.gpus_per_node)]
+    if gpus:
+        argv += ["--gpus", str(gpus)]
     return argv
 
 
