@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from rtool.commands import errors
 from rtool.context import get_context
 from rtool.core.errors import RtoolError, UsageError
 
@@ -16,7 +17,8 @@ if TYPE_CHECKING:
     from nodes.store import SuspectStore
     from rtool.context import AppContext
 
-app = typer.Typer(
+app = errors.group(
+    errors.DEFAULT,
     help="Suspect nodes: which nodes hurt your runs, why, since when.\n\n"
     "Examples:\n\n"
     "  rtool nodes                 # the suspects, with their evidence\n\n"
