@@ -14,7 +14,7 @@ from rtool.core import config as _loader
 from rtool.core.config.types import PositiveDuration, Section
 from runs.config import RunsConfig
 from slurm_templates.config import SubmitConfig, SwitchesConfig
-from watchdogs.config import WatchConfig
+from watchdogs.registry import WatchConfig
 
 
 class StateConfig(Section):

@@ -17,7 +17,7 @@ from typing import Any
 from rtool.core.proc import ProcError, ProcNotFound, run
 from rtool.core.slurm import Slurm
 from rtool.core.state import StateDir
-from watchdogs.base import CheckResult
+from watchdogs.base import Action, ActionKind, CheckResult
 
 log = logging.getLogger(__name__)
 
@@ -44,12 +44,12 @@ def py_spy() -> str:
     return shutil.which("py-spy") or "py-spy"
 
 
-def dump_argv(target: str, slurm: Slurm) -> list[str]:
-    """`py-spy dump` of a local pid (`pid:N`), or `srun` into a job (`job:N`, `job:A_T`)
-    dumping the python processes of that job."""
-    kind, _, ident = target.partition(":")
-    if kind == "pid":
-        return [py_spy(), "dump", "--pid", ident]
+def dump_argv(action: Action, slurm: Slurm) -> list[str]:
+    """`py-spy dump` of a local pid, or `srun` into a job (`1234`, `1234_5`) dumping the python
+    processes of that job."""
+    if action.pid is not None:
+        return [py_spy(), "dump", "--pid", str(action.pid)]
+    ident = str(action.job)
     try:
         records = slurm.show_job(ident)
     except ProcError:
@@ -61,10 +61,10 @@ def dump_argv(target: str, slurm: Slurm) -> list[str]:
     return [*srun, "sh", "-c", script, "rtool-dump", record.get("JobName", "")]
 
 
-def dump_stacks(target: str, slurm: Slurm, timeout: float) -> str:
-    """The stacks of `target` (see `dump_argv`), or why there are none."""
+def dump_stacks(action: Action, slurm: Slurm, timeout: float) -> str:
+    """The stacks the dump `action` asks for (see `dump_argv`), or why there are none."""
     try:
-        argv = dump_argv(target, slurm)
+        argv = dump_argv(action, slurm)
         res = run(argv, timeout=timeout, check=False)
     except ProcNotFound:
         return f"{Path(argv[0]).name} is not installed"
@@ -74,25 +74,24 @@ def dump_stacks(target: str, slurm: Slurm, timeout: float) -> str:
     return text[-MAX_STACKS:]
 
 
-def run_action(action: str, slurm: Slurm, timeout: float) -> tuple[str, str]:
+def run_action(action: Action, slurm: Slurm, timeout: float) -> tuple[str, str]:
     """Carry out one action; returns (field name, outcome text)."""
-    kind, _, rest = action.partition(":")
+    job = str(action.job)
     try:
-        if kind == "dump":
-            return "stacks", dump_stacks(rest, slurm, timeout)
-        if kind == "requeue":
-            slurm.requeue(rest)
-            return "action", f"requeued job {rest}"
-        if kind == "hold":
-            slurm.hold(rest)
-            return "action", f"held job {rest} (release with: scontrol release {rest})"
-        if kind == "signal":
-            sig, _, job = rest.partition(":")
-            slurm.scancel([job], signal=sig, full=True)
-            return "action", f"sent SIG{sig} to job {job}"
+        if action.kind is ActionKind.DUMP:
+            return "stacks", dump_stacks(action, slurm, timeout)
+        if action.kind is ActionKind.REQUEUE:
+            slurm.requeue(job)
+            return "action", f"requeued job {job}"
+        if action.kind is ActionKind.HOLD:
+            slurm.hold(job)
+            return "action", f"held job {job} (release with: scontrol release {job})"
+        if action.kind is ActionKind.SIGNAL:
+            slurm.scancel([job], signal=str(action.signal), full=True)
+            return "action", f"sent SIG{action.signal} to job {job}"
     except ProcError as exc:
         return "action", f"{action} failed: {exc}"
-    return "action", f"unknown action {action!r}"
+    return "action", f"unknown action {action}"
 
 
 def apply(results: list[CheckResult], state: StateDir, slurm: Slurm, timeout: float) -> None:
@@ -106,7 +105,7 @@ def apply(results: list[CheckResult], state: StateDir, slurm: Slurm, timeout: fl
                 if r.action_token and mark in done:
                     continue
                 name, outcome = run_action(action, slurm, timeout)
-                log.info("%s: %s", r.key, outcome.splitlines()[0] if outcome else action)
+                log.info("%s: %s", r.key, outcome.splitlines()[0] if outcome else str(action))
                 r.fields[name] = (
                     outcome if name not in r.fields else r.fields[name] + "\n" + outcome
                 )

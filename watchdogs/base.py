@@ -8,9 +8,10 @@ alerts or exits.
 
 from __future__ import annotations
 
+import enum
 import threading
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 
 from rtool.core.alert import Alert, Status
 
@@ -19,14 +20,58 @@ if TYPE_CHECKING:
     from rtool.core.state import StateDir
 
 
+class ActionKind(enum.Enum):
+    DUMP = "dump"  # attach a py-spy dump of `pid`, or of the python processes of `job`
+    REQUEUE = "requeue"  # scontrol requeue `job`
+    HOLD = "hold"  # scontrol hold `job`
+    SIGNAL = "signal"  # scancel --signal=`signal` --full `job`
+
+
+@dataclass(frozen=True)
+class Action:
+    """A side effect a result asks the runner for (watchdogs/actions.py carries it out)."""
+
+    kind: ActionKind
+    job: str | None = None
+    pid: int | None = None
+    signal: str | None = None  # without SIG: USR1
+
+    @classmethod
+    def dump_pid(cls, pid: int) -> Action:
+        return cls(ActionKind.DUMP, pid=pid)
+
+    @classmethod
+    def dump_job(cls, job: str) -> Action:
+        return cls(ActionKind.DUMP, job=job)
+
+    @classmethod
+    def requeue(cls, job: str) -> Action:
+        return cls(ActionKind.REQUEUE, job=job)
+
+    @classmethod
+    def hold(cls, job: str) -> Action:
+        return cls(ActionKind.HOLD, job=job)
+
+    @classmethod
+    def send(cls, signal: str, job: str) -> Action:
+        return cls(ActionKind.SIGNAL, job=job, signal=signal)
+
+    def __str__(self) -> str:
+        """`dump:pid:12`, `dump:job:34`, `requeue:34`, `signal:USR1:34` (logs, done marks)."""
+        if self.kind is ActionKind.DUMP:
+            return f"dump:pid:{self.pid}" if self.pid is not None else f"dump:job:{self.job}"
+        if self.kind is ActionKind.SIGNAL:
+            return f"signal:{self.signal}:{self.job}"
+        return f"{self.kind.value}:{self.job}"
+
+
 @dataclass
 class CheckResult:
     """One status line: `DISK CRITICAL - /scratch 91% used (limit 80%)`.
 
     watchdog: `disk`, `job` ...; what: the watched thing (`/scratch`, a job name, a path);
     the alert key is `<watchdog>:<what>`. `actions` are side effects the runner carries out
-    (`dump:pid:123`, `dump:job:456`, `requeue:456`, `signal:USR1:456`), at most once per
-    `action_token`.
+    (py-spy dump, requeue, hold, signal), at most once per `action_token`.
     """
 
     watchdog: str
@@ -34,7 +79,7 @@ class CheckResult:
     status: Status
     summary: str
     fields: dict[str, str] = field(default_factory=dict)
-    actions: list[str] = field(default_factory=list)
+    actions: list[Action] = field(default_factory=list)
     action_token: str | None = None
 
     @property
@@ -120,9 +165,9 @@ class ProbeEnv:
 
 
 class Watchdog(Protocol):
-    """One kind of check, bound to its config entries."""
+    """What the runner needs of a watchdog (`SpecWatchdog` is the base that provides it)."""
 
-    name: str
+    name: ClassVar[str]
 
     def targets(self) -> list[str]:
         """The `what` of every result it produces (used when its probe crashes)."""
@@ -139,6 +184,70 @@ class Watchdog(Protocol):
     def check(self, probe_output: Any, now: float) -> list[CheckResult]:
         """Pure: results for one observation."""
         ...
+
+
+SpecT = TypeVar("SpecT")
+
+
+class SpecWatchdog(Generic[SpecT]):
+    """The base of every watchdog built from config entries (specs).
+
+    A new watchdog is one module with a subclass and one line in `watchdogs.registry`:
+
+        class FooWatch(Section):              # its [[watch.foo]] entry (and `rtool watch foo`
+            path: str                         # flags: required fields are arguments,
+            limit: Percent = Field(90.0, description="Used above -> CRITICAL.")  # others --x)
+
+        class FooWatchdog(SpecWatchdog[FooWatch]):
+            name = "foo"
+            spec = FooWatch
+            def target(self, spec): return spec.path
+            def probe(self, env): ...         # I/O, bounded by self.timeout_of(spec)
+            def check(self, probe_output, now): ...   # pure: list[CheckResult]
+    """
+
+    #: The watchdog's name: `rtool watch NAME`, `[[watch.NAME]]`, the alert keys' prefix.
+    name: ClassVar[str]
+    #: Its config entry type (a `Section`), or None when it has no `[[watch.NAME]]` entries.
+    spec: ClassVar[type[Any]]
+    #: Whether `[[watch.NAME]]` entries configure it (the [watch] section gets a field).
+    in_config: ClassVar[bool] = True
+
+    def __init__(self, specs: list[SpecT], timeout: float = 10.0) -> None:
+        self.specs = specs
+        self.timeout = timeout
+
+    @classmethod
+    def from_entries(cls, entries: list[Any], timeout: float, config: Any) -> SpecWatchdog[Any]:
+        """The watchdog of its `[[watch.NAME]]` entries (`config`: the app config or None)."""
+        return cls(entries, timeout).configure(config)
+
+    def configure(self, config: Any) -> SpecWatchdog[SpecT]:
+        """Hook for a watchdog that needs another section of the app config (`Config`)."""
+        return self
+
+    def target(self, spec: SpecT) -> str:
+        """The `what` of a spec's results: `/scratch`, a job name."""
+        raise NotImplementedError
+
+    def targets(self) -> list[str]:
+        return [self.target(s) for s in self.specs]
+
+    def squeue_query(self) -> SqueueQuery | None:
+        return None
+
+    def timeout_of(self, spec: SpecT) -> float:
+        """The spec's own `timeout`, else the watchdog's."""
+        return float(getattr(spec, "timeout", None) or self.timeout)
+
+    def max_timeout(self) -> float:
+        return max([self.timeout, *(self.timeout_of(s) for s in self.specs)])
+
+    def probe(self, env: ProbeEnv) -> Any:
+        raise NotImplementedError
+
+    def check(self, probe_output: Any, now: float) -> list[CheckResult]:
+        raise NotImplementedError
 
 
 def unknown(watchdog: str, what: str, why: str) -> CheckResult:

@@ -35,12 +35,13 @@ grace = "15m"
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from pydantic import field_validator, model_validator
 
 from rtool.core.config.types import Duration, Percent, PositiveDuration, Section, Size
-from runs.config import RunWatch
+
+S = TypeVar("S")
 
 
 class JobWatch(Section):
@@ -146,12 +147,19 @@ class CronWatchEntry(Section):
     grace: Duration | None = None
 
 
-class WatchConfig(Section):
+class WatchBase(Section):
+    """What every [watch] section has; `watchdogs.registry.WatchConfig` adds one list of
+    entries per registered watchdog (`[[watch.NAME]]`)."""
+
     timeout: PositiveDuration = 10.0
-    job: list[JobWatch] = []
-    log: list[LogWatch] = []
-    disk: list[DiskWatch] = []
-    memory: list[MemoryWatch] = []
-    #: Runs followed across their attempts (entries documented in runs/config.py).
-    run: list[RunWatch] = []
-    cron: list[CronWatchEntry] = []
+
+    if TYPE_CHECKING:  # the generated fields: `watch.disk` is a list of DiskWatch entries
+
+        def __getattr__(self, name: str) -> list[Any]: ...
+
+    def entries(self, spec: type[S]) -> list[S]:
+        """The entries of the watchdog whose entry type is `spec` (typed access)."""
+        for name, info in type(self).model_fields.items():
+            if info.annotation == list[spec]:  # type: ignore[valid-type]
+                return list(getattr(self, name))
+        raise KeyError(f"no [[watch.*]] entries of type {spec.__name__}")

@@ -16,7 +16,7 @@ from rtool.core.alert import Status
 from rtool.core.proc import ProcError
 from rtool.core.slurm import SqueueJob
 from rtool.core.units import format_duration
-from watchdogs.base import CheckResult, ProbeEnv, SqueueQuery
+from watchdogs.base import CheckResult, ProbeEnv, SpecWatchdog, SqueueQuery
 from watchdogs.config import CronWatchEntry
 
 
@@ -45,15 +45,18 @@ class CronObservation:
     error: str | None = None
 
 
-class CronWatchdog:
+class CronWatchdog(SpecWatchdog[CronWatch]):
     name = "cron"
+    #: Its `[[watch.cron]]` entries leave out what `[cron]` gives (see `from_entries`).
+    spec = CronWatchEntry
 
-    def __init__(self, specs: list[CronWatch], timeout: float = 10.0) -> None:
-        self.specs = specs
-        self.timeout = timeout
+    @classmethod
+    def from_entries(cls, entries: list[Any], timeout: float, config: Any) -> CronWatchdog:
+        cron = getattr(config, "cron", None) or CronConfig()
+        return cls(specs_from_entries(entries, cron), timeout)
 
-    def targets(self) -> list[str]:
-        return [str(s.dir) for s in self.specs]
+    def target(self, spec: CronWatch) -> str:
+        return str(spec.dir)
 
     def squeue_query(self) -> SqueueQuery | None:
         names = frozenset(chain_name(s.dir) for s in self.specs)

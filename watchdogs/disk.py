@@ -16,7 +16,7 @@ from rtool.core.alert import Status
 from rtool.core.proc import ProcError, ProcTimeout, run
 from rtool.core.units import format_duration, format_size
 from watchdogs import history
-from watchdogs.base import CheckResult, ProbeEnv, SqueueQuery
+from watchdogs.base import CheckResult, ProbeEnv, SpecWatchdog
 from watchdogs.config import DiskWatch
 from watchdogs.probes import child
 from watchdogs.quota import Quota, QuotaParseError, parse_quota
@@ -36,18 +36,12 @@ class DiskObservation:
     samples: list[dict[str, float]] = field(default_factory=list)
 
 
-class DiskWatchdog:
+class DiskWatchdog(SpecWatchdog[DiskWatch]):
     name = "disk"
+    spec = DiskWatch
 
-    def __init__(self, specs: list[DiskWatch], timeout: float = 10.0) -> None:
-        self.specs = specs
-        self.timeout = timeout
-
-    def targets(self) -> list[str]:
-        return [s.path for s in self.specs]
-
-    def squeue_query(self) -> SqueueQuery | None:
-        return None
+    def target(self, spec: DiskWatch) -> str:
+        return spec.path
 
     def probe(self, env: ProbeEnv) -> list[DiskObservation]:
         points = child.read_mount_points()
@@ -55,7 +49,7 @@ class DiskWatchdog:
         start = time.monotonic()
         obs, procs = [], []
         for spec in self.specs:
-            o = DiskObservation(spec, spec.timeout or self.timeout)
+            o = DiskObservation(spec, self.timeout_of(spec))
             o.mount = child.mount_of(spec.path, points)
             o.stuck = stuck.still_stuck(o.mount)
             obs.append(o)

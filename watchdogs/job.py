@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from nodes.config import NodesConfig
 from nodes.store import SuspectStore
@@ -17,7 +18,7 @@ from rtool.core.units import format_duration
 from runs import describe, store
 from runs.model import Ledger
 from watchdogs import jobnodes
-from watchdogs.base import CheckResult, ProbeEnv, SqueueQuery
+from watchdogs.base import CheckResult, ProbeEnv, SpecWatchdog, SqueueQuery
 from watchdogs.config import JobWatch
 
 #: Pending reasons that will not clear by themselves.
@@ -67,18 +68,24 @@ def group_members(group: str, timeout: float) -> list[str]:
     return [m for m in (members[0].split(",") if members else []) if m]
 
 
-class JobWatchdog:
+class JobWatchdog(SpecWatchdog[JobWatch]):
     name = "job"
+    spec = JobWatch
 
     def __init__(self, specs: list[JobWatch], timeout: float = 10.0) -> None:
-        self.specs = specs
-        self.timeout = timeout
+        super().__init__(specs, timeout)
         #: [nodes] (expiry, cap); `act` off: look at nodes, record and change nothing.
         self.nodes_cfg = NodesConfig()
         self.act = True
 
-    def targets(self) -> list[str]:
-        return [s.name for s in self.specs]
+    def configure(self, config: Any) -> JobWatchdog:
+        """Reads the app config's [nodes] section (suspect expiry, exclusion cap)."""
+        if config is not None:
+            self.nodes_cfg = config.nodes
+        return self
+
+    def target(self, spec: JobWatch) -> str:
+        return spec.name
 
     def squeue_query(self) -> SqueueQuery | None:
         queries = [

@@ -27,7 +27,7 @@ from rtool.core.slurm import RUNNING_STATES, SqueueJob
 from rtool.core.units import format_duration
 from runs import describe, store
 from runs.model import Ledger
-from watchdogs.base import CheckResult, ProbeEnv, SqueueQuery
+from watchdogs.base import Action, CheckResult, ProbeEnv, SpecWatchdog, SqueueQuery
 from watchdogs.config import LogWatch
 from watchdogs.job import own_job_ids
 from watchdogs.probes import child
@@ -84,15 +84,12 @@ def non_finite_stop(hb: Heartbeat) -> bool:
     return bool(_NON_FINITE.search(hb.stop_reason or ""))
 
 
-class LogWatchdog:
+class LogWatchdog(SpecWatchdog[LogWatch]):
     name = "log"
+    spec = LogWatch
 
-    def __init__(self, specs: list[LogWatch], timeout: float = 10.0) -> None:
-        self.specs = specs
-        self.timeout = timeout
-
-    def targets(self) -> list[str]:
-        return [s.path for s in self.specs]
+    def target(self, spec: LogWatch) -> str:
+        return spec.path
 
     def squeue_query(self) -> SqueueQuery | None:
         names = {s.job_name for s in self.specs if s.job_name}
@@ -104,7 +101,7 @@ class LogWatchdog:
         start = time.monotonic()
         started = []
         for spec in self.specs:
-            o = LogObservation(spec, spec.timeout or self.timeout)
+            o = LogObservation(spec, self.timeout_of(spec))
             mount = child.mount_of(_fixed_prefix(spec.path), points)
             o.stuck = stuck.still_stuck(mount)
             args = [spec.path] + ([spec.heartbeat] if spec.heartbeat else [])
@@ -194,21 +191,21 @@ def run_start(hb: Heartbeat, jobs: list[SqueueJob]) -> float | None:
     return max(starts) if starts else None
 
 
-def _hang_actions(o: LogObservation, hb: Heartbeat | None) -> list[str]:
+def _hang_actions(o: LogObservation, hb: Heartbeat | None) -> list[Action]:
     spec = o.spec
     job = (o.job_ids or [""])[0] or (hb.job_id if hb is not None and hb.job_id else None)
     actions = []
     if spec.dump_stacks:
         if spec.pid:
-            actions.append(f"dump:pid:{spec.pid}")
+            actions.append(Action.dump_pid(spec.pid))
         elif hb is not None and hb.pid and hb.host in (None, o.host):
-            actions.append(f"dump:pid:{hb.pid}")
+            actions.append(Action.dump_pid(hb.pid))
         elif job:
-            actions.append(f"dump:job:{job}")
+            actions.append(Action.dump_job(job))
     if spec.on_hang == "requeue" and job:
-        actions.append(f"requeue:{job}")
+        actions.append(Action.requeue(job))
     elif spec.on_hang.startswith("signal:") and job:
-        actions.append(f"{spec.on_hang}:{job}")
+        actions.append(Action.send(spec.on_hang.removeprefix("signal:"), job))
     return actions
 
 

@@ -11,7 +11,7 @@ from rtool.core.alert import Status
 from rtool.core.proc import ProcError, ProcNotFound, run
 from rtool.core.units import format_size
 from watchdogs import history
-from watchdogs.base import CheckResult, ProbeEnv, SqueueQuery
+from watchdogs.base import CheckResult, ProbeEnv, SpecWatchdog
 from watchdogs.config import MemoryWatch
 
 MiB = 1024 * 1024
@@ -78,18 +78,12 @@ def gpu_memory(timeout: float) -> list[tuple[str, int, int]] | None:
     return rows
 
 
-class MemoryWatchdog:
+class MemoryWatchdog(SpecWatchdog[MemoryWatch]):
     name = "memory"
-
-    def __init__(self, specs: list[MemoryWatch], timeout: float = 10.0) -> None:
-        self.specs = specs
-        self.timeout = timeout
+    spec = MemoryWatch
 
     def targets(self) -> list[str]:
         return ["node"]
-
-    def squeue_query(self) -> SqueueQuery | None:
-        return None
 
     def probe(self, env: ProbeEnv) -> list[MemoryObservation]:
         return [self._probe_one(env, spec) for spec in self.specs]
@@ -111,7 +105,7 @@ class MemoryWatchdog:
             o.procs.append(s)
         if spec.gpu:
             try:
-                o.gpus = gpu_memory(spec.timeout or self.timeout)
+                o.gpus = gpu_memory(self.timeout_of(spec))
             except ProcError as exc:
                 o.gpu_error = str(exc)
         return o

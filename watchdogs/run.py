@@ -11,6 +11,7 @@ state, exit code, signature and the last lines of its log.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from rtool.core.alert import Status
 from rtool.core.proc import ProcError
@@ -20,7 +21,7 @@ from runs import describe, health
 from runs.config import RunsConfig, RunWatch
 from runs.model import Attempt, Ledger
 from runs.sources import refresh
-from watchdogs.base import CheckResult, ProbeEnv, SqueueQuery
+from watchdogs.base import Action, CheckResult, ProbeEnv, SpecWatchdog, SqueueQuery
 
 
 @dataclass
@@ -31,20 +32,22 @@ class RunObservation:
     error: str | None = None
 
 
-class RunWatchdog:
+class RunWatchdog(SpecWatchdog[RunWatch]):
     name = "run"
+    spec = RunWatch
 
     def __init__(self, specs: list[RunWatch], timeout: float = 10.0) -> None:
-        self.specs = specs
-        self.timeout = timeout
+        super().__init__(specs, timeout)
         self.runs_cfg = RunsConfig()
 
-    def configure(self, runs_cfg: RunsConfig) -> RunWatchdog:
-        self.runs_cfg = runs_cfg
+    def configure(self, config: Any) -> RunWatchdog:
+        """Reads the app config's [runs] section (failure signatures, log tail)."""
+        if config is not None:
+            self.runs_cfg = config.runs
         return self
 
-    def targets(self) -> list[str]:
-        return [s.name for s in self.specs]
+    def target(self, spec: RunWatch) -> str:
+        return spec.name
 
     def squeue_query(self) -> SqueueQuery | None:
         return SqueueQuery(names=frozenset(s.slurm_name for s in self.specs))
@@ -153,7 +156,7 @@ def _crash_loop(obs: RunObservation, loop: list[Attempt], queue: health.Queue) -
     targets = queue.hold_targets()
     res = _result(obs, Status.CRITICAL, text)
     if spec.on_crash_loop == "hold" and targets:
-        res.actions = [f"hold:{t}" for t in targets]
+        res.actions = [Action.hold(t) for t in targets]
         res.action_token = f"crashloop:{spec.name}:{loop[-1].job_id}:{loop[-1].restart}"
         release = " ".join(f"scontrol release {t};" for t in targets).rstrip(";")
         res.summary += f"; holding the rest ({', '.join(targets)}); release with `{release}`"

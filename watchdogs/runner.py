@@ -144,6 +144,5 @@ def run_watch(
 
 
 def _max_timeout(w: Watchdog) -> float:
-    specs = getattr(w, "specs", [])
-    values = [getattr(s, "timeout", None) or 0.0 for s in specs]
-    return max([getattr(w, "timeout", 0.0), *values])
+    longest = getattr(w, "max_timeout", None)  # SpecWatchdog's; a bare Watchdog has none
+    return float(longest()) if callable(longest) else 0.0

@@ -87,11 +87,11 @@ class PolicyGroup(typer.core.TyperGroup):
             raise
 
 
-def group(policy: ExitPolicy, **kwargs: Any) -> typer.Typer:
+def group(policy: ExitPolicy, base: type[PolicyGroup] = PolicyGroup, **kwargs: Any) -> typer.Typer:
     """A typer app for a command group whose errors get `policy`'s exit codes."""
     chosen = policy
 
-    class Group(PolicyGroup):
+    class Group(base):  # type: ignore[valid-type,misc]
         policy = chosen
 
     return typer.Typer(cls=Group, **kwargs)

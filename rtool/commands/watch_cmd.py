@@ -2,7 +2,8 @@
 
 Each command builds watchdogs from its flags (no config needed) and hands them to
 `watchdogs.runner.run_watch`, which prints one status line per check and exits 0 OK,
-1 WARNING, 2 CRITICAL, 3 UNKNOWN. Adding a watchdog = one registry entry + one command here.
+1 WARNING, 2 CRITICAL, 3 UNKNOWN. A registered watchdog without a command written here gets
+a generated one (watch_auto.py); write one only to tune its flags.
 """
 
 from __future__ import annotations
@@ -22,8 +23,26 @@ if TYPE_CHECKING:
 
     from watchdogs.base import Watchdog
 
+
+class _WatchGroup(errors.PolicyGroup):
+    """The written commands, then one generated per registered watchdog (watch_auto.py)."""
+
+    def get_command(self, ctx: Any, name: str) -> Any:
+        from rtool.commands import watch_auto
+
+        found = super().get_command(ctx, name)
+        return found if found is not None else watch_auto.command_for(name, _run, _spec)
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        from rtool.commands import watch_auto
+
+        written = list(super().list_commands(ctx))
+        return written + watch_auto.registered(set(written))
+
+
 app = errors.group(
     errors.WATCH,
+    base=_WatchGroup,
     help="Watchdogs for a training run: job, log, disk, memory, or all from the config.\n\n"
     "Exit codes like a monitoring plugin: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.\n\n"
     "Example: rtool watch disk /scratch --max-used 80% --tee logs/train.log",
@@ -66,18 +85,17 @@ def _run(
     t = _timeout(ctx, timeout)
     watchdogs = build(t)
     if not watchdogs:
-        typer.echo(
-            "rtool: nothing to watch: the config has no [[watch.job]], [[watch.log]], "
-            "[[watch.disk]], [[watch.memory]], [[watch.run]] or [[watch.cron]] entries",
-            err=True,
-        )
+        from watchdogs.registry import REGISTRY
+
+        kinds = ", ".join(f"[[watch.{w.name}]]" for w in REGISTRY if w.in_config)
+        typer.echo(f"rtool: nothing to watch: the config has no {kinds} entries", err=True)
         return 3
     app_ctx = get_context(ctx)
-    from watchdogs.job import JobWatchdog
+    from watchdogs.base import SpecWatchdog
 
-    for w in watchdogs:
-        if isinstance(w, JobWatchdog):
-            w.nodes_cfg = app_ctx.config.nodes
+    for w in watchdogs:  # the sections a watchdog reads besides its entries ([nodes], [runs])
+        if isinstance(w, SpecWatchdog):
+            w.configure(app_ctx.config)
     out = Output(json=json_out, notify=not no_notify, tee=tee)
     return run_watch(
         watchdogs, state=app_ctx.state, notify_cfg=app_ctx.config.notify, timeout=t, out=out
@@ -311,16 +329,11 @@ def all_cmd(
     Example: rtool --config rtool.toml watch all --tee logs/train.log
     """
     from watchdogs.registry import from_config
-    from watchdogs.run import RunWatchdog
 
     cfg = get_context(ctx).config
 
     def build(t: float) -> list[Watchdog]:
-        built = from_config(cfg.watch.model_copy(update={"timeout": t}), cfg.cron)
-        for w in built:
-            if isinstance(w, RunWatchdog):
-                w.configure(cfg.runs)
-        return built
+        return [*from_config(cfg.watch.model_copy(update={"timeout": t}), cfg)]
 
     return _run(ctx, build, json_out, no_notify, tee, timeout)
 
@@ -386,7 +399,7 @@ def run_cmd(
     spec = _spec(RunWatch, **{**base, **{k: v for k, v in flags.items() if v is not None}})
     return _run(
         ctx,
-        lambda t: [RunWatchdog([spec], t).configure(cfg.runs)],
+        lambda t: [RunWatchdog([spec], t).configure(cfg)],
         json_out,
         no_notify,
         tee,

@@ -15,7 +15,7 @@ from rtool.core.alert import Status
 from rtool.core.slurm import Slurm
 from rtool.core.state import StateDir
 from tests.helpers import wait_for
-from watchdogs.base import ProbeEnv
+from watchdogs.base import Action, ProbeEnv
 from watchdogs.config import JobWatch, LogWatch
 from watchdogs.job import JobWatchdog
 from watchdogs.log import LogWatchdog
@@ -148,7 +148,7 @@ def test_stack_dump_srun_targets_an_array_task_by_its_numeric_id(slurm, job_name
     wait_for(running, 30, 0.5, "both array tasks running")
     ids = []
     for task in tasks:
-        argv = dump_argv(f"job:{task}", slurm)
+        argv = dump_argv(Action.dump_job(task), slurm)
         [record] = slurm.show_job(task)
         assert argv[:3] == ["srun", f"--jobid={record['JobId']}", "--overlap"]
         ids.append(record["JobId"])
@@ -234,11 +234,11 @@ def test_a_previous_runs_heartbeat_is_not_a_hang_of_the_running_job(slurm, job_n
     res = check("1s", **previous)
     assert res.status == Status.CRITICAL, res.summary
     assert res.summary.startswith("heartbeat of this run (none yet; counted from the job's start)")
-    assert res.actions == [f"dump:job:{job}", f"requeue:{job}"]
+    assert res.actions == [Action.dump_job(job), Action.requeue(job)]
     # this run's own heartbeat is still the sharper signal
     res = check("1s", started=start + 0.5, time=start + 0.5)
     assert res.status == Status.CRITICAL and res.summary.startswith("heartbeat not written")
-    assert res.actions == [f"dump:pid:{os.getpid()}", f"requeue:{job}"]
+    assert res.actions == [Action.dump_pid(os.getpid()), Action.requeue(job)]
 
 
 def age(path: Path, seconds: float) -> None:

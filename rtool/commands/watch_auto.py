@@ -1,0 +1,86 @@
+"""`rtool watch NAME` for a registered watchdog that `watch_cmd` writes no command for: one
+option per field of its config entry (required fields are arguments, `Field(description=...)`
+is the help), plus --json, --no-notify, --tee and --timeout. Built when first asked for, so
+the CLI's start-up does not import the watchdogs."""
+
+from __future__ import annotations
+
+import inspect
+import types
+import typing
+from collections.abc import Callable
+from typing import Any
+
+import typer
+
+from rtool.context import get_context
+
+#: (name, typer parameter) of the options every `rtool watch` command has.
+COMMON = (
+    ("json_out", typer.Option(False, "--json", help="Print the results as JSON.")),
+    ("no_notify", typer.Option(False, "--no-notify", help="Only print; send no alert.")),
+    ("tee", typer.Option(None, "--tee", help="Also append the status lines to this file.")),
+    ("timeout", typer.Option(None, "--timeout", help="Timeout of every probe.")),
+)
+_COMMON_TYPES = {"json_out": bool, "no_notify": bool, "tee": str | None, "timeout": str | None}
+
+Runner = Callable[..., int]
+SpecMaker = Callable[..., Any]
+
+
+def registered(exclude: set[str]) -> list[str]:
+    """Names of configurable registered watchdogs without a written command."""
+    from watchdogs.registry import REGISTRY
+
+    return [w.name for w in REGISTRY if w.in_config and w.name not in exclude]
+
+
+def command_for(name: str, run: Runner, make_spec: SpecMaker) -> Any:
+    """The click command `rtool watch NAME` for the registered watchdog `name` (or None)."""
+    from watchdogs.registry import by_name
+
+    factory = by_name(name)
+    if factory is None or not factory.in_config:
+        return None
+
+    def command(ctx: typer.Context, **given: Any) -> int:
+        common = {key: given.pop(key) for key, _ in COMMON}
+        cfg = get_context(ctx).config
+        spec = make_spec(factory.spec, **given)
+        return int(run(ctx, lambda t: [factory([spec], t).configure(cfg)], **common))
+
+    command.__signature__ = _signature(factory.spec)  # type: ignore[attr-defined]
+    command.__doc__ = (factory.__doc__ or f"The {name} watchdog.").split("\n\n")[0]
+    sub = typer.Typer()
+    sub.command(name)(command)
+    return typer.main.get_command(sub)
+
+
+def _signature(spec: type[Any]) -> inspect.Signature:
+    kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    params = [inspect.Parameter("ctx", kind, annotation=typer.Context)]
+    for field, info in spec.model_fields.items():
+        annotation = _cli_type(info.annotation)
+        if info.is_required():
+            default: Any = typer.Argument(..., help=info.description)
+        else:
+            flag = "--" + field.replace("_", "-")
+            default = typer.Option(None, flag, help=info.description)
+            annotation = annotation | None
+        params.append(inspect.Parameter(field, kind, default=default, annotation=annotation))
+    for field, option in COMMON:
+        params.append(
+            inspect.Parameter(field, kind, default=option, annotation=_COMMON_TYPES[field])
+        )
+    return inspect.Signature(params, return_annotation=int)
+
+
+def _cli_type(annotation: Any) -> Any:
+    """bool, int and float stay; lists become repeatable text options; the rest is text that
+    the entry's validators parse (durations, sizes, percentages)."""
+    args = [a for a in typing.get_args(annotation) if a is not type(None)]
+    if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
+        annotation = args[0] if len(args) == 1 else str
+    if typing.get_origin(annotation) is list:
+        return list[str]
+    return annotation if annotation in (bool, int, float) else str
