@@ -174,7 +174,7 @@ def test_stack_dump_of_a_job_shows_its_hung_python_and_no_other(slurm, job_name,
     try:
         wait_for(lambda: state_of(slurm, job)[0] == "RUNNING", 30, 0.2, "the job to run")
         wait_for(lambda: _job_python(job), 30, 0.2, "the job's python to start")
-        stacks = dump_stacks(f"job:{job}", slurm, 60)
+        stacks = dump_stacks(Action.dump_job(job), slurm, 60)
         assert "stuck_in_the_job (hung.py:3)" in stacks, stacks
         assert stacks.count("Process ") == 1, stacks  # pytest itself is not dumped
     finally:
