@@ -1,7 +1,7 @@
 """Benchmark: how late do cron ticks start against their slots, over N ticks?
 
 Runs on a fresh local Slurm (fast scheduler settings: bf_interval=1, sched_interval=2), two
-chains side by side with the same period. After `--wait-after` ticks the node is drained for
+chains side by side with the same period. After `--wait-after` ticks the nodes are drained for
 `--wait` seconds (a queue wait, as on a busy cluster), then resumed:
 
 - rtool cron: each tick queues the next for the next wall-clock slot (`--begin=<slot>`);
@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import os
 import shlex
-import socket
 import statistics
 import sys
 import tempfile
@@ -31,6 +30,7 @@ from cron import manage
 from cron.store import CronStore, chain_name, resolve_dir
 from cron.tick import TickEnv
 from rtool.appconfig import load_config
+from rtool.core.proc import run
 from rtool.core.slurm import Slurm
 from rtool.core.state import StateDir
 from rtool.testing import localslurm
@@ -76,8 +76,9 @@ def start_baseline(work: Path, slurm: Slurm, period: float, ticks: int) -> Path:
 
 
 def queue_wait(slurm: Slurm, seconds: float) -> None:
-    """Make every pending job wait `seconds` in the queue: drain the node, then resume it."""
-    node = f"nodename={socket.gethostname()}"
+    """Make every pending job wait `seconds` in the queue: drain the nodes, then resume them."""
+    nodes = run(["sinfo", "-h", "-o", "%N"], timeout=30).stdout.split()[0]
+    node = f"nodename={nodes}"
     slurm.scontrol("update", node, "state=drain", "reason=rtool-bench-queue-wait")
     time.sleep(seconds)
     slurm.scontrol("update", node, "state=resume")

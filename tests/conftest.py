@@ -61,10 +61,11 @@ def tmpfs(tmp_path: Path) -> Iterator[Callable[..., Path]]:
 
 @pytest.fixture(scope="session")
 def slurm_cluster() -> Iterator[localslurm.Cluster]:
-    """A real single-node Slurm for the whole session, in its own folder and ports."""
+    """A real 3-node Slurm (n1..n3) with accounting for the whole session, in its own folder
+    and ports (slurmdbd and MariaDB included: sacct answers)."""
     directory = Path(tempfile.mkdtemp(prefix="rtool-slurm-"))
     try:
-        cluster = localslurm.up(directory)
+        cluster = localslurm.up(directory, nodes=3, accounting=True)
     except localslurm.LocalSlurmError as exc:
         pytest.fail(f"local Slurm could not start: {exc}", pytrace=False)
     old = os.environ.get("SLURM_CONF")

@@ -1,12 +1,15 @@
-"""A real single-node Slurm on this machine, for the tests and the demo.
+"""A real Slurm on this machine, for the tests and the demo: N slurmd nodes, with accounting.
 
-    python -m rtool.testing.localslurm up [--dir DIR]   # install if missing, start, wait
+    python -m rtool.testing.localslurm up [--nodes N] [--accounting|--no-accounting] [--dir DIR]
     python -m rtool.testing.localslurm status [--dir DIR]
     python -m rtool.testing.localslurm down [--dir DIR]
 
-`up` prints `export SLURM_CONF=DIR/slurm.conf`; every Slurm command must see that variable.
-Works as root without systemd or cgroups (see shared/slurm-local.md). Daemons are stopped by
-the pids in their pid files, never by name. Ports are picked free, so clusters can coexist.
+Default: 3 nodes `n1..n3` on this host (one slurmd each, on its own port) with accounting
+(slurmdbd and a MariaDB of the cluster's own, data under DIR). `--nodes 1 --no-accounting` is
+the quick single-node mode. `up` prints `export SLURM_CONF=DIR/slurm.conf`; every Slurm command
+must see that variable. Works as root without systemd or cgroups (see shared/slurm-local.md).
+Daemons are stopped by the pids in their pid files, never by name. Ports are picked free, so
+clusters can coexist. The Cluster object also has bounded test helpers (nodeops.py).
 """
 
 from __future__ import annotations
@@ -14,26 +17,45 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from rtool.testing import nodeops
+from rtool.testing.daemons import LocalSlurmError, pid_alive, read_pid, sh, stop_pid, tail
+from rtool.testing.slurmconf import Layout, sbin, write_slurm_conf
+from rtool.testing.slurmdb import accounting_pids, start_database, start_slurmdbd
+
+__all__ = ["DEFAULT_DIR", "Cluster", "LocalSlurmError", "down", "main", "status", "up"]
+
 DEFAULT_DIR = Path(os.environ.get("RTOOL_SLURM_DIR", "/tmp/rtool-slurm"))
 PACKAGES = ["slurmctld", "slurmd", "slurm-client", "munge"]
+ACCOUNTING_PACKAGES = ["slurmdbd", "mariadb-server", "mariadb-client"]
 BINARIES = ["slurmctld", "slurmd", "sbatch", "squeue", "scontrol", "munged"]
-
-
-class LocalSlurmError(RuntimeError):
-    """The local Slurm could not be installed or started; the message says why."""
+ACCOUNTING_BINARIES = ["slurmdbd", "sacct", "sacctmgr", "mariadbd", "mariadb-install-db"]
+READY = ("idle", "mixed", "allocated")
 
 
 @dataclass
 class Cluster:
     dir: Path
+
+    @property
+    def layout(self) -> Layout | None:
+        return Layout.load(self.dir)
+
+    @property
+    def nodes(self) -> list[str]:
+        layout = self.layout
+        return layout.nodes if layout else []
+
+    @property
+    def accounting(self) -> bool:
+        layout = self.layout
+        return bool(layout and layout.accounting)
 
     @property
     def conf(self) -> Path:
@@ -44,77 +66,63 @@ class Cluster:
         return {"SLURM_CONF": str(self.conf)}
 
     def pid(self, daemon: str) -> int | None:
-        try:
-            return int((self.dir / f"{daemon}.pid").read_text().strip())
-        except (OSError, ValueError):
-            return None
+        """Pid of `slurmctld`, `slurmd-n1`, `slurmdbd`, `mariadbd` (`slurmd`: the first node)."""
+        if daemon == "slurmd" and self.nodes:
+            daemon = f"slurmd-{self.nodes[0]}"
+        return read_pid(self.dir / f"{daemon}.pid")
 
     def alive(self, daemon: str) -> bool:
-        pid = self.pid(daemon)
-        if pid is None:
-            return False
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return not _is_zombie(pid)
+        return pid_alive(self.pid(daemon))
+
+    # -- test helpers (bounded in time; see nodeops.py) ---------------------------------------
+    def fail_node(self, name: str, reason: str = "rtool test: node failure") -> list[int]:
+        return nodeops.fail_node(self, name, reason)
+
+    def revive_node(self, name: str, timeout: float = 60) -> None:
+        nodeops.revive_node(self, name, timeout)
+
+    def drain_node(self, name: str, reason: str = "rtool test: drained") -> None:
+        nodeops.drain_node(self, name, reason)
+
+    def node_states(self) -> dict[str, str]:
+        return nodeops.node_states(self)
+
+    def wait_job_state(self, job_id: str, states: Iterable[str], timeout: float = 60) -> str:
+        return nodeops.wait_job_state(self, job_id, states, timeout)
+
+    def stop_controller(self) -> None:
+        stop_pid(self.pid("slurmctld"), "slurmctld")
+
+    def start_controller(self, timeout: float = 60) -> None:
+        nodeops.start_controller(self, timeout)
 
 
-def _is_zombie(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split(") ")[1].startswith("Z")
-    except (OSError, IndexError):
-        return False
-
-
-def _sh(
-    argv: list[str], timeout: float = 60, env: dict[str, str] | None = None, check: bool = True
-) -> subprocess.CompletedProcess[str]:
-    full = {**os.environ, **(env or {})}
-    try:
-        res = subprocess.run(
-            argv,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            env=full,
-            stdin=subprocess.DEVNULL,
-        )
-    except subprocess.TimeoutExpired:
-        raise LocalSlurmError(f"{' '.join(argv)} timed out after {timeout}s") from None
-    except FileNotFoundError:
-        raise LocalSlurmError(f"{argv[0]} not found") from None
-    if check and res.returncode != 0:
-        raise LocalSlurmError(f"{' '.join(argv)} failed ({res.returncode}): {res.stderr.strip()}")
-    return res
-
-
-def ensure_installed() -> None:
-    """Install Debian's Slurm and munge packages when a binary is missing (needs root)."""
-    missing = [b for b in BINARIES if not (shutil.which(b) or Path("/usr/sbin", b).exists())]
+def ensure_installed(accounting: bool = True) -> None:
+    """Install Debian's packages when a binary is missing (needs root)."""
+    binaries = BINARIES + (ACCOUNTING_BINARIES if accounting else [])
+    missing = [b for b in binaries if not (shutil.which(b) or Path("/usr/sbin", b).exists())]
     if not missing:
         return
+    packages = PACKAGES + (ACCOUNTING_PACKAGES if accounting else [])
     if os.geteuid() != 0:
-        raise LocalSlurmError(f"missing {', '.join(missing)}; install {' '.join(PACKAGES)} as root")
-    print(f"installing {' '.join(PACKAGES)} (missing: {', '.join(missing)})", file=sys.stderr)
+        raise LocalSlurmError(f"missing {', '.join(missing)}; install {' '.join(packages)} as root")
+    print(f"installing {' '.join(packages)} (missing: {', '.join(missing)})", file=sys.stderr)
     env = {"DEBIAN_FRONTEND": "noninteractive"}
-    _sh(["apt-get", "update", "-qq"], timeout=600, env=env)
-    _sh(["apt-get", "install", "-y", "-qq", *PACKAGES], timeout=900, env=env)
+    sh(["apt-get", "update", "-qq"], timeout=600, env=env)
+    sh(["apt-get", "install", "-y", "-qq", *packages], timeout=900, env=env)
 
 
 def ensure_munge() -> None:
-    """Start munged unless a credential round-trip already works."""
+    """Start munged unless a credential round-trip already works (it is shared: never stopped)."""
     if _munge_ok():
         return
     key = Path("/etc/munge/munge.key")
     if not key.exists():
-        _sh(["mungekey", "--create"] if shutil.which("mungekey") else ["create-munge-key"])
+        sh(["mungekey", "--create"] if shutil.which("mungekey") else ["create-munge-key"])
     run_dir = Path("/run/munge")
     run_dir.mkdir(parents=True, exist_ok=True)
     shutil.chown(run_dir, "munge", "munge")
-    _sh([_sbin("munged"), "--force"], check=False)
+    sh([sbin("munged"), "--force"], check=False)
     for _ in range(50):
         if _munge_ok():
             return
@@ -133,93 +141,9 @@ def _munge_ok() -> bool:
         return False
 
 
-def _sbin(name: str) -> str:
-    return shutil.which(name) or f"/usr/sbin/{name}"
-
-
-def _free_ports(n: int) -> list[int]:
-    socks, ports = [], []
-    for _ in range(n):
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        socks.append(s)
-        ports.append(s.getsockname()[1])
-    for s in socks:
-        s.close()
-    return ports
-
-
-def _node_line() -> str:
-    host = socket.gethostname()
-    out = _sh([_sbin("slurmd"), "-C"]).stdout.splitlines()[0]
-    fields = dict(kv.split("=", 1) for kv in out.split() if "=" in kv)
-    cpus = fields.get("CPUs", str(os.cpu_count() or 1))
-    mem = int(fields.get("RealMemory", "2048"))
-    mem = max(512, min(mem - 1024, int(mem * 0.9)))
-    return f"NodeName={host} NodeAddr=127.0.0.1 CPUs={cpus} RealMemory={mem} State=UNKNOWN"
-
-
-def write_conf(cluster: Cluster, fast: bool = True) -> None:
-    d = cluster.dir
-    for sub in ("state", "spool", "log"):
-        (d / sub).mkdir(parents=True, exist_ok=True)
-    host = socket.gethostname()
-    ctld_port, slurmd_port = _free_ports(2)
-    lines = [
-        "ClusterName=rtoollocal",
-        f"SlurmctldHost={host}(127.0.0.1)",
-        "SlurmUser=root",
-        "SlurmdUser=root",
-        "AuthType=auth/munge",
-        "CredType=cred/munge",
-        f"SlurmctldPort={ctld_port}",
-        f"SlurmdPort={slurmd_port}",
-        f"StateSaveLocation={d / 'state'}",
-        f"SlurmdSpoolDir={d / 'spool'}",
-        f"SlurmctldPidFile={d / 'slurmctld.pid'}",
-        f"SlurmdPidFile={d / 'slurmd.pid'}",
-        f"SlurmctldLogFile={d / 'log' / 'slurmctld.log'}",
-        f"SlurmdLogFile={d / 'log' / 'slurmd.log'}",
-        "ProctrackType=proctrack/linuxproc",
-        "TaskPlugin=task/none",
-        "JobAcctGatherType=jobacct_gather/none",
-        "SelectType=select/cons_tres",
-        "SelectTypeParameters=CR_Core",
-        "SchedulerType=sched/backfill",
-        "ReturnToService=2",
-        "MpiDefault=none",
-        "KillWait=10",
-        "MinJobAge=600",
-        "MaxArraySize=10001",
-        # A requeued job waits cred_expire seconds before it may start again (default 120).
-        "AuthInfo=cred_expire=15",
-    ]
-    if fast:
-        lines.append("SchedulerParameters=bf_interval=1,sched_interval=2")
-    lines += [
-        _node_line(),
-        f"PartitionName=debug Nodes={host} Default=YES MaxTime=INFINITE State=UP "
-        "OverSubscribe=FORCE:4",
-    ]
-    cluster.conf.write_text("\n".join(lines) + "\n")
-
-
-def status(cluster: Cluster) -> str | None:
-    """The node state (`idle`, `mixed`...) or None when the cluster is not up.
-
-    The controller that answers must be this cluster's own (its StateSaveLocation is ours):
-    with free ports picked at random, two clusters started at once could otherwise collide.
-    """
-    if not (cluster.conf.exists() and cluster.alive("slurmctld") and cluster.alive("slurmd")):
-        return None
-    if not _is_ours(cluster):
-        return None
-    res = _sh(["sinfo", "-h", "-o", "%T"], env=cluster.env, timeout=10, check=False)
-    return res.stdout.strip() or None if res.returncode == 0 else None
-
-
 def _is_ours(cluster: Cluster) -> bool:
-    res = _sh(["scontrol", "show", "config"], env=cluster.env, timeout=10, check=False)
+    """The controller that answers is this cluster's own (its StateSaveLocation is ours)."""
+    res = sh(["scontrol", "show", "config"], env=cluster.env, timeout=15, check=False)
     for line in res.stdout.splitlines():
         key, _, value = line.partition("=")
         if key.strip() == "StateSaveLocation":
@@ -227,78 +151,96 @@ def _is_ours(cluster: Cluster) -> bool:
     return False
 
 
-def up(directory: Path = DEFAULT_DIR, fast: bool = True, timeout: float = 90) -> Cluster:
-    """Start (or reuse) the cluster in `directory` and wait until its node takes jobs."""
+def _accounting_ready(cluster: Cluster) -> bool:
+    res = sh(["sacct", "-n", "-X", "-S", "now-1minutes"], env=cluster.env, timeout=15, check=False)
+    return res.returncode == 0
+
+
+def ready(cluster: Cluster) -> bool:
+    """Every node takes jobs, and sacct answers when the cluster has accounting."""
+    if not (cluster.conf.exists() and cluster.nodes and cluster.alive("slurmctld")):
+        return False
+    if not _is_ours(cluster):
+        return False
+    states = cluster.node_states()
+    if set(states) != set(cluster.nodes) or any(s not in READY for s in states.values()):
+        return False
+    return not cluster.accounting or _accounting_ready(cluster)
+
+
+def status(cluster: Cluster) -> str | None:
+    """`n1 idle, n2 idle, n3 idle; accounting on` or None when the cluster is not up."""
+    if not (cluster.conf.exists() and cluster.alive("slurmctld") and _is_ours(cluster)):
+        return None
+    states = cluster.node_states()
+    nodes = ", ".join(f"{n} {states.get(n, 'unknown')}" for n in cluster.nodes)
+    if not cluster.accounting:
+        acct = "accounting off"
+    else:
+        pids = accounting_pids(cluster.dir)
+        down_ones = [d for d, p in pids.items() if p is None]
+        acct = "accounting on" if not down_ones else f"accounting DOWN ({', '.join(down_ones)})"
+    return f"{nodes}; {acct}"
+
+
+def up(
+    directory: Path = DEFAULT_DIR,
+    *,
+    nodes: int = 3,
+    accounting: bool = True,
+    fast: bool = True,
+    timeout: float = 120,
+) -> Cluster:
+    """Start (or reuse, when the same shape is up) the cluster in `directory`; wait until ready."""
     cluster = Cluster(Path(directory).resolve())
-    ensure_installed()
+    ensure_installed(accounting)
     ensure_munge()
-    if status(cluster) in READY:
+    have = cluster.layout
+    if have and len(have.nodes) == nodes and have.accounting == accounting and ready(cluster):
         return cluster
-    state: str | None = None
+    problem = ""
     for _attempt in range(3):  # a port taken between picking and binding: new ports, again
         down(cluster.dir)
         cluster.dir.mkdir(parents=True, exist_ok=True)
-        write_conf(cluster, fast=fast)
-        _sh([_sbin("slurmctld"), "-f", str(cluster.conf)], env=cluster.env)
-        _sh([_sbin("slurmd"), "-f", str(cluster.conf)], env=cluster.env)
-        state = _wait_ready(cluster, timeout / 3)
-        if state in READY:
-            return cluster
+        layout = Layout.new(nodes, accounting, fast)
+        layout.save(cluster.dir)
+        write_slurm_conf(cluster.dir, layout)
+        try:
+            _start(cluster, layout, timeout / 3)
+            if nodeops.wait_ready(cluster, timeout / 3, ready):
+                return cluster
+            problem = f"not ready in {timeout / 3:g}s: {status(cluster)}"
+        except LocalSlurmError as exc:
+            problem = str(exc)
+    logs = sorted((cluster.dir / "log").glob("*.log"))
     down(cluster.dir)
-    log_tail = _tail(cluster.dir / "log" / "slurmctld.log") + _tail(
-        cluster.dir / "log" / "slurmd.log"
-    )
-    raise LocalSlurmError(
-        f"local Slurm did not become idle in {timeout:g}s (node: {state})\n" + log_tail
-    )
+    raise LocalSlurmError(f"local Slurm did not start: {problem}\n" + "".join(map(tail, logs)))
 
 
-READY = ("idle", "mixed", "allocated")
-
-
-def _wait_ready(cluster: Cluster, timeout: float) -> str | None:
-    deadline = time.monotonic() + timeout
-    state = None
-    while time.monotonic() < deadline:
-        state = status(cluster)
-        if state in READY:
-            return state
-        if state and ("down" in state or "drain" in state):
-            host = socket.gethostname()
-            _sh(
-                ["scontrol", "update", f"nodename={host}", "state=resume"],
-                env=cluster.env,
-                check=False,
-            )
-        if not (cluster.alive("slurmctld") and cluster.alive("slurmd")):
-            time.sleep(1)
-            if not (cluster.alive("slurmctld") and cluster.alive("slurmd")):
-                return None
-        time.sleep(0.5)
-    return state
-
-
-def _tail(path: Path, n: int = 15) -> str:
-    try:
-        return f"--- {path}\n" + "\n".join(path.read_text().splitlines()[-n:]) + "\n"
-    except OSError:
-        return ""
+def _start(cluster: Cluster, layout: Layout, timeout: float) -> None:
+    if layout.accounting:
+        start_database(cluster.dir, layout, timeout)
+        start_slurmdbd(cluster.dir, layout, cluster.env, timeout)
+    sh([sbin("slurmctld"), "-f", str(cluster.conf)], env=cluster.env)
+    for name in layout.nodes:
+        nodeops.start_slurmd(cluster, name)
 
 
 def down(directory: Path = DEFAULT_DIR) -> None:
-    """Stop the cluster's daemons by their pid files (SIGTERM, then SIGKILL)."""
-    cluster = Cluster(Path(directory).resolve())
-    for daemon in ("slurmd", "slurmctld"):
-        pid = cluster.pid(daemon)
-        if pid is None or not cluster.alive(daemon):
-            continue
-        os.kill(pid, signal.SIGTERM)
-        for _ in range(100):
-            if not cluster.alive(daemon):
-                break
-            time.sleep(0.1)
-        else:
-            os.kill(pid, signal.SIGKILL)
+    """Stop what `up` started, by pid file: the slurmd's, slurmctld, slurmdbd, mariadbd.
+
+    Job steps left on the nodes (slurmstepd and the job's processes, found by their step
+    sockets in this cluster's spool folders) are killed with the nodes.
+    """
+    d = Path(directory).resolve()
+    cluster = Cluster(d)
+    for node in cluster.nodes:
+        nodeops.kill_node_processes(cluster, node)
+    pidfiles = [(p, "slurmd") for p in sorted(d.glob("slurmd*.pid"))] + [
+        (d / f"{daemon}.pid", daemon) for daemon in ("slurmctld", "slurmdbd", "mariadbd")
+    ]
+    for path, program in pidfiles:
+        stop_pid(read_pid(path), program, grace=15)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -309,15 +251,26 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("action", choices=["up", "down", "status"])
     p.add_argument("--dir", type=Path, default=DEFAULT_DIR, help=f"default {DEFAULT_DIR}")
+    p.add_argument("--nodes", type=int, default=3, help="number of slurmd nodes n1..nN (3)")
+    p.add_argument(
+        "--accounting",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="slurmdbd + MariaDB so that sacct answers (default on)",
+    )
     p.add_argument(
         "--slow",
         action="store_true",
         help="default scheduler intervals (as on real clusters) instead of the fast test settings",
     )
     args = p.parse_args(argv)
+    if not 1 <= args.nodes <= 16:
+        p.error("--nodes must be between 1 and 16")
     try:
         if args.action == "up":
-            cluster = up(args.dir, fast=not args.slow)
+            start = time.monotonic()
+            cluster = up(args.dir, nodes=args.nodes, accounting=args.accounting, fast=not args.slow)
+            print(f"# up in {time.monotonic() - start:.1f}s: {status(cluster)}", file=sys.stderr)
             print(f"export SLURM_CONF={cluster.conf}")
         elif args.action == "down":
             down(args.dir)

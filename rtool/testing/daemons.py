@@ -1,0 +1,109 @@
+"""Small process helpers of the local cluster: bounded commands, pid files, stopping by pid."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shlex
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+
+class LocalSlurmError(RuntimeError):
+    """The local Slurm could not be installed or started; the message says why."""
+
+
+def sh(
+    argv: list[str],
+    timeout: float = 60,
+    env: dict[str, str] | None = None,
+    check: bool = True,
+    input: str | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """Run argv (no shell) with a timeout; LocalSlurmError on failure when `check`."""
+    full = {**os.environ, **(env or {})}
+    try:
+        res = subprocess.run(
+            argv,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=full,
+            input=input,
+            stdin=None if input is not None else subprocess.DEVNULL,
+        )
+    except subprocess.TimeoutExpired:
+        raise LocalSlurmError(f"{shlex.join(argv)} timed out after {timeout:g}s") from None
+    except FileNotFoundError:
+        raise LocalSlurmError(f"{argv[0]} not found") from None
+    if check and res.returncode != 0:
+        detail = (res.stderr or res.stdout).strip()
+        raise LocalSlurmError(f"{shlex.join(argv)} failed ({res.returncode}): {detail}")
+    return res
+
+
+def read_pid(path: Path) -> int | None:
+    try:
+        return int(path.read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def pid_alive(pid: int | None) -> bool:
+    if pid is None or pid <= 1:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        return not Path(f"/proc/{pid}/stat").read_text().split(") ")[1].startswith("Z")
+    except (OSError, IndexError):
+        return True
+
+
+def pid_is(pid: int | None, program: str) -> bool:
+    """The live process `pid` runs `program` (a stale pid file may name a reused pid)."""
+    if not pid_alive(pid):
+        return False
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip() == program[:15]
+    except OSError:
+        return False
+
+
+def stop_pid(pid: int | None, program: str, grace: float = 10.0, sig: int = signal.SIGTERM) -> None:
+    """Send `sig` to `pid` when it runs `program`, wait up to `grace` s, then SIGKILL."""
+    if not pid_is(pid, program):
+        return
+    assert pid is not None
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, sig)
+    if wait_until(lambda: not pid_alive(pid), grace):
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+    wait_until(lambda: not pid_alive(pid), 5)
+
+
+def wait_until(cond: Callable[[], object], timeout: float, step: float = 0.2) -> bool:
+    """Poll `cond` until true or `timeout` seconds pass; True when it became true."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if cond():
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(step)
+
+
+def tail(path: Path, n: int = 15) -> str:
+    try:
+        return f"--- {path}\n" + "\n".join(path.read_text().splitlines()[-n:]) + "\n"
+    except OSError:
+        return ""

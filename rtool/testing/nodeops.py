@@ -1,0 +1,198 @@
+"""Node and job operations on the local cluster, for tests and the demo; all bounded in time.
+
+A faithful node failure: killing a node's slurmd alone is not a node death (its slurmstepd and
+the job's processes keep running), so `fail_node` also kills that node's slurmstepd processes
+(found by the step sockets they hold under the node's spool-<node>/ folder, or by their
+environment while it is still readable: this cluster's SLURM_CONF and SLURMD_NODENAME) and
+everything under them, then marks the node down with a reason (as slurmctld would after
+missed pings).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import signal
+import time
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
+
+import psutil
+
+from rtool.testing.daemons import LocalSlurmError, pid_is, sh, wait_until
+from rtool.testing.slurmconf import sbin
+
+if TYPE_CHECKING:
+    from rtool.testing.localslurm import Cluster
+
+_NODE = re.compile(r"[A-Za-z][\w-]*")
+_JOB = re.compile(r"\d+(?:_\d+)?")
+
+
+def _node(cluster: Cluster, name: str) -> str:
+    if not _NODE.fullmatch(name) or name not in cluster.nodes:
+        raise LocalSlurmError(f"no node {name!r} in this cluster (nodes: {cluster.nodes})")
+    return name
+
+
+def start_slurmd(cluster: Cluster, name: str) -> None:
+    # SLURMD_NODENAME in slurmd's environment is inherited by its slurmstepd processes:
+    # that is how fail_node finds them.
+    env = {**cluster.env, "SLURMD_NODENAME": name}
+    sh([sbin("slurmd"), "-N", name, "-f", str(cluster.conf)], env=env, timeout=30)
+
+
+def node_states(cluster: Cluster) -> dict[str, str]:
+    """{node: state as sinfo prints it (`idle`, `mixed`, `down*`, `drained`...)}; {} on error."""
+    res = sh(["sinfo", "-N", "-h", "-o", "%N %T"], env=cluster.env, timeout=15, check=False)
+    if res.returncode != 0:
+        return {}
+    out = {}
+    for line in res.stdout.splitlines():
+        parts = line.split()
+        if len(parts) == 2:
+            out[parts[0]] = parts[1]
+    return out
+
+
+def _scontrol(cluster: Cluster, *args: str, check: bool = True) -> str:
+    return sh(["scontrol", *args], env=cluster.env, timeout=20, check=check).stdout
+
+
+def wait_ready(cluster: Cluster, timeout: float, ready: Callable[[Cluster], bool]) -> bool:
+    """Wait until `ready(cluster)`; nodes left down or drained by an earlier run are resumed."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if ready(cluster):
+            return True
+        for node, state in node_states(cluster).items():
+            if state.startswith(("down", "drain")) and not state.endswith("*"):
+                _scontrol(cluster, "update", f"nodename={node}", "state=resume", check=False)
+        if not cluster.alive("slurmctld"):
+            return False
+        time.sleep(0.5)
+    return False
+
+
+def _spool_socket_inodes(cluster: Cluster, name: str) -> set[str]:
+    """Inodes of the unix sockets the node's slurmstepd processes listen on (spool-<node>/)."""
+    prefix = f"{cluster.dir / f'spool-{name}'}/"
+    inodes = set()
+    try:
+        with open("/proc/net/unix", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                parts = line.split()
+                if len(parts) >= 8 and parts[7].startswith(prefix):
+                    inodes.add(parts[6])
+    except OSError:
+        pass
+    return inodes
+
+
+def _stepds(cluster: Cluster, name: str) -> list[psutil.Process]:
+    """The node's slurmstepd processes: by their step socket under spool-<node>/ or, while
+    slurmstepd has not yet overwritten it with its title, by their environment."""
+    conf = str(cluster.conf)
+    sockets = {f"socket:[{i}]" for i in _spool_socket_inodes(cluster, name)}
+    found = []
+    for proc in psutil.process_iter(["name"]):
+        if proc.info["name"] != "slurmstepd":
+            continue
+        try:
+            env = proc.environ()
+            fds = {
+                os.readlink(f"/proc/{proc.pid}/fd/{fd}")
+                for fd in os.listdir(f"/proc/{proc.pid}/fd")
+            }
+        except (psutil.Error, OSError):
+            continue
+        mine = env.get("SLURM_CONF") == conf and env.get("SLURMD_NODENAME") == name
+        if mine or fds & sockets:
+            found.append(proc)
+    return found
+
+
+def kill_node_processes(cluster: Cluster, name: str) -> list[int]:
+    """SIGKILL the node's slurmd, its slurmstepd processes and everything under them."""
+    victims: list[psutil.Process] = []
+    slurmd = cluster.pid(f"slurmd-{name}")
+    if pid_is(slurmd, "slurmd"):
+        with contextlib.suppress(psutil.Error):
+            victims.append(psutil.Process(slurmd))
+    for stepd in _stepds(cluster, name):
+        victims.append(stepd)
+        with contextlib.suppress(psutil.Error):
+            victims.extend(stepd.children(recursive=True))
+    killed = []
+    for proc in victims:
+        with contextlib.suppress(psutil.Error, ProcessLookupError):
+            os.kill(proc.pid, signal.SIGKILL)
+            killed.append(proc.pid)
+    psutil.wait_procs(victims, timeout=10)
+    return killed
+
+
+def fail_node(cluster: Cluster, name: str, reason: str) -> list[int]:
+    """Kill node `name` like a power cut, then mark it down. Returns the pids killed."""
+    _node(cluster, name)
+    killed = kill_node_processes(cluster, name)
+    _scontrol(cluster, "update", f"nodename={name}", "state=down", f"reason={reason}")
+    return killed
+
+
+def revive_node(cluster: Cluster, name: str, timeout: float = 60) -> None:
+    """Start the node's slurmd again and resume it; wait until it takes jobs."""
+    _node(cluster, name)
+    if not cluster.alive(f"slurmd-{name}"):
+        start_slurmd(cluster, name)
+
+    def back() -> bool:
+        state = node_states(cluster).get(name, "")
+        if state.startswith(("down", "drain")) and not state.endswith("*"):
+            _scontrol(cluster, "update", f"nodename={name}", "state=resume", check=False)
+        return state in ("idle", "mixed", "allocated")
+
+    if not wait_until(back, timeout, step=0.5):
+        raise LocalSlurmError(f"node {name} not back in {timeout:g}s: {node_states(cluster)}")
+
+
+def drain_node(cluster: Cluster, name: str, reason: str) -> None:
+    _node(cluster, name)
+    _scontrol(cluster, "update", f"nodename={name}", "state=drain", f"reason={reason}")
+
+
+def job_state(cluster: Cluster, job_id: str) -> str | None:
+    """JobState from `scontrol show job` (None when slurmctld no longer knows the job)."""
+    if not _JOB.fullmatch(job_id):
+        raise ValueError(f"not a Slurm job id: {job_id!r}")
+    res = sh(["scontrol", "-o", "show", "job", job_id], env=cluster.env, timeout=20, check=False)
+    m = re.search(r"\bJobState=(\S+)", res.stdout)
+    return m.group(1) if m else None
+
+
+def wait_job_state(cluster: Cluster, job_id: str, states: Iterable[str], timeout: float) -> str:
+    """Poll until the job is in one of `states`; returns it, LocalSlurmError after `timeout`."""
+    wanted = set(states)
+    seen: list[str | None] = [None]
+
+    def reached() -> bool:
+        seen[0] = job_state(cluster, job_id)
+        return seen[0] in wanted
+
+    if not wait_until(reached, timeout, step=0.5):
+        raise LocalSlurmError(f"job {job_id} not {sorted(wanted)} in {timeout:g}s: {seen[0]}")
+    return str(seen[0])
+
+
+def start_controller(cluster: Cluster, timeout: float = 60) -> None:
+    """Start slurmctld again (it recovers its jobs from StateSaveLocation); wait for its ping."""
+    if not cluster.alive("slurmctld"):
+        sh([sbin("slurmctld"), "-f", str(cluster.conf)], env=cluster.env, timeout=30)
+
+    def pings() -> bool:
+        res = sh(["scontrol", "ping"], env=cluster.env, timeout=15, check=False)
+        return res.returncode == 0 and "UP" in res.stdout
+
+    if not wait_until(pings, timeout, step=0.5):
+        raise LocalSlurmError(f"slurmctld did not answer in {timeout:g}s")

@@ -1,0 +1,196 @@
+"""The local cluster's layout (nodes, ports, accounting) and the config files written from it.
+
+Pure file writing, no daemons: `localslurm` starts them. Facts behind every key are in
+shared/slurm-local.md (Debian 12, Slurm 22.05, root without systemd or cgroups).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import socket
+import subprocess
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+CLUSTER_NAME = "rtoollocal"
+DB_NAME = "slurm_acct"
+DB_USER = "slurm"
+
+
+@dataclass
+class Layout:
+    """What `up` started: saved as cluster.json in the cluster's folder."""
+
+    nodes: list[str]
+    accounting: bool
+    fast: bool = True
+    ctld_port: int = 0
+    node_ports: dict[str, int] = field(default_factory=dict)
+    dbd_port: int = 0
+    db_port: int = 0
+
+    def save(self, directory: Path) -> None:
+        (directory / "cluster.json").write_text(json.dumps(asdict(self), indent=1) + "\n")
+
+    @classmethod
+    def load(cls, directory: Path) -> Layout | None:
+        try:
+            raw = json.loads((directory / "cluster.json").read_text())
+            return cls(**raw)
+        except (OSError, ValueError, TypeError):
+            return None
+
+    @classmethod
+    def new(cls, nodes: int, accounting: bool, fast: bool = True) -> Layout:
+        if not 1 <= nodes <= 16:
+            raise ValueError(f"--nodes must be 1..16, not {nodes}")
+        names = [f"n{i}" for i in range(1, nodes + 1)]
+        ports = free_ports(nodes + 3)
+        return cls(
+            nodes=names,
+            accounting=accounting,
+            fast=fast,
+            ctld_port=ports[0],
+            dbd_port=ports[1],
+            db_port=ports[2],
+            node_ports=dict(zip(names, ports[3:], strict=True)),
+        )
+
+    @property
+    def node_range(self) -> str:
+        return f"n[1-{len(self.nodes)}]" if len(self.nodes) > 1 else self.nodes[0]
+
+
+def free_ports(n: int) -> list[int]:
+    socks, ports = [], []
+    for _ in range(n):
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        socks.append(s)
+        ports.append(s.getsockname()[1])
+    for s in socks:
+        s.close()
+    return ports
+
+
+def sbin(name: str) -> str:
+    for d in ("/usr/sbin", "/usr/bin", "/usr/local/sbin"):
+        if Path(d, name).exists():
+            return str(Path(d, name))
+    return name
+
+
+def _resources() -> tuple[str, int]:
+    """(CPUs, RealMemory MB) of this host, from `slurmd -C`."""
+    try:
+        out = subprocess.run(
+            [sbin("slurmd"), "-C"], capture_output=True, text=True, timeout=20, check=False
+        ).stdout.splitlines()[0]
+    except (OSError, IndexError, subprocess.TimeoutExpired):
+        out = ""
+    fields = dict(kv.split("=", 1) for kv in out.split() if "=" in kv)
+    cpus = fields.get("CPUs", str(os.cpu_count() or 1))
+    mem = int(fields.get("RealMemory", "2048"))
+    return cpus, max(512, min(mem - 1024, int(mem * 0.9)))
+
+
+def write_slurm_conf(directory: Path, layout: Layout) -> Path:
+    d = directory
+    for sub in ("state", "log"):
+        (d / sub).mkdir(parents=True, exist_ok=True)
+    host = socket.gethostname()
+    cpus, mem = _resources()
+    lines = [
+        f"ClusterName={CLUSTER_NAME}",
+        f"SlurmctldHost={host}(127.0.0.1)",
+        "SlurmUser=root",
+        "SlurmdUser=root",
+        "AuthType=auth/munge",
+        "CredType=cred/munge",
+        f"SlurmctldPort={layout.ctld_port}",
+        f"StateSaveLocation={d / 'state'}",
+        f"SlurmdSpoolDir={d / 'spool-%n'}",
+        f"SlurmctldPidFile={d / 'slurmctld.pid'}",
+        f"SlurmdPidFile={d / 'slurmd-%n.pid'}",
+        f"SlurmctldLogFile={d / 'log' / 'slurmctld.log'}",
+        f"SlurmdLogFile={d / 'log' / 'slurmd-%n.log'}",
+        "ProctrackType=proctrack/linuxproc",
+        "TaskPlugin=task/none",
+        "SelectType=select/cons_tres",
+        "SelectTypeParameters=CR_Core",
+        "SchedulerType=sched/backfill",
+        "ReturnToService=2",
+        "MpiDefault=none",
+        "KillWait=5",
+        "MinJobAge=600",
+        "MaxArraySize=10001",
+        # A requeued job waits cred_expire seconds before it may start again (default 120).
+        "AuthInfo=cred_expire=10",
+    ]
+    if layout.accounting:
+        lines += [
+            "JobAcctGatherType=jobacct_gather/linux",
+            "AccountingStorageType=accounting_storage/slurmdbd",
+            "AccountingStorageHost=127.0.0.1",
+            f"AccountingStoragePort={layout.dbd_port}",
+        ]
+    else:
+        lines.append("JobAcctGatherType=jobacct_gather/none")
+    if layout.fast:
+        lines.append("SchedulerParameters=bf_interval=1,sched_interval=2")
+    for name in layout.nodes:
+        lines.append(
+            f"NodeName={name} NodeHostname={host} NodeAddr=127.0.0.1 "
+            f"Port={layout.node_ports[name]} CPUs={cpus} RealMemory={mem} State=UNKNOWN"
+        )
+    lines.append(
+        f"PartitionName=debug Nodes={layout.node_range} Default=YES MaxTime=INFINITE State=UP "
+        "OverSubscribe=FORCE:4"
+    )
+    conf = d / "slurm.conf"
+    conf.write_text("\n".join(lines) + "\n")
+    return conf
+
+
+def db_password(directory: Path) -> str:
+    """The database password of this cluster (made once, kept 0600 in the cluster's folder)."""
+    path = directory / "db.secret"
+    try:
+        return path.read_text().strip()
+    except OSError:
+        pass
+    secret = secrets.token_hex(16)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(secret + "\n")
+    return secret
+
+
+def write_dbd_conf(directory: Path, layout: Layout) -> Path:
+    """slurmdbd.conf next to slurm.conf (slurmdbd finds it there), mode 0600."""
+    d = directory
+    text = "\n".join(
+        [
+            "AuthType=auth/munge",
+            f"DbdHost={socket.gethostname().split('.')[0]}",
+            "DbdAddr=127.0.0.1",
+            f"DbdPort={layout.dbd_port}",
+            "SlurmUser=root",
+            f"PidFile={d / 'slurmdbd.pid'}",
+            f"LogFile={d / 'log' / 'slurmdbd.log'}",
+            "StorageType=accounting_storage/mysql",
+            "StorageHost=127.0.0.1",
+            f"StoragePort={layout.db_port}",
+            f"StorageUser={DB_USER}",
+            f"StoragePass={db_password(d)}",
+            f"StorageLoc={DB_NAME}",
+        ]
+    )
+    path = d / "slurmdbd.conf"
+    path.unlink(missing_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(text + "\n")
+    return path

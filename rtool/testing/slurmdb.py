@@ -1,0 +1,119 @@
+"""Accounting for the local cluster: its own MariaDB and slurmdbd, as plain processes.
+
+Data lives under the cluster's folder (db/); both are stopped by their pid files. mariadbd does
+not daemonize itself, so it is detached with `setsid -f` (a runner that kills its process group
+must not take the database with it).
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from rtool.testing.daemons import LocalSlurmError, pid_alive, read_pid, sh, tail, wait_until
+from rtool.testing.slurmconf import (
+    CLUSTER_NAME,
+    DB_NAME,
+    DB_USER,
+    Layout,
+    db_password,
+    sbin,
+    write_dbd_conf,
+)
+
+
+def _mariadb(directory: Path, sql: str, timeout: float = 20) -> None:
+    sh(
+        ["mariadb", "--no-defaults", f"--socket={directory / 'mysql.sock'}", "-u", "root"],
+        input=sql,
+        timeout=timeout,
+    )
+
+
+def _db_answers(directory: Path) -> bool:
+    res = sh(
+        [
+            "mariadb",
+            "--no-defaults",
+            f"--socket={directory / 'mysql.sock'}",
+            "-u",
+            "root",
+            "-e",
+            "SELECT 1",
+        ],
+        timeout=10,
+        check=False,
+    )
+    return res.returncode == 0
+
+
+def start_database(directory: Path, layout: Layout, timeout: float = 60) -> None:
+    datadir = directory / "db"
+    if not (datadir / "mysql").is_dir():
+        shutil.rmtree(datadir, ignore_errors=True)
+        sh(
+            [
+                "mariadb-install-db",
+                "--no-defaults",
+                f"--datadir={datadir}",
+                "--user=root",
+                "--auth-root-authentication-method=normal",
+                "--skip-test-db",
+            ],
+            timeout=120,
+        )
+    sh(
+        [
+            "setsid",
+            "-f",
+            sbin("mariadbd"),
+            "--no-defaults",
+            f"--datadir={datadir}",
+            "--user=root",
+            f"--socket={directory / 'mysql.sock'}",
+            f"--port={layout.db_port}",
+            "--bind-address=127.0.0.1",
+            f"--pid-file={directory / 'mariadbd.pid'}",
+            f"--log-error={directory / 'log' / 'mariadbd.log'}",
+            "--skip-name-resolve",
+            "--innodb-buffer-pool-size=64M",
+        ],
+        timeout=20,
+    )
+    if not wait_until(lambda: _db_answers(directory), timeout, step=0.3):
+        raise LocalSlurmError(
+            f"MariaDB did not answer in {timeout:g}s\n" + tail(directory / "log" / "mariadbd.log")
+        )
+    pw = db_password(directory)
+    grants = "".join(
+        f"CREATE USER IF NOT EXISTS '{DB_USER}'@'{h}' IDENTIFIED BY '{pw}';"
+        f"GRANT ALL ON {DB_NAME}.* TO '{DB_USER}'@'{h}';"
+        for h in ("127.0.0.1", "localhost")
+    )
+    _mariadb(directory, grants + "FLUSH PRIVILEGES;")
+
+
+def start_slurmdbd(directory: Path, layout: Layout, env: dict[str, str], timeout: float) -> None:
+    write_dbd_conf(directory, layout)
+    sh([sbin("slurmdbd")], env=env, timeout=30)
+
+    def answers() -> bool:
+        res = sh(["sacctmgr", "-n", "-P", "show", "cluster"], env=env, timeout=15, check=False)
+        return res.returncode == 0
+
+    if not wait_until(answers, timeout, step=0.3):
+        raise LocalSlurmError(
+            f"slurmdbd did not answer in {timeout:g}s\n" + tail(directory / "log" / "slurmdbd.log")
+        )
+    shown = sh(["sacctmgr", "-n", "-P", "show", "cluster", "format=cluster"], env=env, timeout=15)
+    if CLUSTER_NAME not in shown.stdout.split():
+        sh(["sacctmgr", "-i", "add", "cluster", CLUSTER_NAME], env=env, timeout=30)
+
+
+def accounting_pids(directory: Path) -> dict[str, int | None]:
+    """{daemon: pid or None when not running} for slurmdbd and mariadbd."""
+    out: dict[str, int | None] = {}
+    for daemon in ("slurmdbd", "mariadbd"):
+        pid = read_pid(directory / f"{daemon}.pid")
+        out[daemon] = pid if pid_alive(pid) else None
+    return out

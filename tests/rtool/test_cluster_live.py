@@ -1,0 +1,103 @@
+"""The local 3-node cluster with accounting: jobs across nodes, sacct, node failure and drain."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from rtool.core.slurm import Slurm
+from rtool.testing import localslurm
+from tests.helpers import wait_for
+
+
+@pytest.fixture
+def node_back(slurm_cluster: localslurm.Cluster) -> Iterator[list[str]]:
+    """Nodes a test failed or drained: brought back afterwards, whatever happened."""
+    touched: list[str] = []
+    yield touched
+    for name in touched:
+        slurm_cluster.revive_node(name, timeout=60)
+
+
+def test_three_nodes_with_accounting(slurm_cluster: localslurm.Cluster, slurm: Slurm) -> None:
+    assert slurm_cluster.nodes == ["n1", "n2", "n3"] and slurm_cluster.accounting
+    assert str(localslurm.status(slurm_cluster)).endswith("; accounting on")
+    assert set(slurm_cluster.node_states()) == {"n1", "n2", "n3"}
+    assert slurm.accounting_available() is True
+
+
+def test_sacct_sees_nodes_exit_codes_and_cancels(
+    slurm_cluster: localslurm.Cluster, slurm: Slurm, job_name: str, tmp_path: Path
+) -> None:
+    out = tmp_path / "hosts.out"
+    two = slurm.sbatch(
+        ["-J", job_name, "-N", "2", "-o", str(out)],
+        script="#!/bin/bash\nsrun bash -c 'echo $SLURMD_NODENAME'\n",
+    ).job_id
+    failed = slurm.sbatch(["-J", job_name, "-o", "/dev/null"], script="#!/bin/bash\nexit 3\n")
+    long = slurm.sbatch(["-J", job_name, "-o", "/dev/null"], script="#!/bin/bash\nsleep 60\n")
+    slurm_cluster.wait_job_state(two, ["COMPLETED"], timeout=60)
+    slurm_cluster.wait_job_state(failed.job_id, ["FAILED"], timeout=60)
+    slurm_cluster.wait_job_state(long.job_id, ["RUNNING"], timeout=60)
+    slurm.scancel([long.job_id])
+    slurm_cluster.wait_job_state(long.job_id, ["CANCELLED"], timeout=60)
+
+    def records() -> dict | None:
+        recs = {r.job_id: r for r in slurm.sacct(names=[job_name], since=time.time() - 300)}
+        done = len(recs) == 3 and all(r.end is not None for r in recs.values())
+        return recs if done else None
+
+    recs = wait_for(records, 30, what="sacct records of the three jobs")
+    assert isinstance(recs, dict)
+    assert recs[two].state == "COMPLETED" and len(recs[two].nodes) == 2
+    assert sorted(out.read_text().split()) == sorted(recs[two].nodes)
+    assert (recs[failed.job_id].state, recs[failed.job_id].exit_code) == ("FAILED", 3)
+    assert recs[long.job_id].state == "CANCELLED" and recs[long.job_id].elapsed_s is not None
+    assert slurm.sacct(job_ids=[two]) == [recs[two]]
+
+
+def test_node_failure_requeues_on_the_other_nodes(
+    slurm_cluster: localslurm.Cluster, slurm: Slurm, job_name: str, node_back: list[str]
+) -> None:
+    job = slurm.sbatch(
+        ["-J", job_name, "-N", "2", "--requeue", "-o", "/dev/null"],
+        script="#!/bin/bash\nsrun sleep 120\n",
+    ).job_id
+    slurm_cluster.wait_job_state(job, ["RUNNING"], timeout=60)
+    [first] = slurm.sacct(job_ids=[job])
+    victim = first.nodes[-1]
+    node_back.append(victim)
+    killed = slurm_cluster.fail_node(victim, "rtool test: power cut")
+    assert len(killed) >= 3  # slurmd, the step's slurmstepd, its sleep
+    assert slurm_cluster.node_states()[victim].startswith("down")
+    slurm_cluster.wait_job_state(job, ["RUNNING"], timeout=60)
+
+    def attempts() -> list | None:
+        recs = slurm.sacct(job_ids=[job])
+        return recs if [r.state for r in recs] == ["NODE_FAIL", "RUNNING"] else None
+
+    fail, again = wait_for(attempts, 30, what="NODE_FAIL then RUNNING in sacct -D")  # type: ignore[misc]
+    assert victim in fail.nodes and victim not in again.nodes and len(again.nodes) == 2
+    slurm.scancel([job])
+
+
+def test_drained_node_takes_no_new_job(
+    slurm_cluster: localslurm.Cluster, slurm: Slurm, job_name: str, node_back: list[str]
+) -> None:
+    node_back.append("n3")
+    slurm_cluster.drain_node("n3", "rtool test: bad gpu")
+    job = slurm.sbatch(
+        ["-J", job_name, "-w", "n3", "-o", "/dev/null"], script="#!/bin/bash\nsleep 1\n"
+    ).job_id
+
+    def reason() -> str | None:
+        jobs = slurm.squeue(job_ids=[job])
+        return jobs[0].reason if jobs and jobs[0].reason else None
+
+    assert "n3" in str(wait_for(reason, 30, what="a pending reason"))
+    assert slurm_cluster.node_states()["n3"] in ("drained", "draining")
+    slurm_cluster.revive_node("n3")
+    slurm_cluster.wait_job_state(job, ["COMPLETED"], timeout=60)
