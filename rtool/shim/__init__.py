@@ -11,21 +11,26 @@
         guard.step(step)
     guard.finished()
 
-Modules: guard (the Guard), options (settings and the RTOOL_* environment), monitor (the
-polling thread), heartbeat, distributed (agreement across ranks), signals, forced_exit, slurm
-(scontrol/scancel from inside a job); integrations/ for Hugging Face and Lightning.
-`import rtool.shim` loads only the standard library, psutil and rtool.core.units.
+    sys.exit(guard.exit_code)                  # with exit=False: the code the guard decided
+
+Modules: guard (the Guard), options (GuardOptions: every setting, and the RTOOL_*
+environment), decision (Decision, exit codes), monitor (the polling thread), stopping (save,
+stop, hold at a step boundary), report and heartbeat (the heartbeat record), crash (uncaught
+exceptions), distributed (agreement across ranks), signals, forced_exit (save timeout,
+unresponsive after TERM), slurm (scontrol/scancel from inside a job); integrations/ for
+Hugging Face and Lightning. `import rtool.shim` loads only the standard library, psutil and
+stdlib-only rtool.core modules (units, heartbeat).
 """
 
-from rtool.shim.guard import (
+from rtool.shim.decision import (
     NONFINITE_EXIT_CODE,
     REQUEUE_EXIT_CODE,
     SAVE_FAILED_EXIT_CODE,
     SAVE_TIMEOUT_EXIT_CODE,
     Decision,
-    Guard,
 )
-from rtool.shim.options import ShimConfigError
+from rtool.shim.guard import Guard
+from rtool.shim.options import GuardOptions, ShimConfigError
 
 __all__ = [
     "NONFINITE_EXIT_CODE",
@@ -34,5 +39,6 @@ __all__ = [
     "SAVE_TIMEOUT_EXIT_CODE",
     "Decision",
     "Guard",
+    "GuardOptions",
     "ShimConfigError",
 ]

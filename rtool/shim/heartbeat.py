@@ -14,7 +14,11 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import socket
 import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -74,7 +78,7 @@ class HeartbeatWriter:
     def __init__(self, path: str | os.PathLike[str], base: Heartbeat) -> None:
         self.path = Path(path)
         self.enabled = True  # False on ranks other than 0
-        self.frozen = False  # set once a stop, finish or crash was written
+        self.frozen = False  # set once a stop, finish or crash was written: no progress
         self._lock = threading.Lock()
         with contextlib.suppress(OSError):
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -99,10 +103,9 @@ class HeartbeatWriter:
             self._write(self.path, record, bounded)
 
     def final(self, state: RunState, fields: dict[str, Any]) -> None:
-        """The last write of this process: `stopped`, `finished` or `crashed`."""
+        """A last write of this process: `stopped`, `finished` or `crashed` (a later one, e.g.
+        a save timeout after the stop, replaces it; progress writes end here)."""
         with self._lock:
-            if self.frozen:
-                return
             self.frozen = True
             self.current = self.current.replace(state=state, **fields)
             record = self.current
@@ -131,3 +134,56 @@ class HeartbeatWriter:
             write_file(path, text)
         except OSError as exc:
             log.warning("rtool.shim: cannot write heartbeat %s: %s", path, exc)
+
+
+@dataclass(frozen=True)
+class JobIdentity:
+    """Who is training: Slurm ids, rank, the run name (from the environment)."""
+
+    job_id: str | None = None
+    array_job_id: str | None = None
+    array_task_id: str | None = None
+    restart_count: int = 0
+    rank: int = 0
+    world_size: int = 1
+    run: str | None = None
+
+    @classmethod
+    def from_env(
+        cls, job_id: str | None = None, environ: Mapping[str, str] | None = None
+    ) -> JobIdentity:
+        env = os.environ if environ is None else environ
+        return cls(
+            job_id=job_id or env.get("SLURM_JOB_ID") or None,
+            array_job_id=env.get("SLURM_ARRAY_JOB_ID") or None,
+            array_task_id=env.get("SLURM_ARRAY_TASK_ID") or None,
+            restart_count=_int(env.get("SLURM_RESTART_COUNT"), 0),
+            rank=_int(env.get("RANK") or env.get("SLURM_PROCID"), 0),
+            world_size=_int(env.get("WORLD_SIZE") or env.get("SLURM_NTASKS"), 1),
+            run=env.get("RTOOL_RUN") or env.get("SLURM_JOB_NAME") or None,
+        )
+
+    def base_record(self) -> Heartbeat:
+        """The `starting` heartbeat of this process."""
+        now = time.time()
+        return Heartbeat(
+            state=RunState.STARTING,
+            time=now,
+            run=self.run,
+            job_id=self.job_id,
+            array_job_id=self.array_job_id,
+            array_task_id=self.array_task_id,
+            restart_count=self.restart_count,
+            host=socket.gethostname(),
+            rank=self.rank,
+            world_size=self.world_size,
+            pid=os.getpid(),
+            started=now,
+        )
+
+
+def _int(value: str | None, default: int) -> int:
+    try:
+        return int(value) if value else default
+    except ValueError:
+        return default

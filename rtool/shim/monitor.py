@@ -13,13 +13,11 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 import psutil
 
-from rtool.core.heartbeat import RunState
 from rtool.shim import slurm as _shim_slurm
-from rtool.shim.heartbeat import HeartbeatWriter
+from rtool.shim.options import GuardOptions
 
 log = logging.getLogger("rtool.shim")
 
@@ -27,6 +25,8 @@ log = logging.getLogger("rtool.shim")
 END_TIME_REFRESH = 300.0
 #: How often GPU memory is checked (it goes through torch/CUDA: rarely).
 GPU_INTERVAL = 30.0
+#: Least margin before the job's end when a deadline signal defers the stop (exit + requeue).
+DEADLINE_MIN_MARGIN = 10.0
 
 
 #: Flag bits, exchanged between ranks (rtool.shim.distributed.FLAG_BITS of them).
@@ -38,6 +38,7 @@ class Sources:
     """What the thread, the signal handlers and check_loss found; read by the step path."""
 
     signal: str | None = None  # written by the signal handler
+    deadline_signal: str | None = None  # a signal announcing the job's end (the thread acts)
     kill: bool = False
     save_ident: tuple[int, int] | None = None  # (inode, mtime_ns) of a save switch to act on
     save_handled: tuple[int, int] | None = None  # the switch already saved for (or failed)
@@ -71,6 +72,18 @@ class Timing:
     saves: int = 0  # bumped by every save, so a step interval with a save is not measured
     last_save_step: int | None = None
     last_save_time: float | None = None
+    last_save_seconds: float | None = None
+    first_step: int | None = None  # the first step of this process
+    nonfinite: int = 0  # non-finite losses in a row
+
+    def saved(self, step: int | None, seconds: float | None) -> None:
+        """A save of `step` returned after `seconds` (None: not measured)."""
+        self.saves += 1
+        self.last_save_step = step
+        self.last_save_time = time.time()
+        if seconds is not None:
+            self.last_save_seconds = seconds
+            self.longest_save = max(self.longest_save, seconds)
 
 
 @dataclass
@@ -89,6 +102,27 @@ class MonitorConfig:
     extra_latency: float = 0.0  # sync latency of torch.distributed, added to the auto margin
     poll_interval: float = 1.0
     heartbeat_interval: float = 5.0
+    deadline_window: float = 900.0
+    signal_stop_at: float | None = None  # wall time to stop at, set by a deadline signal
+
+    @classmethod
+    def from_options(cls, o: GuardOptions, job_id: str | None) -> MonitorConfig:
+        return cls(
+            kill_switch=o.kill_switch,
+            save_switch=o.save_switch,
+            memory_percent=o.max_memory_percent,
+            memory_bytes=o.max_memory_bytes,
+            gpu_min_free=o.min_gpu_free,
+            gpu_device=_gpu_device() if o.min_gpu_free is not None else 0,
+            job_id=job_id,
+            end_time=o.end_time,
+            exit_before_end=o.exit_before_end,
+            safety_factor=o.safety_factor,
+            min_margin=o.min_margin,
+            poll_interval=o.poll_interval,
+            heartbeat_interval=o.heartbeat_interval,
+            deadline_window=o.deadline_window,
+        )
 
 
 class Monitor:
@@ -100,17 +134,14 @@ class Monitor:
         sources: Sources,
         timing: Timing,
         wake: Callable[[], None],
-        current_step: Callable[[], int | None],
-        heartbeat: HeartbeatWriter | None,
-        heartbeat_fields: Callable[[], dict[str, Any]],
     ) -> None:
         self.config = config
         self.sources = sources
         self.timing = timing
         self._wake = wake
-        self._current_step = current_step
-        self.heartbeat = heartbeat
-        self._heartbeat_fields = heartbeat_fields
+        self.current_step: Callable[[], int | None] = lambda: None
+        self.on_progress: Callable[[], None] | None = None  # the heartbeat write
+        self.watchers: list[Callable[[float], None]] = []  # more checks, each round
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._last_step: int | None = None
@@ -119,6 +150,7 @@ class Monitor:
         self._last_beat = float("-inf")
         self._beat_step: int | None = None
         self._end_checked = float("-inf")
+        self._deadline_signal_seen = False
         self._gpu_checked = float("-inf")
         self._gpu_broken = False
         self.progress_time: float | None = None  # wall time the step last advanced
@@ -157,8 +189,16 @@ class Monitor:
         self._poll_memory()
         self._poll_gpu(mono)
         self._observe_step(mono, wall)
+        self._poll_deadline_signal(mono, wall)
         self._poll_deadline(mono, wall)
+        for watch in self.watchers:
+            watch(mono)
         self._beat(mono)
+
+    @property
+    def knows_end_time(self) -> bool:
+        """The job's end can be known (a job id to ask Slurm, or a given end time)."""
+        return bool(self.config.job_id) or self.config.end_time is not None
 
     # -- probes ---------------------------------------------------------------------------
 
@@ -210,7 +250,7 @@ class Monitor:
             self._wake()
 
     def _observe_step(self, mono: float, wall: float) -> None:
-        cur = self._current_step()
+        cur = self.current_step()
         if cur is None or cur == self._last_step:
             return
         t = self.timing
@@ -224,15 +264,59 @@ class Monitor:
         self._last_change = mono
         self.progress_time = wall
 
-    def _poll_deadline(self, mono: float, wall: float) -> None:
+    def _refresh_end_time(self, mono: float, force: bool = False) -> None:
         c = self.config
-        if c.exit_before_end is None or self.sources.time_up is not None:
-            return
-        if c.job_id and mono - self._end_checked >= END_TIME_REFRESH:
+        if c.job_id and (force or mono - self._end_checked >= END_TIME_REFRESH):
             self._end_checked = mono
             end = _shim_slurm.job_end_time(c.job_id)
             if end is not None:
                 c.end_time = end
+
+    def _poll_deadline_signal(self, mono: float, wall: float) -> None:
+        """A signal announced the job's end: train on until EndTime - (save + margin)."""
+        c, s = self.config, self.sources
+        name = s.deadline_signal
+        if name is None or self._deadline_signal_seen:
+            return
+        self._deadline_signal_seen = True
+        self._refresh_end_time(mono, force=True)
+        margin = self.deadline_margin(mono)
+        left = None if c.end_time is None else c.end_time - wall
+        if left is None or left <= margin or left > c.deadline_window:
+            why = "no end time" if left is None else f"{left:.0f}s left"
+            log.warning("rtool.shim: %s (%s): stopping now", name, why)
+            if s.signal is None:
+                s.signal = name
+            self._wake()
+            return
+        assert c.end_time is not None
+        c.signal_stop_at = c.end_time - margin
+        log.warning(
+            "rtool.shim: %s: the job ends in %.0fs; training on until %.0fs before it",
+            name,
+            left,
+            margin,
+        )
+
+    def deadline_margin(self, mono: float | None = None) -> float:
+        """Seconds before the job's end at which to stop after a deadline signal."""
+        return max(DEADLINE_MIN_MARGIN, self.margin(mono, auto=True))
+
+    def _poll_deadline(self, mono: float, wall: float) -> None:
+        c, s = self.config, self.sources
+        if s.time_up is not None:
+            return
+        if c.signal_stop_at is not None and wall >= c.signal_stop_at:
+            left = (c.end_time or wall) - wall
+            s.time_up = (
+                f"{s.deadline_signal} announced the end: stopped {left:.0f}s before it "
+                f"(measured save {self.timing.longest_save:.1f}s)"
+            )
+            self._wake()
+            return
+        if c.exit_before_end is None:
+            return
+        self._refresh_end_time(mono)
         if c.end_time is None:
             return
         margin = self.margin(mono)
@@ -241,27 +325,27 @@ class Monitor:
             self.sources.time_up = f"{left:.0f}s left of the time limit (exit margin {margin:.0f}s)"
             self._wake()
 
-    def margin(self, mono: float | None = None) -> float:
-        """Seconds before the end of the job at which to save and exit."""
+    def margin(self, mono: float | None = None, auto: bool = False) -> float:
+        """Seconds before the end of the job at which to save and exit (`auto`: the measured
+        need, without the floor)."""
         c = self.config
-        if isinstance(c.exit_before_end, (int, float)):
+        if isinstance(c.exit_before_end, (int, float)) and not auto:
             return float(c.exit_before_end)
         t = self.timing
         step = t.longest_step
         if self._last_step is not None and mono is not None:
             step = max(step, mono - self._last_change)  # the current step is already this long
         need = c.safety_factor * (step + t.longest_save) + c.poll_interval + c.extra_latency
-        return max(c.min_margin, need)
+        return need if auto else max(c.min_margin, need)
 
     def _beat(self, mono: float) -> None:
-        hb = self.heartbeat
-        if hb is None or self._last_step is None or self._last_step == self._beat_step:
+        if self.on_progress is None or self._last_step in (None, self._beat_step):
             return
         if mono - self._last_beat < self.config.heartbeat_interval:
             return
         self._last_beat = mono
         self._beat_step = self._last_step
-        hb.progress(RunState.RUNNING, self._heartbeat_fields())
+        self.on_progress()
 
 
 def file_ident(path: str) -> tuple[int, int] | None:
@@ -271,3 +355,12 @@ def file_ident(path: str) -> tuple[int, int] | None:
     except OSError:
         return None
     return (st.st_ino, st.st_mtime_ns)
+
+
+def _gpu_device() -> int:
+    try:
+        import torch
+
+        return int(torch.cuda.current_device()) if torch.cuda.is_available() else 0
+    except Exception:
+        return 0

@@ -1,14 +1,19 @@
-"""Option parsing of the in-loop shim: RTOOL_* environment variables and keyword values.
+"""The shim's settings: one typed `GuardOptions`, from keywords and RTOOL_* variables.
 
-Stdlib + rtool.core.units only. Every bad value raises ShimConfigError naming the option.
+Stdlib + rtool.core.units only. Every bad value raises ShimConfigError (one line naming the
+option): also a signal that cannot be caught (KILL, STOP), a requeue exit code outside 0-255,
+a heartbeat path that is a folder or a FIFO.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
+import stat
 from collections.abc import Iterable, Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from rtool.core.units import UnitError, parse_duration, parse_percent, parse_size
 
@@ -29,7 +34,69 @@ ENV_OPTIONS = {
     "RTOOL_SYNC_EVERY": "sync_every",
     "RTOOL_POLL_INTERVAL": "poll_interval",
     "RTOOL_HEARTBEAT_INTERVAL": "heartbeat_interval",
+    "RTOOL_DEADLINE_SIGNALS": "deadline_signals",
+    "RTOOL_DEADLINE_WINDOW": "deadline_window",
+    "RTOOL_UNRESPONSIVE_AFTER": "unresponsive_after",
 }
+_UNCATCHABLE = {signal.SIGKILL, signal.SIGSTOP}
+
+
+@dataclass(frozen=True)
+class GuardOptions:
+    """Every setting of a Guard, parsed (docs/shim.md). Build with `GuardOptions.parse(**kw)`
+    (strings like "5m", "95%", "USR1,TERM" accepted) or `GuardOptions.from_env()`."""
+
+    kill_switch: str | None = None
+    save_switch: str | None = None
+    heartbeat: str | None = None
+    signals: tuple[signal.Signals, ...] = (signal.SIGUSR1, signal.SIGTERM)
+    #: signals that announce the job's end: stop at EndTime - margin, not when they land
+    deadline_signals: tuple[signal.Signals, ...] = (signal.SIGUSR1,)
+    deadline_window: float = 900.0  # a deadline signal with more time left stops at once
+    unresponsive_after: float | Literal["auto"] | None = "auto"  # kill after TERM, no safe point
+    exit_before_end: float | Literal["auto"] | None = None
+    end_time: float | None = None
+    max_memory_percent: float | None = None
+    max_memory_bytes: int | None = None
+    min_gpu_free: int | None = None
+    save_timeout: float = 300.0
+    max_nonfinite: int = 10
+    auto_requeue: bool = False
+    max_requeues: int | None = None
+    requeue_exit_code: int = 85
+    sync_every: int | None = None  # None: "auto"
+    sync_seconds: float = 2.0
+    poll_interval: float = 1.0
+    heartbeat_interval: float = 5.0
+    safety_factor: float = 2.0
+    min_margin: float = 60.0
+    exit: bool = True
+    distributed: bool | None = None
+    job_id: str | None = None
+
+    @classmethod
+    def parse(cls, **raw: Any) -> GuardOptions:
+        """Keyword values (typed or strings) -> options; unknown keywords are an error."""
+        names = {f.name for f in dataclasses.fields(cls)} | {"max_memory_used"}
+        unknown = sorted(set(raw) - names)
+        if unknown:
+            raise ShimConfigError(f"rtool.shim: unknown option {unknown[0]!r}")
+        out: dict[str, Any] = {}
+        for name, value in raw.items():
+            if name == "max_memory_used":
+                out["max_memory_percent"], out["max_memory_bytes"] = memory_limit(value)
+            else:
+                out[name] = _PARSERS.get(name, _keep)(name, value)
+        opts = cls(**out)
+        check_heartbeat_path(opts.heartbeat)
+        return opts
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> GuardOptions:
+        """RTOOL_* variables, then keyword overrides."""
+        return cls.parse(**{**env_options(environ), **overrides})
+
+
 _OFF = {"", "0", "off", "no", "none", "false"}
 _ON = {"1", "on", "yes", "true"}
 
@@ -90,11 +157,56 @@ def signals(value: Iterable[str | int] | str | None) -> tuple[signal.Signals, ..
 def _signal(item: str | int) -> signal.Signals:
     try:
         if isinstance(item, int) or item.strip().isdigit():
-            return signal.Signals(int(item))
-        name = item.strip().upper()
-        return signal.Signals[name if name.startswith("SIG") else f"SIG{name}"]
+            sig = signal.Signals(int(item))
+        else:
+            name = item.strip().upper()
+            sig = signal.Signals[name if name.startswith("SIG") else f"SIG{name}"]
     except (KeyError, ValueError):
         raise ShimConfigError(f"rtool.shim: signals: unknown signal {item!r}") from None
+    if sig in _UNCATCHABLE:
+        raise ShimConfigError(f"rtool.shim: signals: {sig.name} cannot be caught")
+    return sig
+
+
+def check_heartbeat_path(path: str | None) -> None:
+    """Refuse a heartbeat path that is a folder, a FIFO or another non-file (never opened)."""
+    if not path:
+        return
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return  # missing (created on the first write) or unreadable (logged when written)
+    if stat.S_ISDIR(st.st_mode):
+        raise ShimConfigError(f"rtool.shim: heartbeat: {path} is a folder")
+    if not (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)):
+        raise ShimConfigError(f"rtool.shim: heartbeat: {path} is not a regular file")
+
+
+def _keep(name: str, value: Any) -> Any:
+    return value
+
+
+def _path(name: str, value: Any) -> str | None:
+    return os.fspath(value) if value else None
+
+
+def _duration_or_none(name: str, value: Any) -> float | None:
+    if value is None or (isinstance(value, str) and value.strip().lower() in _OFF - {"0"}):
+        return None
+    return duration(name, value)
+
+
+def _auto_duration(name: str, value: Any) -> float | str | None:
+    if isinstance(value, str) and value.strip().lower() == "auto":
+        return "auto"
+    return _duration_or_none(name, value)
+
+
+def _exit_code(name: str, value: Any) -> int:
+    n = count(name, value)
+    if n is None or n > 255:
+        raise ShimConfigError(f"rtool.shim: {name}: must be an exit code 0-255: {value!r}")
+    return n
 
 
 def exit_before_end(value: str | float | None) -> float | str | None:
@@ -139,3 +251,31 @@ def sync_every(value: int | str) -> int | None:
     if isinstance(value, str) and value.strip().lower() == "auto":
         return None
     return count("sync_every", value, minimum=1)
+
+
+_PARSERS: dict[str, Any] = {
+    "kill_switch": _path,
+    "save_switch": _path,
+    "heartbeat": _path,
+    "signals": lambda n, v: signals(v),
+    "deadline_signals": lambda n, v: signals(v) if str(v).strip().lower() not in _OFF else (),
+    "deadline_window": duration,
+    "unresponsive_after": _auto_duration,
+    "exit_before_end": lambda n, v: exit_before_end(v),
+    "end_time": lambda n, v: None if v is None else float(v),
+    "min_gpu_free": size,
+    "save_timeout": duration,
+    "max_nonfinite": lambda n, v: count(n, v, minimum=1) or 10,
+    "auto_requeue": flag,
+    "max_requeues": count,
+    "requeue_exit_code": _exit_code,
+    "sync_every": lambda n, v: sync_every(v),
+    "sync_seconds": duration,
+    "poll_interval": duration,
+    "heartbeat_interval": duration,
+    "safety_factor": lambda n, v: float(v),
+    "min_margin": duration,
+    "exit": flag,
+    "distributed": lambda n, v: None if v is None else flag(n, v),
+    "job_id": lambda n, v: str(v) if v else None,
+}

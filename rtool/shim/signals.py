@@ -4,6 +4,11 @@ Installed from the main thread only. In a forked child (a DataLoader worker, a f
 pool) the previous handlers come back at once (os.register_at_fork), so the child neither acts
 nor shows the signal as caught in /proc/PID/status SigCgt (the batch script's forwarding skips
 it); a handler that still runs in another process takes the signal's default action.
+
+A Python handler runs only when the main thread returns to the interpreter; a thread stuck in
+C code (a collective, a driver call) never runs it. So the shim also sets Python's wakeup fd
+(when nobody else did): the C-level handler writes each signal number to a pipe that the
+shim's thread reads (`drain_wakeup`), which is how it sees a TERM the training never handles.
 """
 
 from __future__ import annotations
@@ -26,7 +31,9 @@ class SignalFlags:
     def __init__(self, sigs: tuple[signal.Signals, ...], on_signal: Callable[[str], None]) -> None:
         self._on_signal = on_signal
         self._pid = os.getpid()
+        self._sigs = sigs
         self._old: dict[signal.Signals, Any] = {}
+        self._pipe: tuple[int, int] | None = None
         if not sigs:
             return
         if threading.current_thread() is not threading.main_thread():
@@ -34,8 +41,23 @@ class SignalFlags:
             return
         for sig in sigs:
             self._old[sig] = signal.signal(sig, self._handle)
+        self._set_wakeup()
         ref = weakref.ref(self)
         os.register_at_fork(after_in_child=lambda: _restore_in_child(ref))
+
+    def _set_wakeup(self) -> None:
+        r, w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        try:
+            prev = signal.set_wakeup_fd(w, warn_on_full_buffer=False)
+        except (ValueError, OSError):
+            prev = -2
+        if prev != -1:  # another wakeup fd (asyncio...): keep it, read none
+            if prev != -2:
+                signal.set_wakeup_fd(prev)
+            os.close(r)
+            os.close(w)
+            return
+        self._pipe = (r, w)
 
     def _handle(self, signum: int, frame: object) -> None:
         if os.getpid() != self._pid:
@@ -43,6 +65,24 @@ class SignalFlags:
             os.kill(os.getpid(), signum)
             return
         self._on_signal(signal.Signals(signum).name)
+
+    def reinstall(self) -> None:
+        """Take the signals back from handlers installed after ours (main thread only)."""
+        if threading.current_thread() is not threading.main_thread() or not self._old:
+            return
+        for sig in self._sigs:
+            if signal.getsignal(sig) != self._handle:
+                signal.signal(sig, self._handle)
+
+    def drain_wakeup(self) -> set[int]:
+        """Signal numbers the C-level handler saw since the last call (any thread)."""
+        if self._pipe is None:
+            return set()
+        try:
+            data = os.read(self._pipe[0], 4096)
+        except (BlockingIOError, OSError):
+            return set()
+        return set(data)
 
     def restore(self) -> None:
         """Put the previous handlers back (main thread only; idempotent)."""
@@ -52,6 +92,15 @@ class SignalFlags:
             with contextlib.suppress(ValueError, TypeError, OSError):
                 signal.signal(sig, old)
         self._old.clear()
+        if self._pipe is not None:
+            r, w = self._pipe
+            self._pipe = None
+            with contextlib.suppress(ValueError, OSError):
+                prev = signal.set_wakeup_fd(-1)
+                if prev not in (w, -1):
+                    signal.set_wakeup_fd(prev)  # someone replaced ours since: keep theirs
+            os.close(r)
+            os.close(w)
 
 
 def _restore_in_child(ref: weakref.ReferenceType[SignalFlags]) -> None:

@@ -316,3 +316,40 @@ def test_finished_after_a_stop_marks_nothing_done(make_guard: MakeGuard, tmp_pat
     g.finished()  # a loop that ignores .stopping with exit=False
     data = _read(hb)
     assert not Path(f"{hb}.done").exists() and data is not None and data["state"] == "stopped"
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"signals": "USR1,KILL"}, "signals: SIGKILL cannot be caught"),
+        ({"signals": ["STOP"]}, "signals: SIGSTOP cannot be caught"),
+        ({"requeue_exit_code": 256}, "requeue_exit_code: must be an exit code 0-255: 256"),
+        ({"requeue_exit_code": "-1"}, "requeue_exit_code: must be at least 0: '-1'"),
+        ({"heartbeat": "{tmp}"}, "heartbeat: {tmp} is a folder"),
+        ({"heartbeat": "{tmp}/fifo"}, "heartbeat: {tmp}/fifo is not a regular file"),
+        ({"bogus": 1}, "unknown option 'bogus'"),
+    ],
+)
+def test_bad_settings_are_refused_at_start_with_one_line(
+    tmp_path: Path, options: dict[str, object], message: str
+) -> None:
+    os.mkfifo(tmp_path / "fifo")  # never opened: a blocking open would hang the test
+    opts = {k: v.format(tmp=tmp_path) if isinstance(v, str) else v for k, v in options.items()}
+    with pytest.raises(ShimConfigError) as err:
+        Guard(**opts)
+    assert str(err.value) == f"rtool.shim: {message.format(tmp=tmp_path)}"
+
+
+def test_options_are_one_typed_record(make_guard: MakeGuard, tmp_path: Path) -> None:
+    from rtool.shim import GuardOptions
+
+    opts = GuardOptions.parse(signals="usr2", save_timeout="2m", max_memory_used="90%")
+    assert opts.signals == (signal.SIGUSR2,) and opts.save_timeout == 120.0
+    assert opts.max_memory_percent == 90.0 and opts.max_memory_bytes is None
+    env = {"RTOOL_KILL_SWITCH": str(tmp_path / "k"), "RTOOL_AUTO_REQUEUE": "1"}
+    from_env = GuardOptions.from_env(env, requeue_exit_code=99)
+    assert from_env.kill_switch == str(tmp_path / "k") and from_env.auto_requeue
+    assert from_env.requeue_exit_code == 99
+    g = Guard(None, GuardOptions(signals=(), poll_interval=0.05, exit=False), start=False)
+    assert g.options.exit is False and g.exit_code == 0
+    g.close()

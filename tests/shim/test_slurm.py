@@ -63,7 +63,14 @@ def test_slurm_signal_reaches_the_shim_and_the_run_resumes(
     slurm: Slurm, job_name: str, tmp_path: Path
 ) -> None:
     hb = tmp_path / "heartbeat.json"
-    script = _script(tmp_path, "--steps 5000 --step-seconds 0.2", RTOOL_HEARTBEAT=str(hb))
+    # USR1 as a plain stop signal here (it would otherwise announce the deadline: the run would
+    # train on until EndTime - margin; tests/shim/test_deadline.py covers that)
+    script = _script(
+        tmp_path,
+        "--steps 5000 --step-seconds 0.2",
+        RTOOL_HEARTBEAT=str(hb),
+        RTOOL_DEADLINE_SIGNALS="off",
+    )
     out = tmp_path / "job.out"
     job = slurm.sbatch(
         ["-J", job_name, "--time=0:02:00", "--signal=B:USR1@110", "-o", str(out)], script=script

@@ -1,0 +1,115 @@
+"""What the guard tells the outside: heartbeat records at each event, crashes recorded."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from typing import Any
+
+from rtool.core.heartbeat import ErrorInfo, RunState
+from rtool.shim.crash import CrashHooks
+from rtool.shim.decision import Decision
+from rtool.shim.heartbeat import HeartbeatWriter, JobIdentity
+from rtool.shim.monitor import Timing
+
+
+class Reporter:
+    """Heartbeat writes of one Guard (none without a heartbeat path; rank 0 only writes)."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | None,
+        ident: JobIdentity,
+        timing: Timing,
+    ) -> None:
+        self.ident = ident
+        self.timing = timing
+        self.writer = HeartbeatWriter(path, ident.base_record()) if path else None
+        self.last_step: Callable[[], int | None] = lambda: None
+        self.progress_time: Callable[[], float | None] = lambda: None
+        self._hooks: CrashHooks | None = None
+        if self.writer is not None:
+            self.set_rank(ident.rank, ident.world_size)
+            if self.writer.enabled:
+                self.writer.clear_done()
+
+    @property
+    def previous_longest(self) -> tuple[float, float]:
+        """(longest step, longest save) of the previous run, from its heartbeat."""
+        prev = self.writer.previous if self.writer is not None else None
+        if prev is None:
+            return 0.0, 0.0
+        return prev.longest_step_seconds or 0.0, prev.longest_save_seconds or 0.0
+
+    def set_rank(self, rank: int, world_size: int) -> None:
+        if self.writer is not None:
+            self.writer.enabled = rank == 0
+            self.writer.current = self.writer.current.replace(rank=rank, world_size=world_size)
+
+    def start(self) -> None:
+        """The `starting` write; uncaught exceptions are recorded from now on."""
+        if self.writer is not None:
+            self.writer.progress(RunState.STARTING, self.fields())
+            self._hooks = CrashHooks(self.crashed)
+
+    def fields(self, step: int | None = None) -> dict[str, Any]:
+        t = self.timing
+        return {
+            "step": self.last_step() if step is None else step,
+            "time": (self.progress_time() or time.time()) if step is None else time.time(),
+            "step_at_start": t.first_step,
+            "step_seconds": t.recent_step,
+            "longest_step_seconds": t.longest_step or None,
+            "last_save_seconds": t.last_save_seconds,
+            "longest_save_seconds": t.longest_save or None,
+            "last_saved_step": t.last_save_step,
+            "last_save_time": t.last_save_time,
+            "nonfinite_count": t.nonfinite,
+        }
+
+    def progress(self) -> None:
+        """A periodic write (the monitor thread)."""
+        if self.writer is not None:
+            self.writer.progress(RunState.RUNNING, self.fields())
+
+    def saving(self, step: int) -> None:
+        if self.writer is not None:
+            self.writer.progress(RunState.SAVING, self.fields(step))
+
+    def stopped(self, d: Decision) -> None:
+        if self.writer is not None:
+            self.writer.final(RunState.STOPPED, {**self.fields(d.step), **self._stop(d)})
+
+    def finished(self, step: int | None) -> None:
+        if self.writer is not None:
+            self.writer.final(RunState.FINISHED, self.fields(step))
+            self.writer.mark_done()
+
+    def crashed(self, info: ErrorInfo, main_thread: bool) -> None:
+        """An uncaught exception: `crashed` (another thread's: only `error` is set)."""
+        w = self.writer
+        if w is None:
+            return
+        if not main_thread:
+            w.progress(w.current.state, {"error": info})
+            return
+        d = Decision(stopping=True, reason="crashed", exit_code=1, detail=str(info))
+        fields = {**self.fields(), **self._stop(d), "error": info}
+        fields["stop_step"] = fields["step"]
+        w.final(RunState.CRASHED, fields)
+
+    def _stop(self, d: Decision) -> dict[str, Any]:
+        return {
+            "stop_reason": d.reason,
+            "stop_detail": d.detail,
+            "stop_step": d.step,
+            "stop_time": time.time(),
+            "stop_job_id": self.ident.job_id,
+            "exit_code": d.exit_code,
+        }
+
+    def close(self) -> None:
+        if self._hooks is not None:
+            self._hooks.restore()
+            self._hooks = None
