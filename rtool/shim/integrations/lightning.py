@@ -25,13 +25,10 @@ from rtool.shim import Decision, Guard
 
 try:
     from lightning.pytorch.callbacks import Callback
-except ImportError:  # pragma: no cover - depends on the environment
-    try:
-        from pytorch_lightning.callbacks import Callback
-    except ImportError as exc:
-        raise ImportError(
-            "rtool.shim.integrations.lightning needs lightning (pip install lightning)"
-        ) from exc
+except ImportError as exc:  # pragma: no cover - depends on the environment
+    raise ImportError(
+        "rtool.shim.integrations.lightning needs lightning (pip install 'rtool[lightning]')"
+    ) from exc
 
 
 class RtoolCallback(Callback):  # type: ignore[misc]
