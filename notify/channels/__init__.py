@@ -1,60 +1,60 @@
-"""The channels: one module each behind `Channel` (base.py), listed in an explicit registry.
+"""The channels: one module each (the channel class and its config section) behind `Channel`
+(base.py), listed in the explicit registry below. Adding one is a module and one line here:
+the `[notify.NAME]` config section, `fallback`, `rtool notify test --channel NAME` and
+delivery all come from the registry.
 
 Heavy libraries (smtplib, slack_sdk, requests) are imported only when a channel sends.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from typing import Any
 
-from notify.channels.base import Channel, DeliveryError, Envelope, Receipt
-from notify.config import NotifyConfig
+from notify.channels.base import Channel, ChannelSection, DeliveryError, Envelope, Receipt
+from notify.channels.email import EmailChannel
+from notify.channels.log import LogChannel
+from notify.channels.slack import SlackChannel
+from notify.channels.webhook import WebhookChannel
 
-
-def _email(cfg: NotifyConfig) -> Channel:
-    from notify.channels.email import EmailChannel
-
-    assert cfg.email is not None
-    return EmailChannel(cfg.email)
-
-
-def _slack(cfg: NotifyConfig) -> Channel:
-    from notify.channels.slack import SlackChannel
-
-    assert cfg.slack is not None
-    return SlackChannel(cfg.slack)
+#: The channel classes, in the order `configured()` lists them.
+REGISTRY: tuple[type[Any], ...] = (EmailChannel, SlackChannel, WebhookChannel, LogChannel)
 
 
-def _webhook(cfg: NotifyConfig) -> Channel:
-    from notify.channels.webhook import WebhookChannel
-
-    assert cfg.webhook is not None
-    return WebhookChannel(cfg.webhook)
+def names() -> list[str]:
+    return [c.name for c in REGISTRY]
 
 
-def _log(cfg: NotifyConfig) -> Channel:
-    from notify.channels.log import LogChannel, LogConfig
-
-    section = cfg.channel("log")
-    assert isinstance(section, LogConfig)
-    return LogChannel(section)
+def by_name(name: str) -> type[Any] | None:
+    return next((c for c in REGISTRY if c.name == name), None)
 
 
-REGISTRY: dict[str, Callable[[NotifyConfig], Channel]] = {
-    "email": _email,
-    "slack": _slack,
-    "webhook": _webhook,
-    "log": _log,
-}
+def unconfigured(name: str) -> ChannelSection | None:
+    """The section channel `name` works with when the config has none (None: it needs one)."""
+    cls = by_name(name)
+    return getattr(cls, "unconfigured", None) if cls is not None else None
 
 
-def build(name: str, cfg: NotifyConfig) -> Channel:
-    """The channel `name` built from `cfg` (DeliveryError when it is not configured)."""
-    if name not in REGISTRY:
+def build(name: str, cfg: Any) -> Channel:
+    """The channel `name` built from the [notify] section `cfg` (DeliveryError when it is not
+    configured)."""
+    cls = by_name(name)
+    if cls is None:
         raise DeliveryError(f"unknown channel {name!r}", permanent=True)
-    if name != "log" and getattr(cfg, name) is None:
+    section = getattr(cfg, name, None) or unconfigured(name)
+    if section is None:
         raise DeliveryError(f"channel {name!r} is no longer configured", permanent=True)
-    return REGISTRY[name](cfg)
+    channel: Channel = cls(section)
+    return channel
 
 
-__all__ = ["REGISTRY", "Channel", "DeliveryError", "Envelope", "Receipt", "build"]
+__all__ = [
+    "REGISTRY",
+    "Channel",
+    "ChannelSection",
+    "DeliveryError",
+    "Envelope",
+    "Receipt",
+    "build",
+    "by_name",
+    "names",
+]

@@ -6,9 +6,16 @@ import contextlib
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Protocol
+from typing import ClassVar, Literal, Protocol
+
+from pydantic import Field
 
 from notify.model import Notification
+from rtool.core.config.types import PositiveDuration, Section
+
+StatusName = Literal["OK", "WARNING", "CRITICAL", "UNKNOWN"]
+BAD: list[StatusName] = ["WARNING", "CRITICAL", "UNKNOWN"]
+ALL: list[StatusName] = ["OK", *BAD]
 
 
 class DeliveryError(Exception):
@@ -48,8 +55,23 @@ class Envelope:
     thread: str | None = None  # the channel's reference of the incident's first message
 
 
+class ChannelSection(Section):
+    #: Which statuses this channel receives (alerts, changes, repeats).
+    statuses: list[StatusName] = Field(default_factory=lambda: list(BAD))
+    #: Send the resolved notice to this channel when an alert it received is over.
+    resolved: bool = True
+    #: Timeout of every network call of this channel.
+    timeout: PositiveDuration = 10.0
+
+
 class Channel(Protocol):
-    name: str
+    """A channel: one module with the class (its `name`, written once, is the `[notify.NAME]`
+    section and the channel's name everywhere) and its config section, plus one line in
+    `notify.channels.REGISTRY`. A class may set `unconfigured` to a section it works with when
+    the config has none (the log channel)."""
+
+    name: ClassVar[str]
+    config: ClassVar[type[ChannelSection]]
 
     def send(self, envelope: Envelope) -> Receipt:
         """Deliver one notification; return once the server accepted it, else raise

@@ -11,8 +11,16 @@ from __future__ import annotations
 import email.utils
 from typing import TYPE_CHECKING
 
-from notify.channels.base import DeliveryError, Envelope, Receipt, describe, scrub
-from notify.config import EmailConfig
+from pydantic import Field
+
+from notify.channels.base import (
+    ChannelSection,
+    DeliveryError,
+    Envelope,
+    Receipt,
+    describe,
+    scrub,
+)
 from notify.model import Notification, body, subject
 from rtool.core.config.types import resolve_secret
 from rtool.core.errors import SecretError
@@ -47,8 +55,23 @@ def build_message(cfg: EmailConfig, env: Envelope) -> EmailMessage:
     return msg
 
 
+class EmailConfig(ChannelSection):
+    host: str
+    port: int = Field(587, ge=1, le=65535)
+    #: STARTTLS after connecting (port 587).
+    starttls: bool = True
+    #: Implicit TLS from the first byte (port 465); starttls is then ignored.
+    ssl: bool = False
+    sender: str
+    to: list[str] = Field(min_length=1)
+    username: str | None = None
+    password_env: str | None = None
+    password_file: str | None = None
+
+
 class EmailChannel:
     name = "email"
+    config = EmailConfig
 
     def __init__(self, cfg: EmailConfig) -> None:
         self.cfg = cfg

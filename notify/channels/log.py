@@ -10,8 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from notify.channels.base import DeliveryError, Envelope, Receipt
-from notify.config import LogConfig
+from notify.channels.base import ALL, ChannelSection, DeliveryError, Envelope, Receipt
 from notify.model import subject
 
 __all__ = ["LogChannel", "LogConfig", "format_line"]
@@ -28,8 +27,16 @@ def format_line(env: Envelope) -> str:
     return " ".join(p.replace("\n", " ") for p in parts)
 
 
+class LogConfig(ChannelSection):
+    #: File to append one line per notification to; "-" = stderr, "stdout" = stdout.
+    path: str = "-"
+
+
 class LogChannel:
     name = "log"
+    config = LogConfig
+    #: Works without a [notify.log] section: stderr, every status (the default fallback).
+    unconfigured: LogConfig | None = LogConfig(statuses=list(ALL))
 
     def __init__(self, cfg: LogConfig) -> None:
         self.cfg = cfg

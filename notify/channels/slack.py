@@ -12,10 +12,19 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from notify.channels.base import DeliveryError, Envelope, Receipt, describe, scrub, scrubbed_logs
-from notify.config import SlackConfig
+from pydantic import Field, model_validator
+
+from notify.channels.base import (
+    ChannelSection,
+    DeliveryError,
+    Envelope,
+    Receipt,
+    describe,
+    scrub,
+    scrubbed_logs,
+)
 from notify.model import Notification, all_fields, headline, subject
-from rtool.core.config.types import resolve_secret
+from rtool.core.config.types import Duration, resolve_secret
 from rtool.core.errors import SecretError
 
 if TYPE_CHECKING:
@@ -101,8 +110,39 @@ def _retry_after(headers: Any) -> float:
     return 1.0
 
 
+class SlackConfig(ChannelSection):
+    #: Incoming webhook: the env var / 0600 file holding its URL.
+    webhook_url_env: str | None = None
+    webhook_url_file: str | None = None
+    #: Bot token (chat.postMessage to `channel`): the env var / 0600 file holding it.
+    token_env: str | None = None
+    token_file: str | None = None
+    channel: str | None = None
+    #: Slack Web API base URL (override for a proxy or a test server).
+    api_url: str = "https://slack.com/api/"
+    #: Honour a 429 Retry-After up to this long inside one run; longer waits stay in the outbox.
+    max_retry_after: Duration = 30.0
+    #: In-call retries on connection errors and 5xx (Slack SDK retry handlers).
+    retries: int = Field(2, ge=0, le=10)
+    #: Pause between those retries.
+    retry_interval: Duration = 0.5
+
+    @model_validator(mode="after")
+    def _mode(self) -> SlackConfig:
+        hook = bool(self.webhook_url_env or self.webhook_url_file)
+        bot = bool(self.token_env or self.token_file)
+        if hook == bot:
+            raise ValueError(
+                "set either webhook_url_env/webhook_url_file or token_env/token_file (not both)"
+            )
+        if bot and not self.channel:
+            raise ValueError('a bot token needs `channel` (e.g. "#alerts" or a channel id)')
+        return self
+
+
 class SlackChannel:
     name = "slack"
+    config = SlackConfig
 
     def __init__(self, cfg: SlackConfig) -> None:
         self.cfg = cfg

@@ -15,10 +15,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from notify.channels.base import DeliveryError, Envelope, Receipt, scrub, scrubbed_logs
-from notify.config import WebhookConfig
+from pydantic import Field, model_validator
+
+from notify.channels.base import (
+    ChannelSection,
+    DeliveryError,
+    Envelope,
+    Receipt,
+    scrub,
+    scrubbed_logs,
+)
 from notify.model import subject
-from rtool.core.config.types import resolve_secret
+from rtool.core.config.types import Duration, resolve_secret
 from rtool.core.errors import SecretError
 
 SCHEMA = "rtool.notification/1"
@@ -45,8 +53,26 @@ def document(env: Envelope) -> dict[str, Any]:
     }
 
 
+class WebhookConfig(ChannelSection):
+    #: The env var / 0600 file holding the URL the JSON document is POSTed to.
+    url_env: str | None = None
+    url_file: str | None = None
+    #: Extra (non-secret) request headers.
+    headers: dict[str, str] = Field(default_factory=dict)
+    #: In-call retries on connection errors, 429 and 5xx.
+    retries: int = Field(2, ge=0, le=10)
+    retry_interval: Duration = 0.5
+
+    @model_validator(mode="after")
+    def _url(self) -> WebhookConfig:
+        if not (self.url_env or self.url_file):
+            raise ValueError("set url_env or url_file (the URL often carries a token)")
+        return self
+
+
 class WebhookChannel:
     name = "webhook"
+    config = WebhookConfig
 
     def __init__(self, cfg: WebhookConfig) -> None:
         self.cfg = cfg
