@@ -193,18 +193,23 @@ def check_one(spec: JobWatch, obs: JobObservation, now: float) -> CheckResult:
     jobs = matching(spec, obs)
     running = [j for j in jobs if j.state in RUNNING_STATES]
     queued = [j for j in jobs if j.state in QUEUED_STATES]
+    led = obs.runs.get(name)
+    looping = led is not None and led.crash_loop_at is not None and not led.finished
     if running:
         j = running[0]
         used = format_duration(j.time_used) if j.time_used is not None else "?"
         more = f", {len(queued)} more queued" if queued else ""
         fields = {"job_id": j.job_id, "state": j.state, "nodes": j.nodelist, "user": j.user}
         summary = f"{name} running (job {j.job_id}, {used}, {j.nodelist or '?'}){more}"
+        if looping and led is not None and led.last is not None:
+            fields.update(describe.fields(led.last))
+            summary += f"; the run is crash-looping: last {describe.phrase(led.last)}"
+            return CheckResult("job", name, Status.CRITICAL, summary, fields)
         note = jobnodes.node_note(j, obs.nodes)
         if note:
             fields["bad_nodes"] = note
             return CheckResult("job", name, Status.WARNING, f"{summary}; node {note}", fields)
         return CheckResult("job", name, Status.OK, summary, fields)
-    led = obs.runs.get(name)
     if name in obs.finished or (led is not None and led.finished):
         step = f" at step {led.best_step}" if led and led.best_step is not None else ""
         return CheckResult("job", name, Status.OK, f"{name} finished{step} (the run is done)")
@@ -215,7 +220,7 @@ def check_one(spec: JobWatch, obs: JobObservation, now: float) -> CheckResult:
             on_nodes[0] if on_nodes else min(verdicts, key=lambda v: v[0][0].severity)
         )
         fields = {"job_id": j.job_id, "state": j.state, "reason": j.reason or "", "user": j.user}
-        if led is not None and led.crash_loop_at is not None and led.last is not None:
+        if looping and led is not None and led.last is not None:
             fields.update(describe.fields(led.last))
             text = f"{text}; the run is crash-looping: last {describe.phrase(led.last)}"
             return CheckResult("job", name, Status.CRITICAL, f"{name} {text}", fields)

@@ -81,7 +81,14 @@ class RunWatchdog(SpecWatchdog[RunWatch]):
         return [check_one(o, now) for o in probe_output]
 
 
-def _result(obs: RunObservation, status: Status, text: str, *, attempt: bool = True) -> CheckResult:
+def _result(
+    obs: RunObservation,
+    status: Status,
+    text: str,
+    *,
+    attempt: bool = True,
+    which: Attempt | None = None,
+) -> CheckResult:
     led, name = obs.ledger, obs.spec.name
     fields: dict[str, str] = {"run": name}
     if led is not None:
@@ -90,8 +97,9 @@ def _result(obs: RunObservation, status: Status, text: str, *, attempt: bool = T
             fields["step"] = str(led.best_step)
         if not led.accounting:
             fields["source"] = "degraded (no accounting)"
-        if attempt and led.last is not None:
-            fields.update(describe.fields(led.last))
+        shown = which or led.last
+        if attempt and shown is not None:
+            fields.update(describe.fields(shown))
     return CheckResult("run", name, status, f"{name} {text}", fields)
 
 
@@ -154,7 +162,7 @@ def _crash_loop(obs: RunObservation, loop: list[Attempt], queue: health.Queue) -
     last = describe.phrase(loop[-1])
     text = f"crash loop: attempts {nums} made no progress or died early; last {last}"
     targets = queue.hold_targets()
-    res = _result(obs, Status.CRITICAL, text)
+    res = _result(obs, Status.CRITICAL, text, which=loop[-1])
     if spec.on_crash_loop == "hold" and targets:
         res.actions = [Action.hold(t) for t in targets]
         res.action_token = f"crashloop:{spec.name}:{loop[-1].job_id}:{loop[-1].restart}"

@@ -1,18 +1,20 @@
-"""The run view on the real local Slurm (this cluster has no accounting: degraded mode, from the
-batch script's records, heartbeats and squeue): a crash loop found after two attempts with its
-CUDA OOM signature and the rest of the array held; exhausted without finished(); a stalled
-run; a finished run reads as finished for the job and run watchdogs."""
+"""The run view on the real local Slurm (3 nodes with accounting): a crash loop found after two
+attempts with its CUDA OOM signature and the rest of the array held; an attempt whose node
+failed shows NODE_FAIL and the node; in degraded mode (--no-accounting: the batch script's
+records, heartbeats and squeue) a stalled run, then exhausted without finished(); a finished
+run reads as finished for the job and run watchdogs."""
 
 from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from rtool.core.slurm import Slurm
+from rtool.testing import localslurm
 from tests.conftest import CliResult
 from tests.helpers import wait_for
 
@@ -63,8 +65,14 @@ def _submit(cli: Cli, script: Path, name: str, array: str, hb: Path, *more: str)
 @pytest.mark.slurm
 @pytest.mark.timeout(120)
 def test_crash_loop_held_after_two_attempts_with_its_signature(
-    cli: Cli, slurm: Slurm, job_name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    cli: Cli,
+    slurm: Slurm,
+    slurm_cluster: localslurm.Cluster,
+    job_name: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    accounting = bool(getattr(slurm_cluster, "accounting", False))
     monkeypatch.chdir(tmp_path)
     script = tmp_path / "crash.py"
     script.write_text(CRASH)
@@ -74,15 +82,22 @@ def test_crash_loop_held_after_two_attempts_with_its_signature(
 
     def looping() -> tuple[int, dict] | None:  # type: ignore[type-arg]
         code, res = _watch(cli, *args)
-        return (code, res) if code == 2 else None
+        seen.append(res["summary"])
+        # the signature may follow a sweep later: srun's output can lag the attempt's end
+        return (code, res) if code == 2 and "CUDA" in res["summary"] else None
 
-    _, res = wait_for(looping, 60, 0.5, "the crash loop")  # type: ignore[misc]
+    seen: list[str] = []
+    try:
+        _, res = wait_for(looping, 60, 0.5, "the crash loop")  # type: ignore[misc]
+    finally:
+        print("last results:", *seen[-3:], sep="\n")
     summary, fields = res["summary"], res["fields"]
     assert "crash loop" in summary and "CUDA out of memory" in summary, summary
     assert f"scontrol release {job}" in summary and fields["release"] == f"scontrol release {job}"
-    assert fields["signature"] == "CUDA out of memory" and fields["state"] == "ENDED"
+    state = "FAILED" if accounting else "ENDED"
+    assert fields["signature"] == "CUDA out of memory" and fields["state"] == state
     assert fields["exit_code"] == "exit 1" and "OutOfMemoryError" in fields["log_tail"]
-    assert fields["source"] == "degraded (no accounting)"
+    assert ("source" not in fields) == accounting
     assert int(fields["attempts"]) <= 3  # found after two attempts (a third may have started)
     # the rest of the array is held, not burned
     pending = wait_for(
@@ -93,7 +108,8 @@ def test_crash_loop_held_after_two_attempts_with_its_signature(
     jres = cli("watch", "job", "--name", job_name, "--no-notify")
     assert jres.code == 2 and "crash-looping" in jres.out, jres.out
     hist = cli("history", job_name, "--heartbeat", str(hb), "--log", f"{job_name}-%A_%a.out")
-    assert hist.code == 0 and "CUDA out of memory" in hist.out and "degraded mode" in hist.out
+    assert hist.code == 0 and "CUDA out of memory" in hist.out
+    assert ("source: sacct" in hist.out) == accounting
 
 
 @pytest.mark.slurm
@@ -108,6 +124,7 @@ def test_exhausted_without_finished_then_a_finished_run(
     toy = f"--steps 100 --step-seconds 0.05 --dir {run} --hang-at 15"
     _submit(cli, TOY, job_name, "0-1%1", hb, "--args", toy)
     args = (job_name, "--heartbeat", str(hb), "--crash-loop", "9", "--stalled", "3s")
+    args += ("--no-accounting",)
 
     def stalled() -> dict | None:  # type: ignore[type-arg]
         code, res = _watch(cli, *args)
@@ -123,6 +140,8 @@ def test_exhausted_without_finished_then_a_finished_run(
 
     res = wait_for(exhausted, 30, 1, "exhausted")
     assert "exhausted without finished() at step 14" in res["summary"], res  # type: ignore[index]
+    assert res["fields"]["source"] == "degraded (no accounting)"  # type: ignore[index]
+    assert res["fields"]["state"] == "GONE"  # type: ignore[index]  # cancelled: no end record
     # a second run that finishes: finished() cancels the rest of its array, and neither the
     # job watchdog nor the run watchdog calls that anything but finished
     name2 = job_name + "-ok"
@@ -141,3 +160,51 @@ def test_exhausted_without_finished_then_a_finished_run(
         assert jres.code == 0 and "finished" in jres.out, jres.out
     finally:
         slurm.scancel(name=name2)
+
+
+@pytest.fixture
+def node_back(slurm_cluster: localslurm.Cluster) -> Iterator[list[str]]:
+    """Nodes a test failed: brought back afterwards, whatever happened."""
+    touched: list[str] = []
+    yield touched
+    for name in touched:
+        slurm_cluster.revive_node(name, timeout=60)
+
+
+@pytest.mark.slurm
+@pytest.mark.timeout(120)
+def test_node_failure_attempt_shows_the_node(
+    cli: Cli,
+    slurm: Slurm,
+    slurm_cluster: localslurm.Cluster,
+    job_name: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    node_back: list[str],
+) -> None:
+    if not getattr(slurm_cluster, "accounting", False):
+        pytest.fail("this test needs the 3-node cluster with accounting")
+    monkeypatch.chdir(tmp_path)
+    run = tmp_path / "run"
+    hb = run / "heartbeat.json"
+    toy = f"--steps 3000 --step-seconds 0.05 --dir {run}"
+    _submit(cli, TOY, job_name, "0-1%1", hb, "--args", toy, "--requeue")
+
+    def running() -> str | None:
+        jobs = [j for j in slurm.squeue(names=[job_name]) if j.state == "RUNNING"]
+        return jobs[0].nodelist if jobs and hb.exists() else None
+
+    node = str(wait_for(running, 60, 0.5, "the first attempt running"))
+    slurm_cluster.fail_node(node)
+    node_back.append(node)
+
+    def failed_attempt() -> dict | None:  # type: ignore[type-arg]
+        res = cli("history", job_name, "--heartbeat", str(hb), "--json")
+        if res.code != 0:
+            return None
+        attempts = json.loads(res.out)["ledger"]["attempts"]
+        return next((a for a in attempts if a["state"] == "NODE_FAIL"), None)
+
+    a = wait_for(failed_attempt, 60, 1, "the NODE_FAIL attempt in the ledger")
+    assert a["nodes"] == [node] and a["signature"]["name"] == "node-fail"  # type: ignore[index]
+    assert a["step_end"] is not None  # type: ignore[index]  # its steps, from the heartbeat
