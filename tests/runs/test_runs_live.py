@@ -91,6 +91,8 @@ def test_crash_loop_held_after_two_attempts_with_its_signature(
         _, res = wait_for(looping, 60, 0.5, "the crash loop")  # type: ignore[misc]
     finally:
         print("last results:", *seen[-3:], sep="\n")
+        for log in sorted(tmp_path.glob("*.out")):
+            print(log, oct(log.stat().st_mode), repr(log.read_text()[-300:]))
     summary, fields = res["summary"], res["fields"]
     assert "crash loop" in summary and "CUDA out of memory" in summary, summary
     assert f"scontrol release {job}" in summary and fields["release"] == f"scontrol release {job}"
