@@ -98,8 +98,8 @@ def test_a_failing_alert_shows_since_when_and_the_outbox_keeps_what_was_not_deli
     assert s.status()["alerts"]["open"] == []
 
 
-def test_switch_files_touched_by_stop_and_save(make_setup):
-    kill = Path.cwd().parent / "switches" / "kill-me"
+def test_switch_files_touched_by_stop_and_save(make_setup, tmp_path):
+    kill = tmp_path / "switches" / "kill-me"
     s = make_setup(f'[switches]\nkill = "{kill}"\n')
     assert s.run("stop").code == 0
     data = s.status()
