@@ -5,10 +5,16 @@ from __future__ import annotations
 import json
 import sys
 import time
+from typing import TYPE_CHECKING
 
 import typer
 
 from rtool.context import get_context
+
+if TYPE_CHECKING:
+    from rtool.context import AppContext
+    from runs.config import RunWatch
+    from runs.model import Ledger
 
 
 def history(
@@ -32,10 +38,8 @@ def history(
     Example: rtool history llama-7b --heartbeat ckpt/heartbeat.json
     """
     from rtool.core.errors import UsageError
-    from rtool.core.slurm import Slurm, SlurmError
     from runs import store
     from runs.config import RunWatch
-    from runs.sources import refresh
     from runs.totals import totals
 
     app_ctx = get_context(ctx)
@@ -49,20 +53,7 @@ def history(
     except ValueError as exc:
         raise UsageError(f"run {run!r}: {str(exc).splitlines()[-1].strip()}") from None
     now = time.time()
-    if stored:
-        led = store.load(app_ctx.state, run)
-    else:
-        slurm = Slurm(timeout=cfg.slurm.timeout)
-        try:
-            queue = slurm.squeue(names=[spec.slurm_name])
-        except SlurmError as exc:
-            typer.echo(f"rtool: squeue failed ({exc}); showing the stored ledger", err=True)
-            queue, slurm = [], None  # type: ignore[assignment]
-            led = store.load(app_ctx.state, run)
-        else:
-            led = refresh(
-                spec, state=app_ctx.state, slurm=slurm, queue=queue, now=now, runs_cfg=cfg.runs
-            )
+    led = store.load(app_ctx.state, run) if stored else _refresh(app_ctx, spec, now)
     if led is None or not led.attempts:
         typer.echo(f"rtool: no attempts of run {run!r} found", err=True)
         return 1
@@ -75,6 +66,22 @@ def history(
 
     sys.stdout.write(table(led, tot, now))
     return 0
+
+
+def _refresh(app_ctx: AppContext, spec: RunWatch, now: float) -> Ledger | None:
+    """The ledger rebuilt from Slurm (sacct or degraded), else the stored one if squeue fails."""
+    from rtool.core.slurm import Slurm, SlurmError
+    from runs import store
+    from runs.sources import refresh
+
+    cfg = app_ctx.config
+    slurm = Slurm(timeout=cfg.slurm.timeout)
+    try:
+        queue = slurm.squeue(names=[spec.slurm_name])
+    except SlurmError as exc:
+        typer.echo(f"rtool: squeue failed ({exc}); showing the stored ledger", err=True)
+        return store.load(app_ctx.state, spec.name)
+    return refresh(spec, state=app_ctx.state, slurm=slurm, queue=queue, now=now, runs_cfg=cfg.runs)
 
 
 def register(cli: typer.Typer) -> None:

@@ -8,24 +8,20 @@ from __future__ import annotations
 import inspect
 import types
 import typing
-from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import typer
 
-from rtool.context import get_context
+from rtool.commands import watch_common
 
-#: (name, typer parameter) of the options every `rtool watch` command has.
+#: (name, typer parameter, type) of the options every `rtool watch` command has.
 COMMON = (
-    ("json_out", typer.Option(False, "--json", help="Print the results as JSON.")),
-    ("no_notify", typer.Option(False, "--no-notify", help="Only print; send no alert.")),
-    ("tee", typer.Option(None, "--tee", help="Also append the status lines to this file.")),
-    ("timeout", typer.Option(None, "--timeout", help="Timeout of every probe.")),
+    ("json_out", watch_common.JSON, bool),
+    ("no_notify", watch_common.NO_NOTIFY, bool),
+    ("tee", watch_common.TEE, Path | None),
+    ("timeout", watch_common.TIMEOUT, str | None),
 )
-_COMMON_TYPES = {"json_out": bool, "no_notify": bool, "tee": str | None, "timeout": str | None}
-
-Runner = Callable[..., int]
-SpecMaker = Callable[..., Any]
 
 
 def registered(exclude: set[str]) -> list[str]:
@@ -35,7 +31,7 @@ def registered(exclude: set[str]) -> list[str]:
     return [w.name for w in REGISTRY if w.in_config and w.name not in exclude]
 
 
-def command_for(name: str, run: Runner, make_spec: SpecMaker) -> Any:
+def command_for(name: str) -> Any:
     """The click command `rtool watch NAME` for the registered watchdog `name` (or None)."""
     from watchdogs.registry import by_name
 
@@ -44,10 +40,9 @@ def command_for(name: str, run: Runner, make_spec: SpecMaker) -> Any:
         return None
 
     def command(ctx: typer.Context, **given: Any) -> int:
-        common = {key: given.pop(key) for key, _ in COMMON}
-        cfg = get_context(ctx).config
-        spec = make_spec(factory.spec, **given)
-        return int(run(ctx, lambda t: [factory([spec], t).configure(cfg)], **common))
+        common = {key: given.pop(key) for key, _, _ in COMMON}
+        spec = watch_common.make_spec(factory.spec, **given)
+        return watch_common.run(ctx, lambda t: [factory([spec], t)], **common)
 
     command.__signature__ = _signature(factory.spec)  # type: ignore[attr-defined]
     command.__doc__ = (factory.__doc__ or f"The {name} watchdog.").split("\n\n")[0]
@@ -68,10 +63,8 @@ def _signature(spec: type[Any]) -> inspect.Signature:
             default = typer.Option(None, flag, help=info.description)
             annotation = annotation | None
         params.append(inspect.Parameter(field, kind, default=default, annotation=annotation))
-    for field, option in COMMON:
-        params.append(
-            inspect.Parameter(field, kind, default=option, annotation=_COMMON_TYPES[field])
-        )
+    for field, option, type_ in COMMON:
+        params.append(inspect.Parameter(field, kind, default=option, annotation=type_))
     return inspect.Signature(params, return_annotation=int)
 
 

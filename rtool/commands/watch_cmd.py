@@ -8,19 +8,22 @@ a generated one (watch_auto.py); write one only to tune its flags.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
 
 from rtool.commands import errors
+from rtool.commands.watch_common import JSON as _JSON
+from rtool.commands.watch_common import NO_NOTIFY as _NO_NOTIFY
+from rtool.commands.watch_common import TEE as _TEE
+from rtool.commands.watch_common import TIMEOUT as _TIMEOUT
+from rtool.commands.watch_common import make_spec as _spec
+from rtool.commands.watch_common import run as _run
 from rtool.context import get_context
 from rtool.core.errors import UsageError
 
 if TYPE_CHECKING:
-    from pydantic import BaseModel
-
     from watchdogs.base import Watchdog
 
 
@@ -31,7 +34,7 @@ class _WatchGroup(errors.PolicyGroup):
         from rtool.commands import watch_auto
 
         found = super().get_command(ctx, name)
-        return found if found is not None else watch_auto.command_for(name, _run, _spec)
+        return found if found is not None else watch_auto.command_for(name)
 
     def list_commands(self, ctx: Any) -> list[str]:
         from rtool.commands import watch_auto
@@ -48,72 +51,6 @@ app = errors.group(
     "Example: rtool watch disk /scratch --max-used 80% --tee logs/train.log",
     no_args_is_help=True,
 )
-
-_JSON = typer.Option(False, "--json", help="Print the results as JSON instead of status lines.")
-_NO_NOTIFY = typer.Option(False, "--no-notify", help="Only print; send no alert.")
-_TEE = typer.Option(None, "--tee", help="Also append the status lines, time-stamped, to this file.")
-_TIMEOUT = typer.Option(
-    None, "--timeout", help="Timeout of every probe (default: watch.timeout in the config, 10s)."
-)
-
-
-def _spec(model: type[BaseModel], **values: Any) -> Any:
-    """A config entry from flags; a bad value is a one-line usage error naming the flag."""
-    from pydantic import ValidationError
-
-    clean = {k: v for k, v in values.items() if v is not None}
-    try:
-        return model(**clean)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        flag = "--" + str(err["loc"][0]).replace("_", "-") if err["loc"] else model.__name__
-        msg = str(err["msg"]).removeprefix("Value error, ")
-        raise UsageError(f"{flag}: {msg}") from None
-
-
-def _run(
-    ctx: typer.Context,
-    build: Callable[[float], list[Watchdog]],
-    json_out: bool,
-    no_notify: bool,
-    tee: Path | None,
-    timeout: str | None,
-) -> int:
-    """Build the watchdogs with the probe timeout (--timeout or the config's) and run them."""
-    from watchdogs.runner import Output, run_watch
-
-    t = _timeout(ctx, timeout)
-    watchdogs = build(t)
-    if not watchdogs:
-        from watchdogs.registry import REGISTRY
-
-        kinds = ", ".join(f"[[watch.{w.name}]]" for w in REGISTRY if w.in_config)
-        typer.echo(f"rtool: nothing to watch: the config has no {kinds} entries", err=True)
-        return 3
-    app_ctx = get_context(ctx)
-    from watchdogs.base import SpecWatchdog
-
-    for w in watchdogs:  # the sections a watchdog reads besides its entries ([nodes], [runs])
-        if isinstance(w, SpecWatchdog):
-            w.configure(app_ctx.config)
-    out = Output(json=json_out, notify=not no_notify, tee=tee)
-    return run_watch(
-        watchdogs, state=app_ctx.state, notify_cfg=app_ctx.config.notify, timeout=t, out=out
-    )
-
-
-def _timeout(ctx: typer.Context, text: str | None) -> float:
-    from rtool.core.units import UnitError, parse_duration
-
-    if text is None:
-        return float(get_context(ctx).config.watch.timeout)
-    try:
-        value = parse_duration(text)
-    except UnitError as exc:
-        raise UsageError(f"--timeout: {exc}") from None
-    if value <= 0:
-        raise UsageError("--timeout: must be above 0s")
-    return value
 
 
 @app.command("job")
@@ -397,11 +334,4 @@ def run_cmd(
         "accounting": "off" if no_accounting else None,
     }
     spec = _spec(RunWatch, **{**base, **{k: v for k, v in flags.items() if v is not None}})
-    return _run(
-        ctx,
-        lambda t: [RunWatchdog([spec], t).configure(cfg)],
-        json_out,
-        no_notify,
-        tee,
-        timeout,
-    )
+    return _run(ctx, lambda t: [RunWatchdog([spec], t)], json_out, no_notify, tee, timeout)

@@ -39,10 +39,8 @@ def active(slurm: Slurm, setup: CronSetup) -> list[str]:
     return [f"{j.job_id}:{j.state}" for j in chain.chain_jobs(slurm, setup.name)]
 
 
-def test_chain_ticks_on_slots_runs_jobs_alerts_once_and_cleans_logs(
-    make_cron: Callable[..., CronSetup], cli: Callable[..., Any], slurm: Slurm, tmp_path: Path
-) -> None:
-    c = make_cron(hourly=f"{PERIOD:g}s")
+def _drop_jobs(c: CronSetup, tmp_path: Path) -> tuple[Path, Path, Path]:
+    """A job that works, one that fails, a .slurm job, a non-job, an 8-day-old log."""
     hourly = c.root / "cron.hourly"
     runs = tmp_path / "runs.txt"
     executable(hourly / "hello.sh", f"#!/bin/sh\ndate +%s >> {runs}\n")
@@ -56,6 +54,26 @@ def test_chain_ticks_on_slots_runs_jobs_alerts_once_and_cleans_logs(
     old_log.write_text("x")
     eight_days_ago = time.time() - 8 * 86400
     os.utime(old_log, (eight_days_ago, eight_days_ago))
+    return runs, marker, old_log
+
+
+def _assert_on_slots(ticks: list[dict[str, Any]]) -> None:
+    """Anchored to slots: every slot is on the period's grid, none is skipped, lateness
+    bounded, and no accumulating drift (the last ticks are not later than the first ones)."""
+    slots = [t["slot"] for t in ticks]
+    assert all(s % PERIOD == 0 for s in slots), slots
+    gaps = [slots[i + 1] - slots[i] for i in range(TICKS - 1)]
+    assert all(g % PERIOD == 0 for g in gaps) and sum(g > PERIOD for g in gaps) <= 1, gaps
+    late = [t["lateness"] for t in ticks]
+    assert max(late) < MAX_LATENESS, late
+    assert sum(late[-3:]) / 3 < sum(late[:3]) / 3 + 1.0, late
+
+
+def test_chain_ticks_on_slots_runs_jobs_alerts_once_and_cleans_logs(
+    make_cron: Callable[..., CronSetup], cli: Callable[..., Any], slurm: Slurm, tmp_path: Path
+) -> None:
+    c = make_cron(hourly=f"{PERIOD:g}s")
+    runs, marker, old_log = _drop_jobs(c, tmp_path)
 
     res = cli(*c.args("cron", "start"))
     assert res.code == 0, res.err
@@ -65,15 +83,7 @@ def test_chain_ticks_on_slots_runs_jobs_alerts_once_and_cleans_logs(
     wait_for(lambda: len(store.read_ticks()) >= TICKS, timeout=TICKS * PERIOD + 25, what="10 ticks")
     ticks = store.read_ticks()[:TICKS]
 
-    # anchored to slots: every slot is on the period's grid, none is skipped, lateness bounded
-    slots = [t["slot"] for t in ticks]
-    assert all(s % PERIOD == 0 for s in slots), slots
-    gaps = [slots[i + 1] - slots[i] for i in range(TICKS - 1)]
-    assert all(g % PERIOD == 0 for g in gaps) and sum(g > PERIOD for g in gaps) <= 1, gaps
-    late = [t["lateness"] for t in ticks]
-    assert max(late) < MAX_LATENESS, late
-    # no accumulating drift: the last ticks are not later than the first ones plus noise
-    assert sum(late[-3:]) / 3 < sum(late[:3]) / 3 + 1.0, late
+    _assert_on_slots(ticks)
 
     # the dropped jobs ran on (almost) every tick
     assert len(runs.read_text().split()) >= TICKS - 1

@@ -1,0 +1,85 @@
+"""What every `rtool watch` command shares: the common options, a config entry from flags,
+and running the built watchdogs (`watch_cmd.py` writes commands, `watch_auto.py` generates
+them)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import typer
+
+from rtool.context import get_context
+from rtool.core.errors import UsageError
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from watchdogs.base import Watchdog
+
+JSON = typer.Option(False, "--json", help="Print the results as JSON instead of status lines.")
+NO_NOTIFY = typer.Option(False, "--no-notify", help="Only print; send no alert.")
+TEE = typer.Option(None, "--tee", help="Also append the status lines, time-stamped, to this file.")
+TIMEOUT = typer.Option(
+    None, "--timeout", help="Timeout of every probe (default: watch.timeout in the config, 10s)."
+)
+
+
+def make_spec(model: type[BaseModel], **values: Any) -> Any:
+    """A config entry from flags; a bad value is a one-line usage error naming the flag."""
+    from pydantic import ValidationError
+
+    clean = {k: v for k, v in values.items() if v is not None}
+    try:
+        return model(**clean)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        flag = "--" + str(err["loc"][0]).replace("_", "-") if err["loc"] else model.__name__
+        msg = str(err["msg"]).removeprefix("Value error, ")
+        raise UsageError(f"{flag}: {msg}") from None
+
+
+def run(
+    ctx: typer.Context,
+    build: Callable[[float], list[Watchdog]],
+    json_out: bool,
+    no_notify: bool,
+    tee: Path | None,
+    timeout: str | None,
+) -> int:
+    """Build the watchdogs with the probe timeout (--timeout or the config's) and run them."""
+    from watchdogs.runner import Output, run_watch
+
+    t = probe_timeout(ctx, timeout)
+    watchdogs = build(t)
+    if not watchdogs:
+        from watchdogs.registry import REGISTRY
+
+        kinds = ", ".join(f"[[watch.{w.name}]]" for w in REGISTRY if w.in_config)
+        typer.echo(f"rtool: nothing to watch: the config has no {kinds} entries", err=True)
+        return 3
+    app_ctx = get_context(ctx)
+    from watchdogs.base import SpecWatchdog
+
+    for w in watchdogs:  # the sections a watchdog reads besides its entries ([nodes], [runs])
+        if isinstance(w, SpecWatchdog):
+            w.configure(app_ctx.config)
+    out = Output(json=json_out, notify=not no_notify, tee=tee)
+    return run_watch(
+        watchdogs, state=app_ctx.state, notify_cfg=app_ctx.config.notify, timeout=t, out=out
+    )
+
+
+def probe_timeout(ctx: typer.Context, text: str | None) -> float:
+    from rtool.core.units import UnitError, parse_duration
+
+    if text is None:
+        return float(get_context(ctx).config.watch.timeout)
+    try:
+        value = parse_duration(text)
+    except UnitError as exc:
+        raise UsageError(f"--timeout: {exc}") from None
+    if value <= 0:
+        raise UsageError("--timeout: must be above 0s")
+    return value

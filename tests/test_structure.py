@@ -1,0 +1,176 @@
+"""The shape of the code, checked on its source (ast, nothing imported): layers import only
+downwards, no cycles between packages, and the size limits (docs/architecture.md).
+
+Run alone: `pytest tests/test_structure.py` (each file parsed once: a few seconds).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from collections.abc import Iterator
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+#: Top-level packages of the distribution (pyproject.toml: tool.setuptools.packages.find).
+PACKAGES = ("rtool", "watchdogs", "runs", "nodes", "cron", "slurm_templates", "notify")
+#: The layers: a unit may import units of its own rank or lower, never higher; `rtool.*`
+#: modules not listed are the application layer. A new feature package gets a rank here.
+RANKS = {
+    "rtool.core": 0,
+    "rtool.shim": 1,
+    "notify": 1,
+    "slurm_templates": 1,
+    "runs": 1,
+    "nodes": 1,
+    "cron": 2,
+    "watchdogs": 3,
+    "app": 4,
+}
+#: rtool.shim runs inside the training: of rtool it may use only rtool.core.
+SHIM_MAY_IMPORT = {"rtool.core", "rtool.shim"}
+MAX_MODULE, MAX_CLASS, MAX_FUNCTION = 400, 250, 60
+#: Trees whose sizes are checked (tests and benchmarks too).
+SIZED = (*PACKAGES, "tests", "bench")
+
+
+def unit(module: str) -> str:
+    """The layer unit of a dotted module name: `rtool.core`, `rtool.shim`, a feature, `app`."""
+    parts = module.split(".")
+    if parts[0] != "rtool":
+        return parts[0]
+    if len(parts) > 1 and parts[1] in ("core", "shim"):
+        return f"rtool.{parts[1]}"
+    return "app"
+
+
+def modules(root: str) -> Iterator[tuple[str, Path]]:
+    for path in sorted((ROOT / root).rglob("*.py")):
+        rel = path.relative_to(ROOT).with_suffix("")
+        name = ".".join(rel.parts).removesuffix(".__init__")
+        yield name, path
+
+
+@cache
+def parsed(path: Path) -> tuple[ast.Module, int]:
+    """The module's syntax tree and its number of lines (each file is parsed once)."""
+    text = path.read_text()
+    return ast.parse(text, str(path)), len(text.splitlines())
+
+
+def imports(path: Path, module: str) -> Iterator[tuple[str, int]]:
+    """Every project module `path` imports (lazy and TYPE_CHECKING imports included)."""
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    for node in ast.walk(parsed(path)[0]):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                up = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*up, base] if base else up)
+            names = [base]
+        else:
+            continue
+        for name in names:
+            if name.split(".")[0] in PACKAGES:
+                yield name, node.lineno
+
+
+@cache
+def edges() -> list[tuple[str, str, str]]:
+    """(importing unit, imported unit, where) for every import between different units."""
+    out = []
+    for root in PACKAGES:
+        for module, path in modules(root):
+            src = unit(module)
+            for target, line in imports(path, module):
+                dst = unit(target)
+                if dst != src:
+                    out.append((src, dst, f"{path.relative_to(ROOT)}:{line} imports {target}"))
+    return out
+
+
+def test_every_unit_has_a_rank() -> None:
+    units = {src for src, _, _ in edges()} | {dst for _, dst, _ in edges()}
+    assert units <= set(RANKS), f"give these a rank in RANKS: {units - set(RANKS)}"
+
+
+def test_layers_import_only_downwards() -> None:
+    upward = [
+        f"{where} ({src} rank {RANKS[src]} -> {dst} rank {RANKS[dst]})"
+        for src, dst, where in edges()
+        if src in RANKS and dst in RANKS and RANKS[dst] > RANKS[src]
+    ]
+    assert not upward, "upward imports:\n" + "\n".join(upward)
+
+
+def test_shim_imports_only_core() -> None:
+    bad = [
+        where for src, dst, where in edges() if src == "rtool.shim" and dst not in SHIM_MAY_IMPORT
+    ]
+    assert not bad, "\n".join(bad)
+
+
+def test_no_cycles_between_packages() -> None:
+    graph: dict[str, set[str]] = defaultdict(set)
+    for src, dst, _ in edges():
+        graph[src].add(dst)
+    cycle = _find_cycle(graph)
+    assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
+
+
+def _find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    state: dict[str, int] = {}  # 1 visiting, 2 done
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                return [*stack[stack.index(nxt) :], nxt]
+            if nxt not in state and (found := visit(nxt)):
+                return found
+        stack.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(graph):
+        if node not in state and (found := visit(node)):
+            return found
+    return None
+
+
+def test_the_checker_sees_cycles_and_upward_imports() -> None:
+    assert _find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert _find_cycle({"a": {"b"}, "b": set()}) is None
+    assert unit("rtool.core.slurm.cmd") == "rtool.core" and unit("rtool.cli") == "app"
+    assert unit("rtool.commands.watch_cmd") == "app" and unit("watchdogs.disk") == "watchdogs"
+
+
+@cache
+def sizes() -> list[tuple[str, int, int]]:
+    """(what, lines, limit) for every module, class and function of the sized trees."""
+    out = []
+    for root in SIZED:
+        for _, path in modules(root):
+            tree, length = parsed(path)
+            rel = path.relative_to(ROOT)
+            out.append((str(rel), length, MAX_MODULE))
+            for node in ast.walk(tree):
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    limit = MAX_CLASS if isinstance(node, ast.ClassDef) else MAX_FUNCTION
+                    lines = (node.end_lineno or node.lineno) - node.lineno + 1
+                    out.append((f"{rel}:{node.lineno} {node.name}", lines, limit))
+    return out
+
+
+@pytest.mark.parametrize("kind", ["module", "class", "function"])
+def test_size_limits(kind: str) -> None:
+    limit = {"module": MAX_MODULE, "class": MAX_CLASS, "function": MAX_FUNCTION}[kind]
+    over = [f"{what}: {n} lines" for what, n, lim in sizes() if lim == limit and n > limit]
+    assert not over, f"over {limit} lines:\n" + "\n".join(over)
