@@ -38,8 +38,10 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from rtool.shim import slurm as shim_slurm
+from rtool.shim.crash import error_info
 from rtool.shim.decision import (
     CONTINUE,
+    KILLED,
     NONFINITE_EXIT_CODE,
     REQUEUE_EXIT_CODE,
     SAVE_FAILED_EXIT_CODE,
@@ -158,13 +160,17 @@ class Guard:
 
     def exit_if_killed(self) -> None:
         """Exit 0 at once when the kill switch exists (call at the top of main)."""
-        if self.killed:
-            log.warning(
-                "rtool.shim: kill switch %s exists: exiting (0) without training",
-                self.options.kill_switch,
-            )
-            self.close()
+        if self.stop_if_killed():
             raise SystemExit(0)
+
+    def stop_if_killed(self) -> bool:
+        """The kill switch exists: record the stop (nothing saved), close, True. Frameworks
+        then end their run normally (no SystemExit inside their start hooks)."""
+        if not self.killed:
+            return False
+        self._settle(self._stopper.stopped(self._step, KILLED, 0, False, save_requested=False))
+        self.close()
+        return True
 
     def step(self, step: int) -> Decision:
         """Call after each completed step. Cheap unless something happened."""
@@ -224,8 +230,6 @@ class Guard:
 
     def __exit__(self, kind: object, exc: BaseException | None, tb: object) -> None:
         if exc is not None and not isinstance(exc, SystemExit):
-            from rtool.shim.crash import error_info
-
             self._report.crashed(error_info(exc), True)
         self.close()
 
@@ -288,13 +292,16 @@ class Guard:
     def _act(self, step: int, flags: int) -> Decision:
         d = self._stopper.act(step, flags)
         if d.stopping:
-            self._unresponsive.settled = True
-            self._decision = d
-            self._countdown = _NEVER
+            self._settle(d)
             if self.options.exit:
                 self.close()
                 raise SystemExit(d.exit_code)
         return d
+
+    def _settle(self, d: Decision) -> None:
+        self._unresponsive.settled = True
+        self._decision = d
+        self._countdown = _NEVER
 
     # -- unresponsive after TERM -------------------------------------------------------------
 

@@ -33,6 +33,8 @@ class SignalFlags:
         self._pid = os.getpid()
         self._sigs = sigs
         self._old: dict[signal.Signals, Any] = {}
+        self._prev: dict[signal.Signals, Any] = {}
+        self._closed = False
         self._pipe: tuple[int, int] | None = None
         if not sigs:
             return
@@ -41,6 +43,7 @@ class SignalFlags:
             return
         for sig in sigs:
             self._old[sig] = signal.signal(sig, self._handle)
+        self._prev = dict(self._old)
         self._set_wakeup()
         ref = weakref.ref(self)
         os.register_at_fork(after_in_child=lambda: _restore_in_child(ref))
@@ -64,6 +67,14 @@ class SignalFlags:
             signal.signal(signum, signal.SIG_DFL)
             os.kill(os.getpid(), signum)
             return
+        if self._closed:  # put back by a framework after the guard closed: act as before us
+            prev = self._prev.get(signal.Signals(signum), signal.SIG_DFL)
+            if callable(prev):
+                prev(signum, frame)
+            elif prev != signal.SIG_IGN:
+                signal.signal(signum, signal.SIG_DFL)
+                os.kill(os.getpid(), signum)
+            return
         self._on_signal(signal.Signals(signum).name)
 
     def reinstall(self) -> None:
@@ -86,6 +97,7 @@ class SignalFlags:
 
     def restore(self) -> None:
         """Put the previous handlers back (main thread only; idempotent)."""
+        self._closed = True
         if threading.current_thread() is not threading.main_thread():
             return
         for sig, old in self._old.items():

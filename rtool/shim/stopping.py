@@ -103,6 +103,8 @@ class Stopper:
         """The caller's save (framework mode) returned."""
         self.forced.disarm()
         self.timing.saved(step, seconds)
+        if self.final is not None:  # the stop's save, made by the caller after the decision
+            self.report.stopped(self.final)
         if self.switch_pending is not None:
             ident, self.switch_pending = self.switch_pending, None
             self.remove_switch(ident, step)
@@ -197,7 +199,7 @@ class Stopper:
         return 0
 
     def stopped(
-        self, step: int, reason: str, code: int, saved: bool, save_requested: bool
+        self, step: int | None, reason: str, code: int, saved: bool, save_requested: bool
     ) -> Decision:
         nonfinite = f"{self.timing.nonfinite} in a row"
         detail = nonfinite if reason == NONFINITE else self.detail(reason)
@@ -211,7 +213,7 @@ class Stopper:
         else:
             what = "not saved"
         log.warning(
-            "rtool.shim: stopping at step %d: %s (%s); %s; exit code %d",
+            "rtool.shim: stopping at step %s: %s (%s); %s; exit code %d",
             step,
             reason,
             detail,

@@ -1,70 +1,147 @@
-"""rtool.shim for the Hugging Face `transformers` Trainer (needs `pip install transformers`).
+"""rtool.shim for the Hugging Face `transformers` Trainer (`pip install 'rtool[hf]'`).
 
     from rtool.shim.integrations.hf import RtoolCallback
 
-    trainer = Trainer(model, args, ..., callbacks=[RtoolCallback()])
+    rtool_cb = RtoolCallback()                       # Guard.from_env(save=None, exit=False)
+    trainer = Trainer(model, args, ..., callbacks=[rtool_cb])
     trainer.train(resume_from_checkpoint=get_last_checkpoint(args.output_dir))
+    sys.exit(rtool_cb.exit_code)                     # 0, 85 (requeue), 86 (non-finite) ...
 
-The Trainer does the saving: on a save-switch request the callback sets `control.should_save`;
-on a stop (kill switch, signal, time limit, memory) it sets `should_save` and
-`should_training_stop`; `on_save` tells the guard the save returned (the save switch is then
-removed). When training ends on a stop, `train()` does not return: the process exits with the
-guard's exit code (0, or 85 to requeue; `exit=False` leaves that to you: see `.stopped`). A
-complete run calls `guard.finished()`. Logged losses go through `guard.check_loss`.
+The Trainer does the saving (its own `checkpoint-N`, so `resume_from_checkpoint` finds it):
+- save switch: `control.should_save` at the step, training goes on;
+- stop (kill switch, signal, time limit, memory): `should_save` + `should_training_stop`;
+  `train()` returns normally (callbacks, loggers and `on_train_end` run as at a normal end)
+  and the script exits with `exit_code`. No second checkpoint at the epoch end.
+- non-finite loss: read where the loss is computed (the model's output `loss`, summed over the
+  step's micro-batches; works with `logging_nan_inf_filter=True`), checked before the optimizer
+  step; a non-finite step is skipped (its gradients dropped, so no weight turns NaN). After
+  `max_nonfinite` (default 3 here) in a row: stop WITHOUT any checkpoint (the Trainer's own
+  `save_steps` / epoch saves are cancelled at that step), the array's pending tasks held.
+- kill switch present at start: `train()` stops before the first optimizer step (one batch is
+  computed, its update dropped), nothing is saved.
+- `on_save` tells the guard every checkpoint the Trainer wrote, with its measured duration
+  (heartbeat `last_saved_step`, `last_save_seconds`); a complete run calls `guard.finished()`.
+A model whose output has no `loss` (a custom `compute_loss`) can call `rtool_cb.check_loss(x)`.
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from rtool.shim import Decision, Guard
 
 try:
+    import torch
     from transformers import TrainerCallback
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError(
-        "rtool.shim.integrations.hf needs transformers (pip install transformers)"
+        "rtool.shim.integrations.hf needs transformers (pip install 'rtool[hf]')"
     ) from exc
+
+#: Non-finite steps in a row before the stop (the Trainer has no step to skip them itself).
+DEFAULT_MAX_NONFINITE = 3
 
 
 class RtoolCallback(TrainerCallback):  # type: ignore[misc]
     """Drives a Guard (default: `Guard.from_env(save=None, exit=False)`) from Trainer events."""
 
-    def __init__(self, guard: Guard | None = None, *, exit: bool = True, **options: Any) -> None:
-        self.guard = guard or Guard.from_env(save=None, exit=False, **options)
-        self.exit = exit
+    def __init__(self, guard: Guard | None = None, **options: Any) -> None:
+        import os
+
+        if guard is None:
+            if "RTOOL_MAX_NONFINITE" not in os.environ:
+                options.setdefault("max_nonfinite", DEFAULT_MAX_NONFINITE)
+            guard = Guard.from_env(save=None, exit=False, **options)
+        self.guard = guard
+        self.update_skipped = False  # the last optimizer step was dropped (non-finite, killed)
+        self._losses: list[Any] = []
+        self._hook: Any = None
+        self._killed_at_start = False
+        self._t0 = time.monotonic()
 
     @property
     def stopped(self) -> Decision | None:
         """The guard's stop decision (reason, exit_code), or None."""
         return self.guard.stopping
 
-    def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        self.guard.exit_if_killed()
+    @property
+    def exit_code(self) -> int:
+        """`sys.exit(cb.exit_code)` after `trainer.train()`: 0, 85 to requeue, 86 ..."""
+        return self.guard.exit_code
 
-    def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> Any:
-        d = self.guard.step(state.global_step)
-        if d.save_requested:
-            control.should_save = True
-        if d.stopping:
+    def check_loss(self, loss: Any) -> None:
+        """Add a loss of this step by hand (a custom compute_loss with no `loss` output)."""
+        self._losses.append(loss.detach() if hasattr(loss, "detach") else loss)
+
+    # -- events ------------------------------------------------------------------------------
+
+    def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> Any:
+        model = kwargs.get("model")
+        if model is not None and self._hook is None:
+            self._hook = model.register_forward_hook(self._on_forward)
+        if self.guard.stop_if_killed():
+            self._killed_at_start = True
             control.should_training_stop = True
         return control
 
-    def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        self.guard.mark_saved(state.global_step)
+    def _on_forward(self, module: Any, args: Any, output: Any) -> None:
+        if not module.training:
+            return
+        loss = output.get("loss") if isinstance(output, dict) else getattr(output, "loss", None)
+        if loss is not None and hasattr(loss, "detach"):
+            self._losses.append(loss.detach())
 
-    def on_log(
-        self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None, **kw: Any
-    ) -> None:
-        loss = (logs or {}).get("loss")
-        if loss is not None:
-            self.guard.check_loss(loss)
+    def on_pre_optimizer_step(self, args: Any, state: Any, control: Any, **kwargs: Any) -> Any:
+        losses, self._losses = self._losses, []
+        finite = True
+        if losses:
+            value = float(torch.stack([x.float().sum() for x in losses]).sum())
+            finite = self.guard.check_loss(value)
+        self.update_skipped = self._killed_at_start or not finite
+        optimizer = kwargs.get("optimizer")
+        if self.update_skipped and optimizer is not None:
+            optimizer.zero_grad(set_to_none=True)  # the step's update is dropped
+        return control
+
+    def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> Any:
+        self._t0 = time.monotonic()
+        if self._killed_at_start:
+            return self._no_save(control)
+        d = self.guard.step(state.global_step)
+        if d.stopping:
+            control.should_training_stop = True
+            if not d.save_requested:
+                return self._no_save(control)  # non-finite: not even the Trainer's own save
+        if d.save_requested:
+            control.should_save = True
+        return control
+
+    def on_log(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        self._t0 = time.monotonic()  # a save's time starts after the step's logging
+
+    def on_evaluate(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        self._t0 = time.monotonic()  # ... and after its evaluation
+
+    def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        self.guard.mark_saved(state.global_step, time.monotonic() - self._t0)
+
+    def on_epoch_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> Any:
+        if self.guard.stopping is not None:
+            return self._no_save(control)  # the stop saved at its step (or must not save)
+        return control
 
     def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        d = self.guard.stopping
-        if d is None:
+        if self._hook is not None:
+            self._hook.remove()
+            self._hook = None
+        if self.guard.stopping is None:
             self.guard.finished(state.global_step)
-            return
-        self.guard.close()
-        if self.exit:
-            raise SystemExit(d.exit_code or 0)
+        else:
+            self.guard.close()
+
+    @staticmethod
+    def _no_save(control: Any) -> Any:
+        control.should_save = False
+        control.should_evaluate = False
+        return control

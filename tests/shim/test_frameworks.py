@@ -1,0 +1,176 @@
+"""The adapters against the real libraries (CPU, tiny models built in code, nothing downloaded):
+Hugging Face Trainer, Lightning (1 process and 2 DDP processes), Accelerate.
+
+Each test runs a worker (tests/shim/frameworks/) that plays several attempts of one training
+in one process, as requeued jobs would, and reports what happened (see common.py)."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from rtool.shim import NONFINITE_EXIT_CODE, REQUEUE_EXIT_CODE
+from tests.shim.conftest import ROOT, toy_env
+
+WORKERS = Path(__file__).with_name("frameworks")
+
+
+def shim_env(tmp: Path, **extra: str) -> dict[str, str]:
+    return toy_env(
+        tmp,
+        PYTHONPATH=str(ROOT),
+        RTOOL_HEARTBEAT=str(tmp / "heartbeat.json"),
+        RTOOL_SAVE_SWITCH=str(tmp / "save-now"),
+        RTOOL_KILL_SWITCH=str(tmp / "kill-switch"),
+        RTOOL_POLL_INTERVAL="0.05",
+        RTOOL_AUTO_REQUEUE="1",
+        **extra,
+    )
+
+
+def run_worker(
+    tmp: Path, name: str, attempts: list[dict[str, Any]], timeout: float = 120, **env: str
+) -> tuple[int, list[dict[str, Any]], str]:
+    res = subprocess.run(
+        [sys.executable, str(WORKERS / f"{name}_worker.py"), str(tmp), json.dumps(attempts)],
+        env=shim_env(tmp, **env),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    log = res.stdout[-4000:] + res.stderr[-8000:]
+    report = tmp / "report-0.json"
+    assert report.exists(), log
+    return res.returncode, json.loads(report.read_text()), log
+
+
+def kept(result: dict[str, Any]) -> list[int]:
+    return [step for step, skipped in result["steps"] if not skipped]
+
+
+def test_hugging_face_trainer_stops_saves_resumes_and_holds_on_nan(tmp_path: Path) -> None:
+    attempts = [
+        {"max_steps": 14, "save_at": 2, "signal_at": 5, "signal": "USR1"},
+        {"max_steps": 14, "kill_at": 7},
+        {"max_steps": 14},  # the kill switch is still there: burn-through at start
+        {"max_steps": 14, "nan_from": 10, "save_steps": 12, "remove_kill": True},
+        {"max_steps": 14},
+    ]
+    code, r, log = run_worker(tmp_path, "hf", attempts)
+    assert code == 0, log  # the last attempt finished: sys.exit(cb.exit_code)
+    a1, a2, a3, a4, a5 = r
+    # save switch -> checkpoint, training goes on; USR1 -> ONE checkpoint, train() returns, 85
+    assert kept(a1) == [1, 2, 3, 4, 5] and a1["exit_code"] == REQUEUE_EXIT_CODE, log
+    assert a1["returned"] and a1["after_rtool_on_train_end"]
+    assert a1["checkpoints"] == ["checkpoint-2", "checkpoint-5"]
+    hb = a1["heartbeat"]
+    assert hb["state"] == "stopped" and hb["stop_reason"] == "signal" and hb["stop_step"] == 5
+    assert hb["last_saved_step"] == 5 and 0 < hb["last_save_seconds"] < 30
+    # the next attempt resumes at 6; kill switch -> save and stop with 0
+    assert kept(a2) == [6, 7] and a2["exit_code"] == 0
+    assert a2["checkpoints"][-1] == "checkpoint-7"
+    assert a2["heartbeat"]["stop_reason"] == "killed"
+    # burn-through: train() returns at once, no update kept, nothing saved, exit 0
+    assert kept(a3) == [] and a3["returned"] and a3["exit_code"] == 0
+    assert a3["checkpoints"] == a2["checkpoints"]
+    # NaN from step 10 (default logging_nan_inf_filter=True): stop after 3, nothing saved
+    # (not even the Trainer's own save_steps=12 checkpoint), weights still finite
+    assert kept(a4) == [8, 9] and [s for s, _ in a4["steps"]] == [8, 9, 10, 11, 12], a4
+    assert a4["exit_code"] == NONFINITE_EXIT_CODE and a4["weights_finite"]
+    assert a4["checkpoints"] == a2["checkpoints"]
+    assert a4["heartbeat"]["stop_reason"] == "nonfinite_loss"
+    # the last attempt resumes from the last good checkpoint and finishes
+    assert kept(a5) == list(range(8, 15)) and a5["heartbeat"]["state"] == "finished"
+    assert (tmp_path / "heartbeat.json.done").exists()
+
+
+def test_lightning_stops_with_one_checkpoint_returns_from_fit_and_holds_on_nan(
+    tmp_path: Path,
+) -> None:
+    attempts = [
+        {"max_steps": 14, "save_at": 2, "signal_at": 5, "signal": "USR1"},
+        {"max_steps": 14, "kill_at": 7},
+        {"max_steps": 14},  # the kill switch is still there: burn-through at start
+        {"max_steps": 14, "nan_from": 10, "remove_kill": True},
+    ]
+    code, r, log = run_worker(tmp_path, "lightning", attempts)
+    assert code == NONFINITE_EXIT_CODE, log  # the last attempt's: sys.exit(cb.exit_code)
+    a1, a2, a3, a4 = r
+    # save switch -> checkpoint, training goes on; USR1 -> ONE checkpoint (no ModelCheckpoint
+    # save beside it), fit() returns, the loggers finalize as at a normal end, exit code 85
+    assert kept(a1) == [1, 2, 3, 4, 5] and a1["exit_code"] == REQUEUE_EXIT_CODE, log
+    assert a1["saves"] == [2, 5] and a1["own_checkpoints"] == []
+    assert a1["returned"] and a1["after_rtool_on_train_end"] and a1["logger_status"] == "success"
+    hb = a1["heartbeat"]
+    assert hb["state"] == "stopped" and hb["stop_reason"] == "signal" and hb["stop_step"] == 5
+    assert hb["last_saved_step"] == 5 and 0 < hb["last_save_seconds"] < 30
+    # resumed at 6; kill switch -> save and stop with 0
+    assert kept(a2) == [6, 7] and a2["saves"] == [7] and a2["exit_code"] == 0
+    assert a2["heartbeat"]["stop_reason"] == "killed" and a2["logger_status"] == "success"
+    # burn-through at start: no batch, nothing saved, fit() returns, exit 0
+    assert a3["steps"] == [] and a3["saves"] == [] and a3["exit_code"] == 0
+    assert a3["returned"] and a3["logger_status"] == "success"
+    # NaN from step 10: updates dropped, stop after 3 without any checkpoint, weights finite
+    assert kept(a4) == [8, 9] and [s for s, _ in a4["steps"]] == [8, 9, 10, 11, 12], a4
+    assert a4["saves"] == [] and a4["own_checkpoints"] == [] and a4["weights_finite"]
+    assert a4["heartbeat"]["stop_reason"] == "nonfinite_loss"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_lightning_ddp_two_processes_sigterm_to_one_rank_rtool_owns_the_signals(
+    tmp_path: Path,
+) -> None:
+    """Two processes started as `srun` would (SLURM_* set): Lightning picks SLURMEnvironment
+    with its auto-requeue on. SIGTERM to rank 1 only: rtool's handlers (not Lightning's bare
+    SystemExit), both ranks stop at the same step with one checkpoint, 85; exact resume."""
+    attempts = [
+        {"max_steps": 14, "signal_at": 4, "signal": "TERM", "only_rank": 1},
+        {"max_steps": 14},
+    ]
+    port, spec = str(_free_port()), json.dumps(attempts)
+    procs = []
+    for rank in (0, 1):
+        slurm = {"SLURM_NTASKS": "2", "SLURM_PROCID": str(rank), "SLURM_LOCALID": str(rank),
+                 "SLURM_NODEID": "0", "SLURM_NNODES": "1", "SLURM_NTASKS_PER_NODE": "2",
+                 "SLURM_JOB_NAME": "rtool-ddp", "SLURM_JOB_ID": "4242",
+                 "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port,
+                 "RTOOL_SYNC_EVERY": "2"}  # fmt: skip
+        log = (tmp_path / f"out-{rank}.log").open("w")
+        procs.append(
+            subprocess.Popen(
+                [sys.executable, str(WORKERS / "lightning_worker.py"), str(tmp_path), spec],
+                env=shim_env(tmp_path, **slurm),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        )
+    try:
+        codes = [p.wait(timeout=150) for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+    logs = "\n".join((tmp_path / f"out-{r}.log").read_text()[-6000:] for r in (0, 1))
+    assert codes == [0, 0], logs  # the second attempt finished
+    r0, r1 = (json.loads((tmp_path / f"report-{r}.json").read_text()) for r in (0, 1))
+    stop = r0[0]["saves"][-1]
+    for a1, a2 in (r0, r1):
+        # both ranks: the same steps, the same stop step, one save there, exit 85, fit returned
+        assert kept(a1) == list(range(1, stop + 1)) and a1["saves"] == [stop], logs
+        assert a1["exit_code"] == REQUEUE_EXIT_CODE and a1["returned"]
+        assert a1["logger_status"] == "success" and a1["auto_requeue"] is False
+        assert kept(a2) == list(range(stop + 1, 15)) and a2["exit_code"] == 0
+    assert 4 <= stop <= 6
+    hb = r0[0]["heartbeat"]
+    assert hb["stop_reason"] == "signal" and hb["world_size"] == 2 and hb["stop_step"] == stop
+    assert r0[1]["heartbeat"]["state"] == "finished"
+    assert "Requeuing SLURM job" not in logs and "SIGTERMException" not in logs
