@@ -126,7 +126,7 @@ def alerts(info: JobInfo, outcome: JobOutcome, now: float) -> list[Alert]:
         }
         if output:
             fields["output"] = output
-        out.append(Alert(f"preflight:{r.node}", Status.CRITICAL, summary, fields, now))
+        out.append(Alert(f"preflight:{info.name}@{r.node}", Status.CRITICAL, summary, fields, now))
     return out
 
 

@@ -13,7 +13,7 @@ from rtool.core.slurm.parse import ParseError, parse_slurm_timestamp
 
 #: sinfo fields, in order; the reason is last so a `|` inside it cannot shift the others.
 SINFO_FIELDS: list[tuple[str, str]] = [
-    ("name", "%n"),
+    ("name", "%N"),
     ("partition", "%P"),
     ("state", "%T"),
     ("reason_time", "%H"),
