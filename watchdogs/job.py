@@ -122,7 +122,8 @@ class JobWatchdog(SpecWatchdog[JobWatch]):
         if self.act and mine:
             try:
                 suspects = SuspectStore(env.state, self.nodes_cfg.expiry)
-                jobnodes.act(suspects, env.slurm, mine, obs.nodes, self.nodes_cfg)
+                attempts = [a for led in obs.runs.values() for a in led.attempts]
+                jobnodes.act(suspects, env.slurm, mine, obs.nodes, self.nodes_cfg, attempts)
             except (ProcError, OSError, RtoolError) as exc:
                 obs.nodes.error = f"suspect nodes not updated: {exc}"
         return obs

@@ -13,15 +13,20 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from nodes.config import NodesConfig
 from nodes.exclude import Cap, apply_to_pending
+from nodes.signatures import blamed
 from nodes.store import Evidence, EvidenceKind, SuspectStore
 from rtool.core.errors import RtoolError
 from rtool.core.proc import ProcError
 from rtool.core.slurm import RUNNING_STATES, SqueueJob
 from rtool.core.slurm.nodes import NodeState, unavailable_nodes, waits_for_nodes
 from rtool.core.slurm.parse import ParseError, expand_hostlist
+
+if TYPE_CHECKING:
+    from runs.model import Attempt
 
 log = logging.getLogger(__name__)
 MAX_SHOW = 5
@@ -100,13 +105,33 @@ def _node_fails(
     return out
 
 
+def record_signatures(store: SuspectStore, attempts: list[Attempt]) -> None:
+    """Node-level log signatures of the runs' attempts (XID, ECC, NCCL timeout) as evidence."""
+    for a in attempts:
+        sig = a.signature
+        if sig is None:
+            continue
+        for node in blamed(a.nodes, sig.name, sig.line):
+            detail = f"{sig.label} in attempt {a.job_id}" + (f": {sig.line}" if sig.line else "")
+            when = a.ended or a.started or time.time()
+            store.record(
+                node, Evidence(EvidenceKind.SIGNATURE, detail, when, a.run, a.job_id, sig.line)
+            )
+
+
 def act(
-    store: SuspectStore, slurm: object, jobs: list[SqueueJob], view: NodeView, cfg: NodesConfig
+    store: SuspectStore,
+    slurm: object,
+    jobs: list[SqueueJob],
+    view: NodeView,
+    cfg: NodesConfig,
+    attempts: list[Attempt] | None = None,
 ) -> None:
     """Record the evidence and keep each run's pending jobs off its suspects."""
     from rtool.core.slurm import Slurm
 
     now = time.time()
+    record_signatures(store, attempts or [])
     for f in view.failed:
         detail = f"attempt {f.job_id} ended NODE_FAIL on {f.node}" + (
             f" ({f.reason})" if f.reason else ""

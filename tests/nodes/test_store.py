@@ -60,3 +60,15 @@ def test_sinfo_and_pending_reasons():
     assert waits_for_nodes("ReqNodeNotAvail, UnavailableNodes:n3")
     assert waits_for_nodes("Nodes required for job are DOWN, DRAINED or reserved for jobs")
     assert not waits_for_nodes("Priority") and not waits_for_nodes(None)
+
+
+def test_signature_blames_the_node():
+    from nodes.signatures import blamed
+
+    assert blamed(("n2",), "xid", "NVRM: Xid (PCI:0000:5d:00): 79, GPU has fallen off the bus") == [
+        "n2"
+    ]
+    line = "[Rank 3] Watchdog caught collective operation timeout ... peer n12 (n12.cluster)"
+    assert blamed(("n1", "n12"), "nccl-timeout", line) == ["n12"]
+    assert blamed(("n1", "n2"), "xid", "NVRM: Xid 79") == []  # which node? nobody
+    assert blamed(("n1",), "cuda-oom", "CUDA out of memory") == []  # the training's fault
