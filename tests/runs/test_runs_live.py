@@ -21,8 +21,9 @@ from tests.helpers import wait_for
 ROOT = Path(__file__).resolve().parents[2]
 TOY = ROOT / "examples" / "train_toy.py"
 CRASH = """\
-import sys
+import sys, time
 print("loading model", flush=True)
+time.sleep(3)
 sys.stderr.write(
     "Traceback (most recent call last):\\n"
     '  File "train.py", line 40, in <module>\\n'
@@ -197,6 +198,15 @@ def test_node_failure_attempt_shows_the_node(
         return jobs[0].nodelist if jobs and hb.exists() else None
 
     node = str(wait_for(running, 60, 0.5, "the first attempt running"))
+
+    def stepping() -> bool:
+        try:
+            return json.loads(hb.read_text()).get("step") is not None
+        except (OSError, ValueError):
+            return False
+
+    wait_for(stepping, 30, 0.5, "the first steps")
+    assert cli("history", job_name, "--heartbeat", str(hb)).code == 0  # a sweep sees it run
     slurm_cluster.fail_node(node)
     node_back.append(node)
 
@@ -209,4 +219,4 @@ def test_node_failure_attempt_shows_the_node(
 
     a = wait_for(failed_attempt, 60, 1, "the NODE_FAIL attempt in the ledger")
     assert a["nodes"] == [node] and a["signature"]["name"] == "node-fail"  # type: ignore[index]
-    assert a["step_end"] is not None  # type: ignore[index]  # its steps, from the heartbeat
+    assert a["step_end"] is not None  # type: ignore[index]  # its steps, seen by the sweep
