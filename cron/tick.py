@@ -22,7 +22,7 @@ from cron.cleanup import remove_old_logs
 from cron.jobs import Job, Refused, Scan, scan
 from cron.runner import JobResult, run_job, slurm_outcome
 from cron.store import CronStore
-from rtool.core.alert import Alert, Status
+from rtool.core.alert import Alert, AlertKey, Status
 from rtool.core.slurm import Slurm, SlurmError
 
 if TYPE_CHECKING:
@@ -241,22 +241,24 @@ def job_alert(result: JobResult, root: Path) -> Alert:
         fields["log"] = result.log
     if result.job_id:
         fields["slurm_job"] = result.job_id
-    return Alert(f"cron:{result.name}", status, summary, fields, time.time())
+    return Alert(str(AlertKey("cron", result.name)), status, summary, fields, time.time())
 
 
 def refused_alert(refused: Refused, root: Path) -> Alert:
     """CRITICAL `cron:<job>`: a job file another user could have written is not run."""
     summary = f"{refused.name}: not run, {refused.why}"
     fields = {"job": refused.name, "dir": str(root), "status": "refused", "path": str(refused.path)}
-    return Alert(f"cron:{refused.name}", Status.CRITICAL, summary, fields, time.time())
+    return Alert(str(AlertKey("cron", refused.name)), Status.CRITICAL, summary, fields, time.time())
 
 
 def _scheduler_alert(report: TickReport, root: Path) -> Alert:
     if report.queue_error:
         summary = f"cannot queue the next tick for {root}: {report.queue_error}"
-        return Alert(f"cron:scheduler:{root}", Status.CRITICAL, summary, {"dir": str(root)})
+        return Alert(
+            str(AlertKey("cron", f"scheduler:{root}")), Status.CRITICAL, summary, {"dir": str(root)}
+        )
     summary = f"next tick queued for {root}"
-    return Alert(f"cron:scheduler:{root}", Status.OK, summary, {"dir": str(root)})
+    return Alert(str(AlertKey("cron", f"scheduler:{root}")), Status.OK, summary, {"dir": str(root)})
 
 
 def heartbeat(report: TickReport, period: float) -> dict[str, Any]:

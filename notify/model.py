@@ -14,6 +14,7 @@ import socket
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from rtool.core.alert import AlertKey
 from rtool.core.units import format_duration
 
 KINDS = ("alert", "changed", "repeat", "resolved", "test")
@@ -54,8 +55,8 @@ class Notification:
 
 def what(key: str) -> tuple[str, str]:
     """`disk:/scratch` -> (`disk`, `/scratch`)."""
-    kind, _, thing = key.partition(":")
-    return (kind, thing) if thing else ("", kind)
+    parts = AlertKey.parse(key)
+    return parts.kind, parts.what
 
 
 def title(n: Notification) -> str:

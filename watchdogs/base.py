@@ -13,7 +13,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 
-from rtool.core.alert import Alert, Status
+from rtool.core.alert import Alert, AlertKey, Status
 
 if TYPE_CHECKING:
     from rtool.core.slurm import Slurm, SqueueJob
@@ -84,7 +84,7 @@ class CheckResult:
 
     @property
     def key(self) -> str:
-        return f"{self.watchdog}:{self.what}"
+        return str(AlertKey(self.watchdog, self.what))
 
     @property
     def line(self) -> str:

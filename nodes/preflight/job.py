@@ -27,7 +27,7 @@ from nodes.exclude import Cap, apply_to_pending, excluded_of, partition_nodes, p
 from nodes.preflight.base import NodeReport, Outcome
 from nodes.preflight.node import from_line
 from nodes.store import Evidence, EvidenceKind, SuspectStore
-from rtool.core.alert import Alert, Status
+from rtool.core.alert import Alert, AlertKey, Status
 from rtool.core.errors import RtoolError
 from rtool.core.proc import ProcError
 from rtool.core.slurm import Slurm
@@ -126,7 +126,8 @@ def alerts(info: JobInfo, outcome: JobOutcome, now: float) -> list[Alert]:
         }
         if output:
             fields["output"] = output
-        out.append(Alert(f"preflight:{info.name}@{r.node}", Status.CRITICAL, summary, fields, now))
+        key = AlertKey("preflight", f"{info.name}@{r.node}")
+        out.append(Alert(str(key), Status.CRITICAL, summary, fields, now))
     return out
 
 

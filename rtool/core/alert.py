@@ -30,6 +30,25 @@ def worst(statuses: list[Status]) -> Status:
     return max(statuses, key=lambda s: s.severity, default=Status.OK)
 
 
+@dataclass(frozen=True)
+class AlertKey:
+    """The identity of a watched thing: its kind (the watchdog, `cron`, `preflight`) and what
+    (`/scratch`, a job name). Written `disk:/scratch` (`str()`) where it is stored or shown;
+    `parse` is the one place that reads that text back."""
+
+    kind: str
+    what: str
+
+    def __str__(self) -> str:
+        return f"{self.kind}:{self.what}"
+
+    @classmethod
+    def parse(cls, text: str) -> AlertKey:
+        """`disk:/scratch` -> AlertKey("disk", "/scratch"); a key without `:` has no kind."""
+        kind, sep, what = text.partition(":")
+        return cls(kind, what) if sep and what else cls("", kind)
+
+
 @dataclass
 class Alert:
     """One observation of one watched thing, handed to notify.
@@ -41,8 +60,12 @@ class Alert:
     time:    epoch seconds of the observation
     """
 
-    key: str
+    key: str  # str(AlertKey(...))
     status: Status
     summary: str
     fields: dict[str, str] = field(default_factory=dict)
     time: float = field(default_factory=time.time)
+
+    @property
+    def parts(self) -> AlertKey:
+        return AlertKey.parse(self.key)

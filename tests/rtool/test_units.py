@@ -84,3 +84,12 @@ def test_format_when_past_future_and_missing() -> None:
     assert format_when(t, t - 2880) == f"{stamp} (in 48m)"
     assert format_when(None, t) == "never"
     assert format_when(0, t, missing="-") == "-"
+
+
+def test_alert_key_is_written_and_read_in_one_place() -> None:
+    from rtool.core.alert import Alert, AlertKey, Status
+
+    key = AlertKey("cron", "scheduler:/home/u/cron")
+    assert str(key) == "cron:scheduler:/home/u/cron" and AlertKey.parse(str(key)) == key
+    assert AlertKey.parse("bare") == AlertKey("", "bare")
+    assert Alert(str(AlertKey("disk", "/x")), Status.OK, "ok").parts == AlertKey("disk", "/x")
