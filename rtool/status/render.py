@@ -32,7 +32,7 @@ def render(data: dict[str, Any]) -> str:
         f"state dir: {data['state_dir']}",
         "",
     ]
-    for part in (jobs, cron, alerts, disks, memory, switches, outbox):
+    for part in (jobs, cron, alerts, disks, memory, switches, outbox, nodes):
         lines.extend(part(data, now))
     return "\n".join(lines) + "\n"
 
@@ -159,6 +159,18 @@ def switches(data: dict[str, Any], now: float) -> list[str]:
         lines.append(f"  {s['which']:<5} {state:<8} {s['path']}  ({who})")
         if s.get("error"):
             lines.append(f"  {'':<5} {'':<8} {s['error']}")
+    return lines
+
+
+def nodes(data: dict[str, Any], now: float) -> list[str]:
+    suspects = data["nodes"]["suspects"]
+    if not suspects:
+        return []
+    lines = [_head("NODES", None, f"{len(suspects)} suspect, kept off your runs (rtool nodes)")]
+    for s in suspects:
+        runs = ", ".join(s["runs"]) or "-"
+        since = format_when(s["since"], now)
+        lines.append(f"  {s['node']}  {s['why']}  since {since}; runs: {runs}")
     return lines
 
 

@@ -76,6 +76,17 @@ def notify_sections(cfg: Config, state: StateDir, now: float) -> tuple[dict[str,
 
 
 # -- disks: runway from the disk watchdog's history ----------------------------------------------
+def nodes_section(cfg: Config, state: StateDir, now: float) -> dict[str, Any]:
+    """The suspect nodes (rtool nodes): informational, they do not change the overall status."""
+    from nodes.store import SuspectStore
+
+    suspects = SuspectStore(state, cfg.nodes.expiry).suspects(now)
+    return {
+        "status": None,
+        "suspects": [s.to_json(cfg.nodes.expiry) for s in suspects],
+    }
+
+
 def disk_section(cfg: Config, state: StateDir, alert_status: dict[str, str], now: float) -> Any:
     """One entry per partition watched in the config or with a recorded history."""
     from watchdogs import history

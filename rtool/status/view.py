@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from watchdogs.config import JobWatch
 
 SCHEMA = "rtool.status/1"
-SECTIONS = ("jobs", "cron", "alerts", "disks", "memory", "switches", "outbox")
+SECTIONS = ("jobs", "cron", "alerts", "disks", "memory", "switches", "outbox", "nodes")
 
 
 def gather(
@@ -56,6 +56,7 @@ def gather(
         "memory": status_sections.memory_section(cfg),
         "switches": status_sections.switch_section(cfg, state, cwd, timeout),
         "outbox": outbox,
+        "nodes": status_sections.nodes_section(cfg, state, now),
     }
     data["status"] = overall(data)
     return data

@@ -100,6 +100,9 @@ def test_preflight_failure_on_n2_requeues_away(slurm_cluster, slurm, job_name, w
     text = cli("nodes", "--no-refresh").out
     assert text.startswith("n2  suspect since") and "preflight job " in text
 
+    status = cli("status")
+    assert "NODES" in status.out and "n2  preflight: gpus: 7 GPUs visible" in status.out
+
     again = cli("submit", "job.slurm", "--job-name", job_name, "--dry-run")
     assert again.code == 0 and "#SBATCH --exclude=n2" in again.out
     assert "excluding suspect node(s) n2" in again.err

@@ -31,6 +31,7 @@ TOP_KEYS = {
     "memory",
     "switches",
     "outbox",
+    "nodes",
 }
 
 
