@@ -44,27 +44,30 @@ class DiskWatchdog(SpecWatchdog[DiskWatch]):
         return spec.path
 
     def probe(self, env: ProbeEnv) -> list[DiskObservation]:
+        """statvfs of every path from one abandonable child (see probes/child.py), quota
+        commands in threads; a mount whose earlier probe still hangs is not probed again."""
         points = child.read_mount_points()
         stuck = child.StuckProbes(env.state)
         start = time.monotonic()
-        obs, procs = [], []
-        for spec in self.specs:
-            o = DiskObservation(spec, self.timeout_of(spec))
-            o.mount = child.mount_of(spec.path, points)
-            o.stuck = stuck.still_stuck(o.mount)
-            obs.append(o)
-            procs.append(None if o.stuck else child.start("statvfs", spec.path))
+        obs = [DiskObservation(s, self.timeout_of(s)) for s in self.specs]
+        for o in obs:
+            o.mount = child.mount_of(o.spec.path, points)
+        hung = stuck.still_stuck([o.mount for o in obs])
+        for o in obs:
+            o.stuck = hung.get(o.mount)
         quota_threads = [_start_quota(o) for o in obs]
-        for o, proc in zip(obs, procs, strict=True):
-            if proc is None:
-                continue
-            out = child.collect(proc, start + o.timeout)
+        todo = [o for o in obs if not o.stuck]
+        outcomes = child.statvfs_all([o.spec.path for o in todo], [start + o.timeout for o in todo])
+        timed_out = {}
+        for o, out in zip(todo, outcomes, strict=True):
             o.error, o.timed_out = out.error, out.timed_out
-            if out.timed_out and out.pid:
-                stuck.remember(o.mount, out.pid, time.time())
+            if out.timed_out:
+                timed_out[o.mount] = out
             elif out.data:
                 o.statvfs = out.data["statvfs"]
-                _record(env, o)
+        if timed_out:
+            stuck.remember(timed_out, time.time())
+        _record(env, [o for o in obs if o.statvfs is not None])
         for t in quota_threads:
             if t is not None:
                 t.join()
@@ -96,10 +99,16 @@ def _run_quota(o: DiskObservation) -> None:
         o.quota_error = f"cannot read quota output: {exc}"
 
 
-def _record(env: ProbeEnv, o: DiskObservation) -> None:
-    used, free = space(o.statvfs or {}, o.spec.usable)[:2]
-    sample = {"t": time.time(), "used": float(used), "free": float(free)}
-    o.samples = history.append(env.state, "disk", o.spec.path, sample, o.spec.history)
+def _record(env: ProbeEnv, probed: list[DiskObservation]) -> None:
+    """Append each probed path's usage to its history (one lock for all) and keep the samples."""
+    now, items = time.time(), []
+    for o in probed:
+        used, free = space(o.statvfs or {}, o.spec.usable)[:2]
+        items.append((o.spec.path, {"t": now, "used": float(used), "free": float(free)}))
+    windows = {o.spec.path: o.spec.history for o in probed}
+    kept = history.append_many(env.state, "disk", items, windows)
+    for o in probed:
+        o.samples = kept.get(o.spec.path, [])
 
 
 def space(st: dict[str, int], usable: float) -> tuple[int, int, float]:

@@ -19,15 +19,30 @@ def append(
     state: StateDir, folder: str, what: str, sample: dict[str, float], window: float
 ) -> list[dict[str, float]]:
     """Append `sample` (with a `t` key) and keep the samples of the last `window` seconds."""
-    rel = f"watch/{folder}/{slug(what)}.json"
+    return append_many(state, folder, [(what, sample)], {what: window})[what]
+
+
+def append_many(
+    state: StateDir,
+    folder: str,
+    items: list[tuple[str, dict[str, float]]],
+    windows: dict[str, float],
+) -> dict[str, list[dict[str, float]]]:
+    """`append` for several targets under one lock; returns each target's kept samples."""
+    out: dict[str, list[dict[str, float]]] = {}
+    if not items:
+        return out
     with state.lock(f"history-{folder}"):
-        data: Any = state.read_json(rel, {})
-        samples = data.get("samples", []) if isinstance(data, dict) else []
-        samples = [s for s in samples if isinstance(s, dict) and "t" in s]
-        samples.append(sample)
-        samples = [s for s in samples if s["t"] >= sample["t"] - window][-2000:]
-        state.write_json(rel, {"what": what, "samples": samples})
-    return samples
+        for what, sample in items:
+            rel = f"watch/{folder}/{slug(what)}.json"
+            data: Any = state.read_json(rel, {})
+            samples = data.get("samples", []) if isinstance(data, dict) else []
+            samples = [s for s in samples if isinstance(s, dict) and "t" in s]
+            samples.append(sample)
+            samples = [s for s in samples if s["t"] >= sample["t"] - windows[what]][-2000:]
+            state.write_json(rel, {"what": what, "samples": samples})
+            out[what] = samples
+    return out
 
 
 def read_all(state: StateDir, folder: str) -> dict[str, list[dict[str, float]]]:

@@ -100,10 +100,11 @@ class LogWatchdog(SpecWatchdog[LogWatch]):
         stuck = child.StuckProbes(env.state)
         start = time.monotonic()
         started = []
-        for spec in self.specs:
+        mounts = [child.mount_of(_fixed_prefix(s.path), points) for s in self.specs]
+        hung = stuck.still_stuck(mounts)
+        for spec, mount in zip(self.specs, mounts, strict=True):
             o = LogObservation(spec, self.timeout_of(spec))
-            mount = child.mount_of(_fixed_prefix(spec.path), points)
-            o.stuck = stuck.still_stuck(mount)
+            o.stuck = hung.get(mount)
             args = [spec.path] + ([spec.heartbeat] if spec.heartbeat else [])
             started.append((o, mount, None if o.stuck else child.start("logstat", *args)))
         for o, mount, proc in started:
@@ -111,7 +112,7 @@ class LogWatchdog(SpecWatchdog[LogWatch]):
                 out = child.collect(proc, start + o.timeout)
                 o.error, o.timed_out = out.error, out.timed_out
                 if out.timed_out and out.pid:
-                    stuck.remember(mount, out.pid, time.time())
+                    stuck.remember({mount: out}, time.time())
                 elif out.data:
                     _observe(env, o, out.data["logstat"])
             if o.spec.job_name:

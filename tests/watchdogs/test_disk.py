@@ -8,12 +8,15 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from rtool.core.alert import Status
 from rtool.core.state import StateDir
 from tests.watchdogs.conftest import fill
 from watchdogs.base import ProbeEnv
 from watchdogs.config import DiskWatch
 from watchdogs.disk import DiskWatchdog
+from watchdogs.probes import child
 from watchdogs.probes.child import STUCK_FILE, mount_of, mount_points
 
 
@@ -118,7 +121,40 @@ def test_mount_lookup_never_touches_the_path():
     assert mount_of("/scratchy", points) == "/"
 
 
-def test_hung_mount_times_out_is_remembered_and_not_reprobed(hung_mount, tmpfs, tmp_path):
+@pytest.fixture
+def probe_starts(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, ...]]:
+    """The argv of every probe child started (the real ones still run)."""
+    started: list[tuple[str, ...]] = []
+    real = child.start
+
+    def counting(mode: str, *args: str) -> subprocess.Popen[bytes]:
+        started.append((mode, *args))
+        return real(mode, *args)
+
+    monkeypatch.setattr(child, "start", counting)
+    return started
+
+
+def test_one_probe_process_and_a_hung_mount_delays_no_other_answer(
+    hung_mount, tmpfs, tmp_path, probe_starts
+):
+    fine = [tmpfs(f"fine{i}") for i in range(4)]
+    paths = [str(fine[0]), str(fine[1]), str(hung_mount), str(fine[2]), str(fine[3])]
+    start = time.monotonic()
+    outcomes = child.statvfs_all(paths, [start + 3.0] * len(paths))
+    elapsed = time.monotonic() - start
+    assert len(probe_starts) == 1 and probe_starts[0] == ("statvfs", *paths)
+    hung = outcomes.pop(2)
+    assert hung.timed_out and hung.data is None and 3.0 <= elapsed < 5
+    assert hung.tid is not None and Path(f"/proc/{hung.pid}/task/{hung.tid}").exists()
+    for o in outcomes:  # answered as they came, long before the hung mount's deadline
+        assert o.data is not None and not o.timed_out, o
+        assert o.answered is not None and o.answered - start < 2.5, o.answered - start
+
+
+def test_hung_mount_times_out_is_remembered_and_not_reprobed(
+    hung_mount, tmpfs, tmp_path, probe_starts
+):
     ok = tmpfs("fine")
     state = StateDir(tmp_path / "state")
     specs = [DiskWatch(path=str(hung_mount)), DiskWatch(path=str(ok))]
@@ -127,25 +163,26 @@ def test_hung_mount_times_out_is_remembered_and_not_reprobed(hung_mount, tmpfs, 
     assert time.monotonic() - start < 3
     assert hung.status == Status.CRITICAL and "probe timed out after 1s" in hung.summary
     assert fine.status == Status.OK
-    stuck = state.read_json(STUCK_FILE)
-    pid = stuck[str(hung_mount)]["pid"]
-    assert Path(f"/proc/{pid}").exists()
-    # next run: not probed again while that child still hangs
+    stuck = state.read_json(STUCK_FILE)[str(hung_mount)]
+    pid, tid = stuck["pid"], stuck["tid"]
+    assert Path(f"/proc/{pid}/task/{tid}").exists()  # the child's thread stuck in statfs
+    # next run: not probed again while that thread still hangs; the other path is
     start = time.monotonic()
     hung, fine = sweep(specs, state, timeout=1.0)
     assert time.monotonic() - start < 0.9
     assert hung.status == Status.CRITICAL and "still hung since" in hung.summary
-    assert f"(pid {pid})" in hung.summary
-    stacks = [p for p in os.listdir("/proc") if p.isdigit() and _probing(int(p), hung_mount)]
-    assert stacks == [str(pid)]  # no pile-up
+    assert f"(pid {pid})" in hung.summary and fine.status == Status.OK
+    assert probe_starts == [("statvfs", str(hung_mount), str(ok)), ("statvfs", str(ok))]
 
 
-def _probing(pid: int, mount: Path) -> bool:
-    try:
-        cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    except OSError:
-        return False
-    return str(mount).encode() in cmd and any(b"statfs_child" in c for c in cmd)
+def test_a_remembered_probe_that_finished_is_forgotten(tmpfs, tmp_path):
+    """A stuck entry whose thread is gone (the mount came back) is dropped and probed again."""
+    ok = tmpfs("back")
+    state = StateDir(tmp_path / "state")
+    mount = mount_of(str(ok), child.read_mount_points())
+    state.write_json(STUCK_FILE, {mount: {"pid": os.getpid(), "tid": 2**22 + 7, "start": 1}})
+    [res] = sweep([DiskWatch(path=str(ok))], state)
+    assert res.status == Status.OK and state.read_json(STUCK_FILE) == {}
 
 
 def test_rtool_piped_into_cat_returns_on_time_with_a_hung_mount(hung_mount, tmp_path):

@@ -2,11 +2,14 @@
 
 Why not a thread or `rtool.core.proc.run`: a statfs on a FUSE or network mount whose server never
 answers blocks uninterruptibly; a thread stuck there keeps the Python process from exiting, and
-a child sharing our stdout keeps `rtool ... | tee` open. So each probe is `statfs_child.py`
-in its own session, stdin from /dev/null and stdout/stderr on pipes we read. On timeout it is
-sent SIGKILL (which frees it unless it is stuck in the kernel), our pipe ends are closed and it
-is abandoned. Its pid is stored in the state dir under the mount it probed; while that pid
-still lives, the mount is reported as stuck without starting another probe.
+a child sharing our stdout keeps `rtool ... | tee` open. So probes run in `statfs_child.py`,
+in its own session, stdin from /dev/null and stdout/stderr on pipes we read. `statvfs_all`
+probes every path from ONE child, one thread per path there, and reads each answer as it
+comes, so a hung mount delays no other mount's answer. When a path is still unanswered at its
+deadline the child is sent SIGKILL (which frees it unless a thread is stuck in the kernel), our
+pipe ends are closed and it is abandoned whole. The stuck thread (pid, thread id and start
+time) is stored in the state dir under the mount it probed; while that thread still lives the
+mount is reported as stuck without starting another probe (like node_exporter).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import selectors
 import signal
 import subprocess
 import sys
@@ -36,6 +40,8 @@ class Outcome:
     error: str | None = None
     timed_out: bool = False
     pid: int | None = None
+    tid: int | None = None  # statvfs_all: the child's thread that probed this path
+    answered: float | None = None  # statvfs_all: when its answer came (time.monotonic)
 
 
 def start(mode: str, *args: str) -> subprocess.Popen[bytes]:
@@ -72,6 +78,73 @@ def collect(proc: subprocess.Popen[bytes], deadline: float) -> Outcome:
     return Outcome(data=data, pid=proc.pid)
 
 
+def statvfs_all(paths: list[str], deadlines: list[float]) -> list[Outcome]:
+    """statvfs of every path from one child process, path i answered by its deadline
+    (time.monotonic) or timed out; the child is abandoned whole when any path timed out."""
+    if not paths:
+        return []
+    proc = start("statvfs", *paths)
+    out = [Outcome(pid=proc.pid) for _ in paths]
+    pending = set(range(len(paths)))
+    assert proc.stdout is not None
+    fd = proc.stdout.fileno()
+    buf = b""
+    with selectors.DefaultSelector() as sel:
+        sel.register(fd, selectors.EVENT_READ)
+        while pending:
+            now = time.monotonic()
+            for i in [i for i in pending if deadlines[i] <= now]:
+                out[i].timed_out = True
+                pending.discard(i)
+            if not pending:
+                break
+            if not sel.select(min(deadlines[i] for i in pending) - now):
+                continue
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                break
+            *lines, buf = (buf + chunk).split(b"\n")
+            for line in lines:
+                _answer(line, out, pending)
+    if any(o.timed_out for o in out):
+        abandon(proc)
+        return out
+    _finish(proc, out, pending)
+    return out
+
+
+def _answer(line: bytes, out: list[Outcome], pending: set[int]) -> None:
+    try:
+        msg = json.loads(line)
+        i = int(msg["i"])
+    except (ValueError, KeyError, TypeError):
+        return
+    if i not in pending:
+        return
+    if "tid" in msg:
+        out[i].tid = int(msg["tid"])
+        return
+    if msg.get("ok"):
+        out[i].data = msg
+    else:
+        out[i].error = str(msg.get("error", "probe failed"))
+    out[i].answered = time.monotonic()
+    pending.discard(i)
+
+
+def _finish(proc: subprocess.Popen[bytes], out: list[Outcome], pending: set[int]) -> None:
+    """Reap a child that answered every path (or exited early: those paths get its error)."""
+    try:
+        _, err = proc.communicate(timeout=5)
+    except subprocess.TimeoutExpired:
+        abandon(proc)
+        err = b""
+    if pending:
+        last = err.decode(errors="replace").strip().splitlines()[-1:] or ["no output"]
+        for i in pending:
+            out[i].error = f"probe exited {proc.returncode}: {last[0]}"
+
+
 def abandon(proc: subprocess.Popen[bytes]) -> None:
     """SIGKILL the child's session, close our pipe ends, do not wait for it."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -84,22 +157,26 @@ def abandon(proc: subprocess.Popen[bytes]) -> None:
         os.waitpid(proc.pid, os.WNOHANG)
 
 
-def proc_start_time(pid: int) -> int | None:
-    """The kernel start time of `pid` (guards against pid reuse), or None when it is gone."""
+def proc_start_time(pid: int, tid: int | None = None) -> int | None:
+    """The kernel start time of process `pid` (or of its thread `tid`), which guards against
+    pid reuse; None when it is gone or a zombie."""
+    where = f"/proc/{pid}/task/{tid}/stat" if tid else f"/proc/{pid}/stat"
     try:
-        raw = Path(f"/proc/{pid}/stat").read_text()
+        raw = Path(where).read_text()
     except OSError:
         return None
     fields = raw.rsplit(")", 1)[-1].split()
     if not fields or fields[0] in ("Z", "X"):
-        with contextlib.suppress(ChildProcessError, OSError):
-            os.waitpid(pid, os.WNOHANG)  # reap it if it was ours
+        if tid is None:
+            with contextlib.suppress(ChildProcessError, OSError):
+                os.waitpid(pid, os.WNOHANG)  # reap it if it was ours
         return None
     return int(fields[19])
 
 
 class StuckProbes:
-    """The state file of abandoned probes: {mount: {pid, start, since}}."""
+    """The state file of abandoned probes: {mount: {pid, tid, start, since}} (`tid`: the
+    child's thread stuck on that mount; `start`: its kernel start time)."""
 
     def __init__(self, state: StateDir) -> None:
         self.state = state
@@ -108,27 +185,39 @@ class StuckProbes:
         data = self.state.read_json(STUCK_FILE, {})
         return data if isinstance(data, dict) else {}
 
-    def still_stuck(self, mount: str) -> dict[str, Any] | None:
-        """The entry for `mount` when its probe is still hanging; forgets finished ones."""
+    def still_stuck(self, mounts: list[str]) -> dict[str, dict[str, Any]]:
+        """The entries of those `mounts` whose probe still hangs; forgets finished ones."""
+        data = self._load()
+        if not data or not any(m in data for m in mounts):
+            return {}
+        out: dict[str, dict[str, Any]] = {}
         with self.state.lock("stuck-probes"):
             data = self._load()
-            entry = data.get(mount)
-            if entry is None:
-                return None
-            start_time = proc_start_time(int(entry.get("pid", 0)))
-            if start_time is not None and start_time == entry.get("start"):
-                return dict(entry)
-            del data[mount]
-            self.state.write_json(STUCK_FILE, data)
-            return None
+            gone = []
+            for mount in set(mounts) & data.keys():
+                entry = data[mount]
+                tid = entry.get("tid")
+                started = proc_start_time(int(entry.get("pid", 0)), int(tid) if tid else None)
+                if started is not None and started == entry.get("start"):
+                    out[mount] = dict(entry)
+                else:
+                    gone.append(mount)
+            if gone:
+                self.state.write_json(STUCK_FILE, {k: v for k, v in data.items() if k not in gone})
+        return out
 
-    def remember(self, mount: str, pid: int, now: float) -> None:
-        start_time = proc_start_time(pid)
-        if start_time is None:
-            return  # it died after all
+    def remember(self, stuck: dict[str, Outcome], now: float) -> None:
+        """Remember each mount's timed-out probe (its pid and thread) while it still lives."""
+        entries = {}
+        for mount, o in stuck.items():
+            start_time = proc_start_time(o.pid, o.tid) if o.pid else None
+            if start_time is not None:  # else it died after all
+                entries[mount] = {"pid": o.pid, "tid": o.tid, "start": start_time, "since": now}
+        if not entries:
+            return
         with self.state.lock("stuck-probes"):
             data = self._load()
-            data[mount] = {"pid": pid, "start": start_time, "since": now}
+            data.update(entries)
             self.state.write_json(STUCK_FILE, data)
 
 

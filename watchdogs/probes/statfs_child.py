@@ -1,9 +1,13 @@
 """Child-process filesystem probe (stdlib only, run as a script, never imported by rtool).
 
-    python -I -S statfs_child.py statvfs PATH
+    python -I -S statfs_child.py statvfs PATH [PATH ...]
     python -I -S statfs_child.py logstat PATTERN [HEARTBEAT]
 
-Prints one JSON object on stdout. rtool runs it in its own session with stdout/stderr on
+`statvfs` probes every PATH at once, each in its own thread, and prints JSON lines as they
+come: `{"i": N, "tid": T}` when path N's thread starts (T: its kernel thread id), then
+`{"i": N, "ok": true, "statvfs": {...}}` or `{"i": N, "ok": false, "error": "..."}` when its
+statvfs returns. A hung mount holds only its own thread: the other paths answer at once.
+`logstat` prints one JSON object. rtool runs this in its own session with stdout/stderr on
 pipes it reads, so a statfs stuck on a dead mount (uninterruptible, even by SIGKILL) holds
 only this process, never rtool's caller (`rtool watch disk ... | tee -a train.log`).
 """
@@ -12,13 +16,42 @@ import glob
 import json
 import os
 import sys
+import threading
 from typing import Any
+
+_WRITE = threading.Lock()
 
 
 def statvfs(path):
     st = os.statvfs(path)
     keys = ("frsize", "blocks", "bfree", "bavail", "files", "ffree", "favail")
     return {k: getattr(st, "f_" + k) for k in keys}
+
+
+def _emit(obj):
+    """One JSON line on stdout, written whole (one line per write, under a lock)."""
+    data = (json.dumps(obj) + "\n").encode()
+    with _WRITE:
+        while data:
+            data = data[os.write(1, data) :]
+
+
+def _statvfs_one(i, path):
+    _emit({"i": i, "tid": threading.get_native_id()})
+    try:
+        _emit({"i": i, "ok": True, "statvfs": statvfs(path)})
+    except OSError as exc:
+        _emit({"i": i, "ok": False, "error": exc.strerror or str(exc)})
+
+
+def statvfs_each(paths):
+    threads = [
+        threading.Thread(target=_statvfs_one, args=(i, p), daemon=True) for i, p in enumerate(paths)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
 
 
 def _newest(pattern):
@@ -64,10 +97,11 @@ def logstat(pattern, heartbeat=None):
 
 
 def main(argv):
+    if argv[0] == "statvfs":
+        statvfs_each(argv[1:])
+        return 0
     try:
-        if argv[0] == "statvfs":
-            result = {"ok": True, "statvfs": statvfs(argv[1])}
-        elif argv[0] == "logstat":
+        if argv[0] == "logstat":
             result = {"ok": True, "logstat": logstat(argv[1], argv[2] if len(argv) > 2 else None)}
         else:
             result = {"ok": False, "error": "unknown mode " + argv[0]}
