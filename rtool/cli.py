@@ -15,22 +15,13 @@ from typing import NoReturn
 
 import typer
 
-from rtool.commands import (
-    config_cmd,
-    cron_cmd,
-    demo_cmd,
-    errors,
-    history_cmd,
-    nodes_cmd,
-    notify_cmd,
-    status_cmd,
-    submit_cmd,
-    watch_cmd,
-)
+from rtool.commands import errors
+from rtool.commands.lazy import LazyGroup
 from rtool.context import AppContext
 
-cli = errors.group(
-    errors.DEFAULT,
+#: Subcommands are loaded on first use (rtool/commands/lazy.py lists them).
+cli = typer.Typer(
+    cls=LazyGroup,
     name="rtool",
     help="Keep long ML training runs on Slurm alive and watched.\n\n"
     "Watchdogs, a Slurm crontab emulator, sbatch templates with arrays and signals, "
@@ -71,16 +62,6 @@ def _global_options(
         force=True,
     )
 
-
-cli.add_typer(watch_cmd.app, name="watch")
-cli.add_typer(cron_cmd.app, name="cron")
-cli.add_typer(notify_cmd.app, name="notify")
-cli.add_typer(config_cmd.app, name="config")
-submit_cmd.register(cli)
-status_cmd.register(cli)
-history_cmd.register(cli)
-demo_cmd.register(cli)
-nodes_cmd.register(cli)
 
 
 def app(argv: list[str] | None = None) -> NoReturn:
