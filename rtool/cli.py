@@ -63,7 +63,6 @@ def _global_options(
     )
 
 
-
 def app(argv: list[str] | None = None) -> NoReturn:
     """Console entry point: run the CLI and exit with its code."""
     sys.exit(main(argv))

@@ -24,12 +24,14 @@ restart_storm = 6                   # more attempts than this in an hour -> WARN
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import field_validator, model_validator
 
 from rtool.core.config.types import Duration, Section, Size
-from runs.signatures import Pattern, compile_extra
+
+if TYPE_CHECKING:
+    from runs.signatures import Pattern
 
 
 class SignatureEntry(Section):
@@ -52,6 +54,8 @@ class RunsConfig(Section):
     signature: list[SignatureEntry] = []
 
     def patterns(self) -> tuple[Pattern, ...]:
+        from runs.signatures import compile_extra
+
         return compile_extra((s.name, s.label, s.pattern) for s in self.signature)
 
 

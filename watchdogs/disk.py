@@ -10,7 +10,7 @@ import shlex
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rtool.core.alert import Status
 from rtool.core.proc import ProcError, ProcTimeout, run
@@ -19,7 +19,9 @@ from watchdogs import history
 from watchdogs.base import CheckResult, ProbeEnv, SpecWatchdog
 from watchdogs.config import DiskWatch
 from watchdogs.probes import child
-from watchdogs.quota import Quota, QuotaParseError, parse_quota
+
+if TYPE_CHECKING:
+    from watchdogs.quota import Quota
 
 
 @dataclass
@@ -86,6 +88,8 @@ def _start_quota(o: DiskObservation) -> threading.Thread | None:
 
 
 def _run_quota(o: DiskObservation) -> None:
+    from watchdogs.quota import QuotaParseError, parse_quota
+
     cmd = o.spec.quota_cmd
     argv = shlex.split(cmd) if isinstance(cmd, str) else list(cmd or [])
     try:

@@ -14,13 +14,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from rtool.core.alert import Status, worst
-from rtool.core.slurm import Slurm
 from rtool.core.state import StateDir
-from watchdogs import actions
 from watchdogs.base import CheckResult, ProbeEnv, SqueueQuery, Watchdog, unknown
 
 if TYPE_CHECKING:
     from notify.config import NotifyConfig
+    from rtool.core.slurm import Slurm
 
 log = logging.getLogger(__name__)
 
@@ -130,17 +129,27 @@ def run_watch(
     stream: TextIO | None = None,
 ) -> int:
     """One sweep with every side effect; returns the monitoring-plugin exit code."""
-    slurm = slurm or Slurm(timeout=timeout)
-    env = ProbeEnv(slurm, state, query_for(watchdogs))
+    query = query_for(watchdogs)
+    if slurm is None and query is not None:  # no Slurm layer loaded for disk/memory alone
+        slurm = _slurm(timeout)
+    env = ProbeEnv(slurm, state, query)
     longest = max([timeout, *[_max_timeout(w) for w in watchdogs]])
     results = sweep(watchdogs, env, longest)
     now = time.time()
     if any(r.actions for r in results):
-        actions.apply(results, state, slurm, timeout)
+        from watchdogs import actions
+
+        actions.apply(results, state, slurm or _slurm(timeout), timeout)
     emit(results, out, now, stream or sys.stdout)
     if out.notify and notify_cfg is not None:
         notify(results, notify_cfg, state, now)
     return exit_code(results)
+
+
+def _slurm(timeout: float) -> Slurm:
+    from rtool.core.slurm import Slurm
+
+    return Slurm(timeout=timeout)
 
 
 def _max_timeout(w: Watchdog) -> float:

@@ -38,7 +38,9 @@ COMMANDS: dict[str, Lazy] = {
         _M + "submit_cmd",
         "Touch the kill switch: the run saves and stops, queued tasks exit at once.",
     ),
-    "save": Lazy(_M + "submit_cmd", "Touch the save switch: the run saves a checkpoint and goes on."),
+    "save": Lazy(
+        _M + "submit_cmd", "Touch the save switch: the run saves a checkpoint and goes on."
+    ),
     "status": Lazy(
         _M + "status_cmd",
         "Show jobs, cron chain, open alerts, disk runway, memory, switches and outbox at once.",
@@ -66,7 +68,9 @@ COMMANDS: dict[str, Lazy] = {
         _M + "nodes_cmd",
         "Pre-flight check before training: GPUs, ECC, folders, your command (docs/nodes.md).",
     ),
-    "notify": Lazy(_M + "notify_cmd", "Alert channels (email, Slack, webhook, log) and the outbox."),
+    "notify": Lazy(
+        _M + "notify_cmd", "Alert channels (email, Slack, webhook, log) and the outbox."
+    ),
     "config": Lazy(_M + "config_cmd", "Check and show the config file."),
 }
 

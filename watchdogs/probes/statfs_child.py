@@ -12,36 +12,41 @@ pipes it reads, so a statfs stuck on a dead mount (uninterruptible, even by SIGK
 only this process, never rtool's caller (`rtool watch disk ... | tee -a train.log`).
 """
 
-import glob
-import json
 import os
 import sys
 import threading
-from typing import Any
+
+# Start-up counts (one of these runs per `rtool watch disk`): `statvfs` imports nothing more;
+# json and glob (which pulls in re, enum, ...) are imported where they are needed.
 
 _WRITE = threading.Lock()
+_KEYS = ("frsize", "blocks", "bfree", "bavail", "files", "ffree", "favail")
 
 
 def statvfs(path):
     st = os.statvfs(path)
-    keys = ("frsize", "blocks", "bfree", "bavail", "files", "ffree", "favail")
-    return {k: getattr(st, "f_" + k) for k in keys}
+    return {k: getattr(st, "f_" + k) for k in _KEYS}
 
 
-def _emit(obj):
+def _emit(line):
     """One JSON line on stdout, written whole (one line per write, under a lock)."""
-    data = (json.dumps(obj) + "\n").encode()
+    data = (line + "\n").encode()
     with _WRITE:
         while data:
             data = data[os.write(1, data) :]
 
 
 def _statvfs_one(i, path):
-    _emit({"i": i, "tid": threading.get_native_id()})
+    _emit(f'{{"i": {i:d}, "tid": {threading.get_native_id():d}}}')
     try:
-        _emit({"i": i, "ok": True, "statvfs": statvfs(path)})
+        st = statvfs(path)
     except OSError as exc:
-        _emit({"i": i, "ok": False, "error": exc.strerror or str(exc)})
+        import json
+
+        _emit(json.dumps({"i": i, "ok": False, "error": exc.strerror or str(exc)}))
+        return
+    fields = ", ".join(f'"{k}": {v:d}' for k, v in st.items())
+    _emit(f'{{"i": {i:d}, "ok": true, "statvfs": {{{fields}}}}}')
 
 
 def statvfs_each(paths):
@@ -55,6 +60,8 @@ def statvfs_each(paths):
 
 
 def _newest(pattern):
+    import glob
+
     if not glob.has_magic(pattern):
         return pattern if os.path.exists(pattern) else None
     best, best_key = None, None
@@ -70,6 +77,8 @@ def _newest(pattern):
 
 
 def _read_json(path, limit=65536):
+    import json
+
     try:
         with open(path, "rb") as fh:
             data = fh.read(limit)
@@ -83,7 +92,7 @@ def _read_json(path, limit=65536):
 
 
 def logstat(pattern, heartbeat=None):
-    out: dict[str, Any] = {"path": None, "heartbeat": None, "done": False}
+    out: dict = {"path": None, "heartbeat": None, "done": False}
     path = _newest(pattern)
     if path is not None:
         st = os.stat(path)
@@ -107,6 +116,8 @@ def main(argv):
             result = {"ok": False, "error": "unknown mode " + argv[0]}
     except OSError as exc:
         result = {"ok": False, "error": exc.strerror or str(exc)}
+    import json
+
     sys.stdout.write(json.dumps(result))
     return 0
 

@@ -19,12 +19,16 @@ if TYPE_CHECKING:
 
     M = TypeVar("M", bound=BaseModel)
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
-
 __all__ = ["find_config_path", "format_errors", "load_config", "load_config_text", "redacted"]
+
+
+def _toml() -> Any:
+    """tomllib (tomli before 3.11), imported when a config file is read."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+    return tomllib
 
 
 def find_config_path(explicit: str | Path | None = None) -> Path | None:
@@ -76,8 +80,8 @@ def load_config_text(schema: type[M], text: str, source: str = "<config>") -> M:
     from pydantic import ValidationError
 
     try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
+        data = _toml().loads(text)
+    except _toml().TOMLDecodeError as exc:
         raise ConfigError([f"not valid TOML: {exc}"], source) from None
     try:
         return schema.model_validate(data)

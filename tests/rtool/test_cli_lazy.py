@@ -1,0 +1,49 @@
+"""The top-level group loads a command's module only when that command runs."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from rtool.commands import lazy
+
+_IMPORTED = """
+import sys
+from rtool.cli import main
+main(sys.argv[1:])
+heavy = ("rtool.commands.", "slurm_templates.", "notify.", "jinja2", "rtool.appconfig")
+print(sorted(m for m in sys.modules if m.startswith(heavy)))
+"""
+
+
+def imported(*argv: str) -> list[str]:
+    res = subprocess.run(
+        [sys.executable, "-c", _IMPORTED, *argv], capture_output=True, text=True, timeout=60
+    )
+    return eval(res.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("name", list(lazy.COMMANDS))
+def test_each_summary_is_the_commands_own_first_paragraph(name: str) -> None:
+    cmd = lazy.load(name)
+    first = " ".join((cmd.help or "").split("\n\n")[0].split())
+    assert lazy.COMMANDS[name].summary == first
+    assert cmd.name == name
+
+
+def test_root_help_imports_no_command_module(tmp_path) -> None:
+    assert imported("--help") == ["rtool.commands.errors", "rtool.commands.lazy"]
+
+
+def test_watch_disk_imports_only_what_it_uses(tmp_path) -> None:
+    mods = imported("watch", "disk", str(tmp_path), "--no-notify")
+    assert "rtool.commands.watch_cmd" in mods and "notify.config" in mods  # the config schema
+    assert not [m for m in mods if m.startswith(("rtool.commands.submit", "jinja2", "notify.ch"))]
+    assert "slurm_templates.render" not in mods
+
+
+def test_a_typo_suggests_the_command(cli) -> None:
+    r = cli("wach")
+    assert r.code == 2 and "Did you mean 'watch'?" in r.err
