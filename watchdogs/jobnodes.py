@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from nodes.config import NodesConfig
-from nodes.exclude import Cap, apply_to_pending
 from nodes.signatures import blamed
 from nodes.store import Evidence, EvidenceKind, SuspectStore
 from rtool.core.errors import RtoolError
@@ -147,6 +146,8 @@ def act(
     suspects = [s.node for s in store.suspects(now)]
     if not (suspects and cfg.exclude and isinstance(slurm, Slurm)):
         return
+    from nodes.exclude import Cap, apply_to_pending  # only when there is something to exclude
+
     for name in sorted({j.name for j in jobs if j.state == "PENDING"}):
         mine = [j for j in jobs if j.name == name]
         for applied in apply_to_pending(slurm, mine, suspects, Cap(cfg.max_excluded, cfg.min_left)):

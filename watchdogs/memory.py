@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-
-import psutil
+from typing import Any
 
 from rtool.core.alert import Status
 from rtool.core.proc import ProcError, ProcNotFound, run
@@ -13,6 +12,14 @@ from rtool.core.units import format_size
 from watchdogs import history
 from watchdogs.base import CheckResult, ProbeEnv, SpecWatchdog
 from watchdogs.config import MemoryWatch
+
+
+def _psutil() -> Any:
+    """psutil, imported when memory is probed (not when the registry is loaded)."""
+    import psutil
+
+    return psutil
+
 
 MiB = 1024 * 1024
 
@@ -41,12 +48,12 @@ class MemoryObservation:
 def job_rss(job_id: str) -> tuple[int, int]:
     """(summed RSS, process count) of this node's processes whose SLURM_JOB_ID is `job_id`."""
     total = count = 0
-    for p in psutil.process_iter():
+    for p in _psutil().process_iter():
         try:
             if p.environ().get("SLURM_JOB_ID") == job_id:
                 total += p.memory_info().rss
                 count += 1
-        except (psutil.Error, OSError):
+        except (_psutil().Error, OSError):
             continue
     return total, count
 
@@ -58,8 +65,8 @@ def _proc_sample(what: str, pid: int | None, job: str | None) -> ProcSample:
             return ProcSample(what, None, error=f"no process of job {job} on this node")
         return ProcSample(what, rss, count)
     try:
-        return ProcSample(what, psutil.Process(pid).memory_info().rss, 1)
-    except psutil.Error:
+        return ProcSample(what, _psutil().Process(pid).memory_info().rss, 1)
+    except _psutil().Error:
         return ProcSample(what, None, error=f"pid {pid} is not running")
 
 
@@ -89,7 +96,7 @@ class MemoryWatchdog(SpecWatchdog[MemoryWatch]):
         return [self._probe_one(env, spec) for spec in self.specs]
 
     def _probe_one(self, env: ProbeEnv, spec: MemoryWatch) -> MemoryObservation:
-        vm, sw = psutil.virtual_memory(), psutil.swap_memory()
+        vm, sw = _psutil().virtual_memory(), _psutil().swap_memory()
         o = MemoryObservation(spec, vm.total, vm.available, sw.total, sw.used)
         targets: list[tuple[str, int | None, str | None]] = [
             (f"pid:{p}", p, None) for p in spec.pids

@@ -20,7 +20,6 @@ from rtool.core.units import format_duration
 from runs import describe, health
 from runs.config import RunsConfig, RunWatch
 from runs.model import Attempt, Ledger
-from runs.sources import refresh
 from watchdogs.base import Action, CheckResult, ProbeEnv, SpecWatchdog, SqueueQuery
 
 
@@ -54,6 +53,8 @@ class RunWatchdog(SpecWatchdog[RunWatch]):
 
     def probe(self, env: ProbeEnv) -> list[RunObservation]:
         import time
+
+        from runs.sources import refresh  # sacct, logs and heartbeats: loaded when used
 
         out = []
         try:

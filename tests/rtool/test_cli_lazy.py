@@ -13,7 +13,8 @@ _IMPORTED = """
 import sys
 from rtool.cli import main
 main(sys.argv[1:])
-heavy = ("rtool.commands.", "slurm_templates.", "notify.", "jinja2", "rtool.appconfig")
+heavy = ("rtool.commands.", "slurm_templates.", "notify.", "jinja2", "rtool.appconfig", "psutil")
+heavy += ("runs.", "nodes.")
 print(sorted(m for m in sys.modules if m.startswith(heavy)))
 """
 
@@ -40,8 +41,8 @@ def test_root_help_imports_no_command_module(tmp_path) -> None:
 def test_watch_disk_imports_only_what_it_uses(tmp_path) -> None:
     mods = imported("watch", "disk", str(tmp_path), "--no-notify")
     assert "rtool.commands.watch_cmd" in mods and "notify.config" in mods  # the config schema
-    assert not [m for m in mods if m.startswith(("rtool.commands.submit", "jinja2", "notify.ch"))]
-    assert "slurm_templates.render" not in mods
+    assert not [m for m in mods if m.startswith(("rtool.commands.submit", "jinja2"))]
+    assert not {"slurm_templates.render", "psutil", "runs.sources", "nodes.exclude"} & set(mods)
 
 
 def test_a_typo_suggests_the_command(cli) -> None:
