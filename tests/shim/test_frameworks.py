@@ -174,3 +174,49 @@ def test_lightning_ddp_two_processes_sigterm_to_one_rank_rtool_owns_the_signals(
     assert hb["stop_reason"] == "signal" and hb["world_size"] == 2 and hb["stop_step"] == stop
     assert r0[1]["heartbeat"]["state"] == "finished"
     assert "Requeuing SLURM job" not in logs and "SIGTERMException" not in logs
+
+
+def test_plain_torch_distributed_and_accelerate_loops_under_torchrun(tmp_path: Path) -> None:
+    """2 gloo ranks under torchrun: the Guard in a hand-written DDP loop, then in an
+    Accelerate loop (save_state / load_state); signals reach ONE rank only."""
+    attempts = [
+        {"max_steps": 14, "save_at": 2, "signal_at": 5, "signal": "USR1", "only_rank": 1},
+        {"max_steps": 14, "kill_at": 7},
+        {"max_steps": 14},  # burn-through at start
+        {"max_steps": 14, "nan_from": 10, "remove_kill": True},
+        {"max_steps": 14},
+        {
+            "max_steps": 8,
+            "loop": "accelerate",
+            "save_at": 2,
+            "signal_at": 4,
+            "signal": "TERM",
+            "only_rank": 0,
+        },
+        {"max_steps": 8, "loop": "accelerate"},
+    ]
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
+           "--master-addr", "127.0.0.1", "--master-port", str(_free_port()),
+           str(WORKERS / "torch_worker.py"), str(tmp_path), json.dumps(attempts)]  # fmt: skip
+    env = shim_env(tmp_path, RTOOL_SYNC_EVERY="1", RTOOL_MAX_NONFINITE="3")
+    res = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=150)
+    log = res.stdout[-4000:] + res.stderr[-8000:]
+    assert res.returncode == 0, log
+    r0, r1 = (json.loads((tmp_path / f"report-{r}.json").read_text()) for r in (0, 1))
+    for t1, t2, t3, t4, t5, c1, c2 in (r0, r1):
+        # a signal to rank 1 only: both ranks stop at step 5, one save there, 85; exact resume
+        assert kept(t1) == [1, 2, 3, 4, 5] and t1["saved_step"] == 5, log
+        assert t1["exit_code"] == REQUEUE_EXIT_CODE
+        assert kept(t2) == [6, 7] and t2["saved_step"] == 7 and t2["exit_code"] == 0
+        assert t3["steps"] == [] and t3["saved_step"] == 7 and t3["exit_code"] == 0
+        assert kept(t4) == [8, 9] and [s for s, _ in t4["steps"]] == [8, 9, 10, 11, 12]
+        assert t4["exit_code"] == NONFINITE_EXIT_CODE and t4["saved_step"] == 7
+        assert kept(t5) == list(range(8, 15)) and t5["exit_code"] == 0
+        # Accelerate: TERM to rank 0 only, save_state at the same step on both, exact resume
+        assert kept(c1) == [1, 2, 3, 4] and c1["saved_step"] == 4 and c1["exit_code"] == 85
+        assert kept(c2) == [5, 6, 7, 8] and c2["exit_code"] == 0
+    hb = r0[0]["heartbeat"]
+    assert hb["stop_reason"] == "signal" and hb["last_saved_step"] == 5
+    assert hb["last_save_seconds"] > 0 and hb["world_size"] == 2
+    assert r0[3]["heartbeat"]["stop_reason"] == "nonfinite_loss"
+    assert r0[4]["heartbeat"]["state"] == "finished"
