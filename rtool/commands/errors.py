@@ -21,6 +21,7 @@ import typer
 import typer.core
 
 from rtool.core.errors import ConfigError, RtoolError, UsageError
+from rtool.core.redact import redact
 
 # typer >= 0.2x vendors click as typer._click; older releases use click itself.
 click_exceptions: Any = importlib.import_module(
@@ -98,7 +99,11 @@ def group(policy: ExitPolicy, base: type[PolicyGroup] = PolicyGroup, **kwargs: A
 
 
 def message(exc: BaseException) -> str:
-    """The one line (or the config error's lines) shown for an error."""
+    """The one line (or the config error's lines) shown for an error, secrets masked."""
+    return redact(_message(exc))
+
+
+def _message(exc: BaseException) -> str:
     if isinstance(exc, click_exceptions.ClickException):
         ctx = getattr(exc, "ctx", None)
         hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""

@@ -74,6 +74,7 @@ def test_unexpected_error_is_one_line_and_debug_shows_the_traceback(
         raise ZeroDivisionError("division by zero")
 
     monkeypatch.setattr(watchdogs.runner, "run_watch", crash)
+    monkeypatch.setattr(watchdogs.runner, "run_watch", crash)
     res = cli("watch", "disk", "/", "--no-notify")
     assert res.code == 3 and "internal error: ZeroDivisionError" in res.err and one_line(res)
     res = cli("--debug", "watch", "disk", "/", "--no-notify")
@@ -81,6 +82,18 @@ def test_unexpected_error_is_one_line_and_debug_shows_the_traceback(
     monkeypatch.setattr("rtool.appconfig.load_config", crash)
     res = cli("config", "check")
     assert res.code == 1 and "internal error" in res.err and one_line(res)
+
+
+def test_an_error_line_never_shows_a_secret(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    import watchdogs.runner
+
+    def leak(*_a: object, **_k: object) -> int:
+        raise OSError("cannot reach https://hooks.slack.com/services/T0/B0/s3cr3tT0k3n")
+
+    monkeypatch.setattr(watchdogs.runner, "run_watch", leak)
+    res = cli("watch", "disk", "/", "--no-notify")
+    assert res.code == 3 and "hooks.slack.com" in res.err and one_line(res), res.err
+    assert "s3cr3tT0k3n" not in res.err
 
 
 def test_help_and_no_arguments(cli: Cli) -> None:
