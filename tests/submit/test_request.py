@@ -73,3 +73,9 @@ def test_declarations_are_checked() -> None:
         option("--x", help="x", env="PATH", use=Use.ENV)
     with pytest.raises(ValueError, match="sbatch=NAME"):
         option("--x", help="x", use=Use.SBATCH)
+
+
+def test_every_config_key_of_a_declaration_exists() -> None:
+    keys = set(SubmitConfig.model_fields)
+    missing = [f.name for f, opt in declared() if opt.config and opt.config not in keys]
+    assert not missing, f"declared config= keys absent from SubmitConfig: {missing}"
