@@ -228,6 +228,8 @@ def check_one(spec: JobWatch, obs: JobObservation, now: float) -> CheckResult:
         note = jobnodes.node_note(j, obs.nodes)
         if note:
             fields["nodes"] = note
+        elif led is not None and led.last is not None and led.last.nodes:
+            fields["nodes"] = ",".join(led.last.nodes)  # where the run last ran
         return CheckResult("job", name, status, f"{name} {text}", fields)
     gone = [j for j in jobs if j.state not in ACTIVE_STATES]
     last = f" (last seen {gone[0].state}, job {gone[0].job_id})" if gone else ""

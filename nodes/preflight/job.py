@@ -48,6 +48,7 @@ class JobInfo:
     partition: str | None
     restarts: int
     user: str | None = None
+    job_name: str = ""  # Slurm's job name (the run's other jobs carry it too)
 
     @staticmethod
     def from_env(env: Mapping[str, str]) -> JobInfo:
@@ -65,6 +66,7 @@ class JobInfo:
             partition=env.get("SLURM_JOB_PARTITION") or None,
             restarts=int(env.get("SLURM_RESTART_COUNT") or 0),
             user=env.get("SLURM_JOB_USER") or env.get("USER"),
+            job_name=env.get("SLURM_JOB_NAME", ""),
         )
 
 
@@ -139,7 +141,8 @@ def requeue_away(
         return FAILED, f"not requeued: {info.restarts} restart(s) reached max_requeues"
     suspects = list(dict.fromkeys([*bad, *(s.node for s in store.suspects())]))
     with contextlib.suppress(RtoolError, ParseError):  # the run's other pending jobs
-        mine = slurm.squeue(names=[info.name], users=[info.user] if info.user else None)
+        name = info.job_name or info.name
+        mine = slurm.squeue(names=[name], users=[info.user] if info.user else None)
         apply_to_pending(slurm, [j for j in mine if j.job_id != info.job_id], suspects, cap)
     try:
         _, members = partition_nodes(slurm, info.partition)
