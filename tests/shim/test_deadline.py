@@ -1,0 +1,93 @@
+"""Lose less time at each fault: a deadline signal stops at the job's end minus the measured
+save time and a margin, not when it lands; a process that reaches no safe point after SIGTERM
+is ended (so a requeue takes effect at once), its heartbeat saying why."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from rtool.core.heartbeat import RunState, read_heartbeat
+from rtool.shim import REQUEUE_EXIT_CODE, Decision, Guard
+from rtool.shim import monitor as shim_monitor
+from tests.helpers import wait_for
+from tests.shim.conftest import start_toy
+
+MakeGuard = Callable[..., Guard]
+
+
+def train_until_stop(guard: Guard, timeout: float = 20) -> tuple[Decision, float]:
+    step = 0
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        d = guard.step(step)
+        if d.stopping:
+            return d, time.time()
+        step += 1
+        time.sleep(0.01)
+    pytest.fail("the guard never stopped")
+
+
+def test_a_deadline_signal_trains_on_until_end_minus_save_time_and_margin(
+    make_guard: MakeGuard, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(shim_monitor, "DEADLINE_MIN_MARGIN", 0.5)  # the measured part shows
+    switch = tmp_path / "save-now"
+    g = make_guard(lambda s: time.sleep(0.4), save_switch=switch, end_time=time.time() + 600)
+    switch.touch()  # one save, measured: ~0.4 s
+    wait_for(lambda: g.step(0).saved or not switch.exists(), 5, 0.02, "the switch save")
+    end = time.time() + 4.0
+    g._monitor.config.end_time = end  # the job's EndTime as Slurm would tell it
+    os.kill(os.getpid(), signal.SIGUSR1)  # lands 4 s before the end
+    d, stopped_at = train_until_stop(g)
+    stop_at = g._monitor.config.signal_stop_at
+    assert d.reason == "time_limit" and "SIGUSR1 announced the end" in str(d.detail), d
+    assert stop_at is not None and 2 * 0.4 < end - stop_at < 2.0  # 2 x (step + save) + poll
+    assert stop_at - 0.05 <= stopped_at <= stop_at + 0.6, (end - stopped_at, end - stop_at)
+
+
+def test_a_deadline_signal_stops_at_once_without_an_end_or_far_from_it(
+    make_guard: MakeGuard,
+) -> None:
+    far = make_guard(lambda s: None, end_time=time.time() + 3600)  # > deadline_window (15 m)
+    os.kill(os.getpid(), signal.SIGUSR1)
+    t0 = time.monotonic()
+    d, _ = train_until_stop(far)
+    assert d.reason == "signal" and d.detail == "SIGUSR1" and time.monotonic() - t0 < 2
+    far.close()
+    nowhere = make_guard(lambda s: None)  # no job id, no end time: nothing to wait for
+    os.kill(os.getpid(), signal.SIGUSR1)
+    assert nowhere.step(1).reason == "signal"
+
+
+def test_a_loop_stuck_after_sigterm_is_ended_and_says_so(tmp_path: Path) -> None:
+    hb = tmp_path / "hb.json"
+    proc = start_toy(
+        tmp_path,
+        *("--steps", "1000", "--step-seconds", "0.05", "--hang-at", "20"),
+        RTOOL_HEARTBEAT=str(hb),
+        RTOOL_AUTO_REQUEUE="1",
+        RTOOL_POLL_INTERVAL="0.1",
+        RTOOL_UNRESPONSIVE_AFTER="auto",
+    )
+    try:
+        assert proc.stdout is not None
+        wait_for(lambda: "hanging at step" in proc.stdout.readline(), 30, 0, "the hang")
+        t0 = time.monotonic()
+        proc.send_signal(signal.SIGTERM)  # the handler notes it; no step ever comes
+        out, _ = proc.communicate(timeout=30)
+        waited = time.monotonic() - t0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == REQUEUE_EXIT_CODE, out  # the batch script requeues at once
+    assert waited < 8, waited  # bound: max(5 s, 2 x longest step + ...), not KillWait
+    got = read_heartbeat(hb)
+    assert got is not None and got.state is RunState.STOPPED and got.stop_reason == "unresponsive"
+    assert "no safe point within" in str(got.stop_detail) and got.exit_code == REQUEUE_EXIT_CODE
+    assert "no safe point within" in out and "Thread" in out  # the stacks, for the post-mortem
