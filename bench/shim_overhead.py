@@ -3,9 +3,10 @@
 - empty: `for i in range(n): pass`
 - naive: the loop people write by hand: two `os.path.exists` (kill and save switch) and
   `psutil.virtual_memory()` at every step
-- guard: `guard.step(i)` with everything armed: kill and save switches, USR1/TERM handlers,
-  time limit (auto margin, an EndTime an hour away), host memory threshold, heartbeat, while
-  its polling thread runs every second in the background
+- guard: `guard.step(i)` with everything armed (one GuardOptions record): kill and save
+  switches, USR1 (deadline) / TERM (unresponsive watch) handlers, time limit (auto margin, an
+  EndTime an hour away), host memory threshold, heartbeat, while its polling thread runs every
+  second in the background
 
     python bench/shim_overhead.py [--steps 200000] [--repeats 15]
 
@@ -27,7 +28,7 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from rtool.shim import Guard
+from rtool.shim import Guard, GuardOptions
 
 
 def empty(n: int) -> None:
@@ -70,17 +71,18 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         kill, save = os.path.join(tmp, "kill"), os.path.join(tmp, "save")
-        guard = Guard(
-            save=lambda step: None,
+        options = GuardOptions.parse(
             kill_switch=kill,
             save_switch=save,
-            signals=("USR1", "TERM"),
+            signals=("USR1", "TERM"),  # USR1 a deadline signal, TERM watched for a hang
             exit_before_end="auto",
             end_time=time.time() + 3600,
             max_memory_used="99.9%",
             heartbeat=os.path.join(tmp, "heartbeat.json"),
+            unresponsive_after="auto",
             exit=False,
         )
+        guard = Guard(lambda step: None, options)
         try:
             guard.step(0)  # the first step detects torch.distributed (not initialised here)
             naive_n = max(1000, args.steps // 50)  # the naive loop is ~100x slower
