@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from rtool.core.errors import RtoolError
@@ -46,10 +47,16 @@ class Plan:
 
 
 def plan(
-    suspects: list[str], existing: list[str], partition_nodes: list[str], needed: int, cap: Cap
+    suspects: list[str],
+    existing: list[str],
+    partition_nodes: list[str],
+    needed: int,
+    cap: Cap,
+    required: Sequence[str] = (),
 ) -> Plan:
-    """Pure: which suspects to add to `existing` (both node names) in a partition."""
-    members = set(partition_nodes)
+    """Pure: which suspects to add to `existing` (both node names) in a partition. A node the
+    job requires (`--nodelist`) is never added: the job could not start at all."""
+    members = set(partition_nodes) - set(required)
     excluded = list(dict.fromkeys(existing))
     room = cap.allowed(len(members), needed) - len([n for n in excluded if n in members])
     result = Plan(excluded=excluded)
@@ -78,16 +85,18 @@ def partition_nodes(slurm: Slurm, partition: str | None) -> tuple[str, list[str]
     return partition, sorted({s.name for s in states})
 
 
-def excluded_of(slurm: Slurm, job_id: str) -> list[str]:
-    """The nodes a job (every pending record of an array) excludes now."""
-    out: list[str] = []
+def node_lists(slurm: Slurm, job_id: str) -> tuple[list[str], list[str]]:
+    """(the nodes a job excludes now, the nodes it requires), over every record of an array."""
+    out: dict[str, list[str]] = {"ExcNodeList": [], "ReqNodeList": []}
     for rec in slurm.show_job(job_id):
-        raw = rec.get("ExcNodeList", "")
-        try:
-            out.extend(expand_hostlist(raw))
-        except ParseError:
-            log.warning("job %s: cannot read ExcNodeList %r", job_id, raw)
-    return list(dict.fromkeys(out))
+        for key, names in out.items():
+            raw = rec.get(key, "")
+            try:
+                names.extend(expand_hostlist(raw))
+            except ParseError:
+                log.warning("job %s: cannot read %s %r", job_id, key, raw)
+    excluded, required = out["ExcNodeList"], out["ReqNodeList"]
+    return list(dict.fromkeys(excluded)), list(dict.fromkeys(required))
 
 
 @dataclass
@@ -114,8 +123,8 @@ def apply_to_pending(
         try:
             if job.partition not in sizes:
                 sizes[job.partition] = partition_nodes(slurm, job.partition.split(",")[0])[1]
-            existing = excluded_of(slurm, tid)
-            p = plan(suspects, existing, sizes[job.partition], job.nodes or 1, cap)
+            existing, required = node_lists(slurm, tid)
+            p = plan(suspects, existing, sizes[job.partition], job.nodes or 1, cap, required)
             if p.changed:
                 slurm.set_excluded(tid, p.excluded)
                 log.info("job %s: excluded %s", tid, ",".join(p.added))

@@ -23,7 +23,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from nodes.exclude import Cap, apply_to_pending, excluded_of, partition_nodes, plan
+from nodes.exclude import Cap, apply_to_pending, node_lists, partition_nodes, plan
 from nodes.preflight.base import NodeReport, Outcome
 from nodes.preflight.node import from_line
 from nodes.store import Evidence, EvidenceKind, SuspectStore
@@ -146,11 +146,15 @@ def requeue_away(
         apply_to_pending(slurm, [j for j in mine if j.job_id != info.job_id], suspects, cap)
     try:
         _, members = partition_nodes(slurm, info.partition)
-        p = plan(suspects, excluded_of(slurm, info.job_id), members, len(info.nodes), cap)
+        existing, required = node_lists(slurm, info.job_id)
+        p = plan(suspects, existing, members, len(info.nodes), cap, required)
     except (RtoolError, ParseError) as exc:
         return FAILED, f"not requeued: {exc}"
     if not set(bad) <= set(p.excluded):
-        return FAILED, f"not requeued: the cap forbids excluding {','.join(bad)}"
+        return (
+            FAILED,
+            f"not requeued: cannot exclude {','.join(bad)} (the cap, or the job requires it)",
+        )
     old = signal.signal(signal.SIGTERM, signal.SIG_IGN)  # the requeue ends this script
     try:
         slurm.requeue(info.job_id)  # the task (`41_1`), never the bare array id

@@ -115,7 +115,7 @@ def exclude_suspect_nodes(app_ctx: AppContext, job: TrainingJob) -> None:
     if not cfg.exclude:
         return
     store = SuspectStore(app_ctx.state, cfg.expiry)
-    with contextlib.suppress(RtoolError, OSError):  # NODE_FAIL attempts of this run
+    with contextlib.suppress(RtoolError, OSError, ValueError):  # NODE_FAIL attempts of this run
         record_node_fails(app_ctx.slurm, store, names=[job.job_name], window=cfg.expiry)
     suspects = [s.node for s in store.suspects()]
     if not suspects:

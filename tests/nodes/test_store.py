@@ -46,6 +46,8 @@ def test_cap_never_excludes_the_whole_partition():
     assert Cap(50, 1).allowed(3, 2) == 0
     assert plan(["n2"], [], ["n1", "n2", "n3"], 1, Cap(50, 1)).excluded == ["n2"]
     assert plan(["n1", "n2"], [], ["n1", "n2"], 1, Cap(100, 1)).added == []
+    required = plan(["n2"], [], ["n1", "n2", "n3"], 1, Cap(50, 1), required=["n2"])
+    assert required.added == [] and required.outside == ["n2"]  # --nodelist=n2: keep it
 
 
 def test_sinfo_and_pending_reasons():
