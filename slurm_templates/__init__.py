@@ -34,35 +34,31 @@ filter (shlex.quote; lists give quoted words) or the `sbatch` filter (`#SBATCH` 
 or be an int/bool or trusted `ShellCode`: anything else fails the render (see render.py).
 """
 
-import importlib
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from slurm_templates.jobs import (
-        CronSchedulerJob,
-        SlurmJob,
-        WatchdogJob,
-        render_cron_scheduler,
-        render_job,
-        validate_begin,
-    )
-    from slurm_templates.render import (
-        ShellCode,
-        TemplateError,
-        available_templates,
-        render,
-        shell_quote,
-    )
-    from slurm_templates.specs import (
-        SignalSpec,
-        SpecError,
-        validate_array,
-        validate_job_name,
-        validate_nodelist,
-        validate_signal,
-        validate_time,
-    )
-    from slurm_templates.training import REQUEUE_EXIT_CODE, TrainingJob
+from slurm_templates.jobs import (
+    CronSchedulerJob,
+    SlurmJob,
+    WatchdogJob,
+    render_cron_scheduler,
+    render_job,
+    validate_begin,
+)
+from slurm_templates.render import (
+    ShellCode,
+    TemplateError,
+    available_templates,
+    render,
+    shell_quote,
+)
+from slurm_templates.specs import (
+    SignalSpec,
+    SpecError,
+    validate_array,
+    validate_job_name,
+    validate_nodelist,
+    validate_signal,
+    validate_time,
+)
+from slurm_templates.training import REQUEUE_EXIT_CODE, TrainingJob
 
 __all__ = [
     "REQUEUE_EXIT_CODE",
@@ -86,35 +82,3 @@ __all__ = [
     "validate_signal",
     "validate_time",
 ]
-
-#: name -> the submodule that defines it (imported on first use: a light package import).
-_WHERE = {
-    "CronSchedulerJob": "slurm_templates.jobs",
-    "SlurmJob": "slurm_templates.jobs",
-    "WatchdogJob": "slurm_templates.jobs",
-    "render_cron_scheduler": "slurm_templates.jobs",
-    "render_job": "slurm_templates.jobs",
-    "validate_begin": "slurm_templates.jobs",
-    "ShellCode": "slurm_templates.render",
-    "TemplateError": "slurm_templates.render",
-    "available_templates": "slurm_templates.render",
-    "render": "slurm_templates.render",
-    "shell_quote": "slurm_templates.render",
-    "SignalSpec": "slurm_templates.specs",
-    "SpecError": "slurm_templates.specs",
-    "validate_array": "slurm_templates.specs",
-    "validate_job_name": "slurm_templates.specs",
-    "validate_nodelist": "slurm_templates.specs",
-    "validate_signal": "slurm_templates.specs",
-    "validate_time": "slurm_templates.specs",
-    "REQUEUE_EXIT_CODE": "slurm_templates.training",
-    "TrainingJob": "slurm_templates.training",
-}
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _WHERE:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(_WHERE[name]), name)
-    globals()[name] = value
-    return value

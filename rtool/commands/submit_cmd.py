@@ -19,6 +19,7 @@ from slurm_templates.request import SubmitRequest, declared
 
 if TYPE_CHECKING:
     from rtool.context import AppContext
+    from rtool.core.slurm import SqueueJob
     from slurm_templates.training import TrainingJob
 
 
@@ -170,13 +171,48 @@ def _render(app_ctx: AppContext, job: TrainingJob, template: Path | None) -> str
 
 
 def _find_job(app_ctx: AppContext, name: str) -> str:
+    """The job id that `--after-name NAME` waits for: the one run (a plain job, or a whole
+    array whatever its tasks' states) of the user with that name, running or pending."""
     jobs = app_ctx.slurm.squeue(user=getpass.getuser(), names=[name], states="PENDING,RUNNING")
-    ids = sorted({j.array_job_id for j in jobs if j.name == name})
-    if not ids:
+    runs: dict[str, list[SqueueJob]] = {}
+    for j in jobs:
+        if j.name == name:
+            runs.setdefault(j.array_job_id, []).append(j)
+    if not runs:
         raise RtoolError(f"--after-name {name!r}: no running or pending job of yours has that name")
-    if len(ids) > 1:
-        raise RtoolError(f"--after-name {name!r}: several jobs have that name ({', '.join(ids)})")
-    return ids[0]
+    if len(runs) > 1:
+        ids = sorted(runs, key=int)
+        listed = ", ".join(f"{i} ({_run_state(runs[i])})" for i in ids)
+        raise UsageError(
+            f"--after-name {name!r} is the name of {len(runs)} runs: {listed}; "
+            f"pick one with --after JOBID (e.g. --after {ids[0]})"
+        )
+    return next(iter(runs))
+
+
+def _run_state(records: list[SqueueJob]) -> str:
+    """`array: 1 running, 3 pending` or `running` for the squeue records of one run."""
+    if not any(r.is_array for r in records):
+        return records[0].state.lower()
+    running = sum(1 for r in records if r.state == "RUNNING")
+    pending = 0
+    for r in records:
+        if r.state == "PENDING":
+            pending += _task_count(r.pending_tasks) if r.pending_tasks else 1
+    return f"array: {running} running, {pending} pending"
+
+
+def _task_count(spec: str) -> int:
+    """Tasks in an array spec like `2-10%1` or `1,3,5-7` (1 when it cannot be read)."""
+    total = 0
+    for part in spec.split("%")[0].split(","):
+        lo, _, rest = part.partition("-")
+        hi = rest.split(":")[0]
+        step = int(rest.split(":")[1]) if ":" in rest else 1
+        if not lo.isdigit() or (hi and not hi.isdigit()):
+            return max(total, 1)
+        total += (int(hi) - int(lo)) // step + 1 if hi else 1
+    return total
 
 
 def _submit(

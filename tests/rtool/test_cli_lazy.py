@@ -42,7 +42,7 @@ def test_watch_disk_imports_only_what_it_uses(tmp_path) -> None:
     mods = imported("watch", "disk", str(tmp_path), "--no-notify")
     assert "rtool.commands.watch_cmd" in mods and "notify.config" in mods  # the config schema
     assert not [m for m in mods if m.startswith(("rtool.commands.submit", "jinja2"))]
-    assert not {"slurm_templates.render", "psutil", "runs.sources", "nodes.exclude"} & set(mods)
+    assert not {"psutil", "runs.sources", "nodes.exclude"} & set(mods)
 
 
 def test_a_typo_suggests_the_command(cli) -> None:

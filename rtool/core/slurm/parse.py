@@ -12,7 +12,7 @@ from datetime import datetime
 #: squeue fields, in order; the job name is last so a `|` inside it cannot shift the others.
 SQUEUE_FIELDS: list[tuple[str, str]] = [
     ("job_id", "%i"),
-    ("array_job_id", "%A"),
+    ("array_job_id", "%F"),  # the array's id (%A is a running task's own id)
     ("array_task", "%K"),
     ("state", "%T"),
     ("reason", "%r"),
@@ -52,7 +52,7 @@ class SqueueJob:
     """One line of `squeue -h -o SQUEUE_FORMAT`."""
 
     job_id: str  # as shown: "90", "88_3", "88_[2-10%1]"
-    array_job_id: str  # "88" (equals job_id for plain jobs)
+    array_job_id: str  # "88", also for a running task 88_3 with its own id 91 (= job_id if plain)
     array_task: str | None  # "3", "2-10%1" (pending tasks) or None for plain jobs
     state: str  # RUNNING, PENDING, ...
     reason: str | None  # None when Slurm says "None"
