@@ -12,7 +12,7 @@ from pydantic import Field, create_model, field_validator, model_validator
 
 from notify import channels
 from notify.channels.base import BAD, ChannelSection, StatusName
-from rtool.core.config.types import Duration, Section
+from rtool.core.config.types import Duration, PositiveDuration, Section
 
 __all__ = ["BAD", "ChannelSection", "NotifyBase", "NotifyConfig", "StatusName", "notify_config"]
 
@@ -38,6 +38,10 @@ class NotifyBase(Section):
     max_age: Duration = 2 * 86400.0
     #: How long a run waits for another run that is sending on the same channel.
     lock_timeout: Duration = 30.0
+    #: At most this many send attempts per run, and none started after `run_deadline`: a
+    #: backlog (a long outage) drains over several runs instead of holding one run for hours.
+    max_per_run: int = Field(50, ge=1, le=10000)
+    run_deadline: PositiveDuration = 120.0
     if TYPE_CHECKING:  # the generated channel sections: `notify.email` ...
 
         def __getattr__(self, name: str) -> Any: ...

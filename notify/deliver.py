@@ -14,6 +14,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 from notify.channels import Channel, DeliveryError, Envelope, build
 from notify.config import NotifyConfig
@@ -43,10 +44,26 @@ def flush(
     pending = {item.channel for item in outbox.items()}
     # the fallback channel goes last: it may receive what the others refused permanently
     order = [*sorted(pending - {cfg.fallback}), cfg.fallback]
+    budget = Budget(cfg.max_per_run, time.monotonic() + cfg.run_deadline)
     for name in order:
-        _flush_channel(name, cfg, state, outbox, now, force, report)
+        _flush_channel(name, cfg, state, outbox, now, force, report, budget)
     report.queued = outbox.counts()
     return report
+
+
+@dataclass
+class Budget:
+    """What one run may still send: a number of attempts and a deadline (time.monotonic)."""
+
+    left: int
+    deadline: float
+
+    def why_not(self) -> str | None:
+        if self.left <= 0:
+            return "this run's send limit (max_per_run) is used up; next run"
+        if time.monotonic() >= self.deadline:
+            return "this run's deadline (run_deadline) passed; next run"
+        return None
 
 
 @contextlib.contextmanager
@@ -68,6 +85,7 @@ def _flush_channel(
     now: float,
     force: bool,
     report: Report,
+    budget: Budget,
 ) -> None:
     with _channel_lock(state, name, cfg.lock_timeout) as got:
         items = outbox.items(name)
@@ -76,7 +94,7 @@ def _flush_channel(
                 report.deliveries.append(_row(item, "busy", "another run is sending"))
             return
         if items:
-            _deliver_items(name, items, cfg, state, outbox, now, force, report)
+            _deliver_items(name, items, cfg, state, outbox, now, force, report, budget)
 
 
 def _deliver_items(
@@ -88,6 +106,7 @@ def _deliver_items(
     now: float,
     force: bool,
     report: Report,
+    budget: Budget,
 ) -> None:
     channel: Channel | None = None
     broken: DeliveryError | None = None
@@ -101,6 +120,11 @@ def _deliver_items(
         if not force and item.next_attempt > now:
             report.deliveries += [_row(i, "queued", i.last_error) for i in items[index:]]
             break
+        stop = budget.why_not()
+        if stop:
+            report.deliveries += [_row(i, "queued", stop) for i in items[index:]]
+            break
+        budget.left -= 1
         try:
             if now - item.created > cfg.max_age:
                 age = format_duration(now - item.created)

@@ -15,6 +15,7 @@ from notify.model import Notification
 from notify.outbox import Item, Outbox
 from notify.report import Delivery, Report
 from rtool.core.alert import Alert
+from rtool.core.redact import redact_alert
 from rtool.core.state import StateDir
 
 ALERTS_FILE = "notify/alerts.json"
@@ -31,6 +32,7 @@ def process(
     """Apply per-key alert state to `alerts`, queue what must be sent, then deliver the outbox
     (older items first). `send=False` only queues (a later `flush` delivers)."""
     now = time.time() if now is None else now
+    alerts = [redact_alert(a) for a in alerts]  # secrets never leave in an alert
     report = Report(decisions=queue(alerts, cfg, state, now))
     if send:
         return flush(cfg, state, now, report=report)

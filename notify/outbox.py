@@ -17,9 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from notify.model import Notification
+from rtool.core.safeio import move_aside, read_json_file
 from rtool.core.state import StateDir, atomic_write
 
 log = logging.getLogger(__name__)
+MAX_ITEM_BYTES = 1024 * 1024
 
 
 @dataclass
@@ -71,37 +73,59 @@ class Item:
 
 
 class Outbox:
+    """The outbox folder. When the state dir cannot be written (disk full, read-only), items
+    are kept in memory for this process (`StateDir.unsaved_outbox`), so the alert is still sent
+    this run; the failed write is recorded in `StateDir.problems`."""
+
     def __init__(self, state: StateDir) -> None:
+        self.state = state
         self.dir: Path = state.file("notify", "outbox", "x").parent
-        self.dir.mkdir(mode=0o700, exist_ok=True)
+        with contextlib.suppress(OSError):
+            self.dir.mkdir(mode=0o700, exist_ok=True)
+        memory = getattr(state, "unsaved_outbox", None)
+        if memory is None:
+            memory = {}
+            state.unsaved_outbox = memory  # type: ignore[attr-defined]
+        self.memory: dict[str, Item] = memory
 
     def _path(self, item: Item) -> Path:
         return self.dir / f"{item.id}.json"
 
+    def _write(self, item: Item) -> None:
+        path = self._path(item)
+        try:
+            atomic_write(path, json.dumps(item.to_dict(), sort_keys=True))
+            self.memory.pop(item.id, None)
+        except OSError as exc:
+            self.state.write_failed(path, exc)  # re-raises what is not a disk problem
+            self.memory[item.id] = item
+
     def put(self, item: Item) -> bool:
         """Queue `item` (atomically). False when an item with its id is already queued."""
-        path = self._path(item)
-        if path.exists():
+        if self.contains(item):
             return False
-        atomic_write(path, json.dumps(item.to_dict(), sort_keys=True))
+        self._write(item)
         return True
 
     def update(self, item: Item) -> None:
         """Store the item's new attempt count / backoff (only while it is still queued)."""
-        if self._path(item).exists():
-            atomic_write(self._path(item), json.dumps(item.to_dict(), sort_keys=True))
+        if self.contains(item):
+            self._write(item)
 
     def remove(self, item: Item) -> None:
+        self.memory.pop(item.id, None)
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self._path(item))
 
     def contains(self, item: Item) -> bool:
-        return self._path(item).exists()
+        return item.id in self.memory or os.path.lexists(self._path(item))
 
     def items(self, channel: str | None = None) -> list[Item]:
         """Queued items, oldest first (optionally only those of `channel`)."""
-        out = []
+        out = [i for i in self.memory.values() if channel is None or i.channel == channel]
         for path in self.dir.glob("*.json"):
+            if path.stem in self.memory:
+                continue
             item = self._load(path)
             if item is not None and (channel is None or item.channel == channel):
                 out.append(item)
@@ -109,15 +133,15 @@ class Outbox:
         return out
 
     def _load(self, path: Path) -> Item | None:
+        """The item in `path`; a corrupt one (truncated, binary, wrong type, a folder) is moved
+        aside to `<name>.corrupt-<time>` with a warning, and the others go on."""
+        data = read_json_file(path, MAX_ITEM_BYTES)
+        if data is None:
+            return None  # missing (delivered by another run meanwhile) or moved aside
         try:
-            return Item.from_dict(json.loads(path.read_text()))
-        except FileNotFoundError:
-            return None  # delivered by another run meanwhile
-        except (ValueError, KeyError, TypeError):
-            bad = path.with_suffix(".corrupt")
-            log.error("outbox item %s is unreadable; moved to %s", path.name, bad.name)
-            with contextlib.suppress(OSError):
-                os.replace(path, bad)
+            return Item.from_dict(data)
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            move_aside(path, f"not an outbox item: {type(exc).__name__} {exc}")
             return None
 
     def counts(self) -> dict[str, int]:

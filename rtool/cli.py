@@ -18,6 +18,7 @@ import typer
 from rtool.commands import errors
 from rtool.commands.lazy import LazyGroup
 from rtool.context import AppContext
+from rtool.core import redact
 
 #: Subcommands are loaded on first use (rtool/commands/lazy.py lists them).
 cli = typer.Typer(
@@ -61,6 +62,7 @@ def _global_options(
         stream=sys.stderr,
         force=True,
     )
+    redact.install()  # no secret in any log line
 
 
 def app(argv: list[str] | None = None) -> NoReturn:
@@ -96,8 +98,9 @@ def _passed(exc: BaseException) -> int:
 def _report(exc: BaseException) -> None:
     """One line (a config error lists its problems); the traceback only with --debug."""
     if _DEBUG:
-        traceback.print_exception(type(exc), exc, exc.__traceback__)
+        text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+        typer.echo(redact.redact(text), err=True, nl=False)
     if isinstance(exc, errors.click_exceptions.NoArgsIsHelpError):
         exc.show()  # the group's help
         return
-    typer.echo(errors.message(exc), err=True)
+    typer.echo(redact.redact(errors.message(exc)), err=True)

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from rtool.core import validate
 from rtool.core.proc import ProcError, ProcNotFound, run
 from rtool.core.slurm import Slurm
 from rtool.core.state import StateDir
@@ -49,13 +50,13 @@ def dump_argv(action: Action, slurm: Slurm) -> list[str]:
     processes of that job."""
     if action.pid is not None:
         return [py_spy(), "dump", "--pid", str(action.pid)]
-    ident = str(action.job)
+    ident = validate.job_id(action.job)
     try:
         records = slurm.show_job(ident)
     except ProcError:
         records = []
     record = records[0] if records else {}
-    jobid = record.get("JobId") or ident
+    jobid = validate.job_id(record.get("JobId") or ident)
     script = _JOB_DUMP.format(shlex.quote(py_spy()))
     srun = ["srun", f"--jobid={jobid}", "--overlap", "--ntasks-per-node=1"]
     return [*srun, "sh", "-c", script, "rtool-dump", record.get("JobName", "")]
@@ -70,6 +71,8 @@ def dump_stacks(action: Action, slurm: Slurm, timeout: float) -> str:
         return f"{Path(argv[0]).name} is not installed"
     except ProcError as exc:
         return str(exc)
+    except validate.ArgvError as exc:
+        return f"not dumped: {exc}"
     text = (res.stdout + res.stderr).strip() or f"no output (exit code {res.returncode})"
     return text[-MAX_STACKS:]
 
@@ -91,6 +94,8 @@ def run_action(action: Action, slurm: Slurm, timeout: float) -> tuple[str, str]:
             return "action", f"sent SIG{action.signal} to job {job}"
     except ProcError as exc:
         return "action", f"{action} failed: {exc}"
+    except validate.ArgvError as exc:  # e.g. a heartbeat whose job id is `--state=RUNNING`
+        return "action", f"{action} refused: {exc}"
     return "action", f"unknown action {action}"
 
 

@@ -12,7 +12,9 @@ the log file's activity counts, never older than the job's start.
 
 from __future__ import annotations
 
+import dataclasses
 import glob
+import math
 import os
 import re
 import socket
@@ -35,6 +37,8 @@ from watchdogs.probes import child
 _NON_FINITE = re.compile(r"non[-_ ]?finite|\bnan\b|\binf\b", re.IGNORECASE)
 #: Clock skew allowed between a compute node (heartbeat `started`) and slurmctld (StartTime).
 CLOCK_SKEW = 5.0
+#: A heartbeat `time` further ahead of this host's clock than this is not believed.
+FUTURE_SKEW = 120.0
 
 
 @dataclass
@@ -211,6 +215,20 @@ def _hang_actions(o: LogObservation, hb: Heartbeat | None) -> list[Action]:
 
 
 def check_one(o: LogObservation, now: float) -> CheckResult:
+    """The verdict; a heartbeat time in the future (beyond FUTURE_SKEW, or not finite) is not
+    taken as fresh: the log file's own activity decides, and the result is at least WARNING."""
+    hb = o.heartbeat
+    if hb is None or (math.isfinite(hb.time) and hb.time <= now + FUTURE_SKEW):
+        return _check_one(o, now)
+    ahead = f"{format_duration(hb.time - now)} " if math.isfinite(hb.time) else ""
+    note = f"heartbeat time is {ahead}in the future (clock skew or a forged file); ignored"
+    r = _check_one(dataclasses.replace(o, heartbeat=None), now)
+    status = Status.WARNING if r.status in (Status.OK, Status.UNKNOWN) else r.status
+    fields = {**r.fields, "heartbeat_problem": note}
+    return dataclasses.replace(r, status=status, summary=f"{r.summary}; {note}", fields=fields)
+
+
+def _check_one(o: LogObservation, now: float) -> CheckResult:
     spec, what = o.spec, o.spec.path
     if o.stuck or o.timed_out:
         why = (

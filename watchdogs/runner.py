@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from rtool.core.alert import Status, worst
+from rtool.core.redact import redact, redact_data
 from rtool.core.state import StateDir
 from watchdogs.base import CheckResult, ProbeEnv, SqueueQuery, Watchdog, unknown
 
@@ -94,15 +95,15 @@ def emit(results: list[CheckResult], out: Output, now: float, stream: TextIO) ->
             "time": now,
             "results": [r.to_json() for r in results],
         }
-        stream.write(json.dumps(doc, indent=1) + "\n")
+        stream.write(json.dumps(redact_data(doc), indent=1) + "\n")
     else:
         for r in results:
-            stream.write(r.line + "\n")
+            stream.write(redact(r.line) + "\n")
     stream.flush()
     if out.tee is not None:
         stamp = time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(now))
         with open(out.tee, "a", encoding="utf-8") as fh:
-            fh.writelines(f"{stamp} {r.line}\n" for r in results)
+            fh.writelines(f"{stamp} {redact(r.line)}\n" for r in results)
 
 
 def notify(results: list[CheckResult], cfg: NotifyConfig, state: StateDir, now: float) -> None:
@@ -115,7 +116,7 @@ def notify(results: list[CheckResult], cfg: NotifyConfig, state: StateDir, now: 
     try:
         process([r.to_alert(now) for r in results], cfg, state, now=now)
     except Exception as exc:
-        print(f"rtool: notify failed: {exc}", file=sys.stderr)
+        print(redact(f"rtool: notify failed: {exc}"), file=sys.stderr)
 
 
 def run_watch(
@@ -143,6 +144,8 @@ def run_watch(
     emit(results, out, now, stream or sys.stdout)
     if out.notify and notify_cfg is not None:
         notify(results, notify_cfg, state, now)
+    for problem in state.problems:  # reported, but the verdict stays the checks' own
+        print(f"rtool: state dir problem: {problem} (verdict unchanged)", file=sys.stderr)
     return exit_code(results)
 
 

@@ -28,6 +28,9 @@ class DeliveryError(Exception):
     """
 
     def __init__(self, reason: str, *, permanent: bool, retry_after: float | None = None):
+        from rtool.core.redact import redact
+
+        reason = redact(reason)  # a requests error may quote the webhook URL
         super().__init__(reason)
         self.reason = reason
         self.permanent = permanent

@@ -9,6 +9,7 @@ from pathlib import Path
 import typer
 
 from rtool.context import get_context
+from rtool.core.redact import redact, redact_data
 
 #: Status words coloured on a terminal.
 STYLES = {
@@ -67,12 +68,13 @@ def status(
         cron_dir=cron_dir,
         timeout=limit,
     )
+    data = redact_data(data)  # error texts may quote URLs with tokens
     if as_json:
         typer.echo(json.dumps(data, indent=1, sort_keys=True, default=str))
     elif sys.stdout.isatty():
-        _print_rich(render(data))
+        _print_rich(redact(render(data)))
     else:
-        typer.echo(render(data), nl=False)
+        typer.echo(redact(render(data)), nl=False)
     return 0
 
 

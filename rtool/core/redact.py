@@ -19,7 +19,10 @@ from __future__ import annotations
 import logging
 import re
 import threading
+from dataclasses import replace
 from typing import Any
+
+from rtool.core.alert import Alert
 
 MASK = "***"
 _A = re.ASCII | re.IGNORECASE
@@ -80,6 +83,12 @@ def _pair(m: re.Match[str]) -> str:
     if key.lower().endswith(_NAMING) or m.group(3) == MASK:
         return m.group(0)
     return f"{key}{m.group(2)}{MASK}"
+
+
+def redact_alert(alert: Alert) -> Alert:
+    """The alert with its summary and field values redacted (its key, the identity, is kept)."""
+    fields = {k: redact(v) for k, v in alert.fields.items()}
+    return replace(alert, summary=redact(alert.summary), fields=fields)
 
 
 def redact_data(obj: Any) -> Any:

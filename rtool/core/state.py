@@ -3,13 +3,20 @@
 Created 0700; refused when it is a symlink or not owned by the user. Every write is atomic
 (temp file in the same folder, fsync, rename) and concurrent writers are serialised with
 `StateDir.lock(name)` (an fcntl lock on a file in `locks/`).
+
+State is best effort, never the verdict: a write that fails because the disk is full, over
+quota or read-only is logged and recorded in `StateDir.problems` (the CLI reports them), and
+the caller goes on. A corrupt file (truncated, binary, the wrong JSON type, a folder where a file
+belongs) is moved aside to `<name>.corrupt-<time>` with a warning and read as missing.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import json
+import logging
 import os
 import stat
 import tempfile
@@ -18,6 +25,11 @@ from pathlib import Path
 from typing import Any
 
 from rtool.core.errors import RtoolError
+from rtool.core.safeio import DEFAULT_LIMIT, read_json_file
+
+log = logging.getLogger(__name__)
+#: Write errors that mean "the disk cannot take it", not a bug: recorded, never raised.
+DISK_ERRORS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO, errno.EACCES})
 
 
 class StateDirError(RtoolError):
@@ -53,7 +65,18 @@ class StateDir:
 
     def __init__(self, path: str | Path | None = None) -> None:
         self.path = Path(path).expanduser() if path else default_state_dir()
+        #: State writes that failed (disk full, read-only...): one line each, reported by the CLI.
+        self.problems: list[str] = []
         self._ensure()
+
+    def write_failed(self, target: Path, exc: OSError) -> None:
+        """Record a failed write (raise it again when it is not a disk problem)."""
+        if exc.errno not in DISK_ERRORS:
+            raise exc
+        line = f"cannot write {target}: {exc.strerror}"
+        if line not in self.problems:
+            self.problems.append(line)
+            log.warning("state dir: %s (state not saved; checks and alerts go on)", line)
 
     def _ensure(self) -> None:
         p = self.path
@@ -74,35 +97,54 @@ class StateDir:
     def file(self, *parts: str) -> Path:
         """Path of a file inside the state dir (its folder is created)."""
         target = self.path.joinpath(*parts)
-        target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        try:
+            target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        except OSError as exc:  # full or read-only: the write that follows records it
+            if exc.errno not in DISK_ERRORS:
+                raise
         return target
 
     def write_text(self, rel: str, text: str) -> None:
-        atomic_write(self.file(rel), text)
+        target = self.file(rel)
+        try:
+            atomic_write(target, text)
+        except OSError as exc:
+            self.write_failed(target, exc)
 
     def read_text(self, rel: str, default: str | None = None) -> str | None:
+        from rtool.core.safeio import UnsafeFileError, move_aside, read_bounded
+
+        target = self.path / rel
         try:
-            return (self.path / rel).read_text()
+            return read_bounded(target, DEFAULT_LIMIT, follow=False)
         except FileNotFoundError:
+            return default
+        except UnsafeFileError as exc:
+            move_aside(target, str(exc))
             return default
 
     def write_json(self, rel: str, obj: Any) -> None:
-        atomic_write(self.file(rel), json.dumps(obj, indent=1, sort_keys=True, default=str))
+        self.write_text(rel, json.dumps(obj, indent=1, sort_keys=True, default=str))
 
     def read_json(self, rel: str, default: Any = None) -> Any:
-        text = self.read_text(rel)
-        if text is None:
-            return default
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError:
-            return default
+        """The JSON value in `rel`; `default` when missing. A corrupt file, or one whose type
+        differs from `default`'s (a list where a dict belongs), is moved aside with a warning."""
+        expect = type(default) if isinstance(default, (dict, list)) else object
+        value = read_json_file(self.path / rel, expect=expect)
+        return default if value is None else value
 
     @contextlib.contextmanager
     def lock(self, name: str, *, blocking: bool = True) -> Iterator[bool]:
         """Hold the exclusive lock `name`; yields False (non-blocking) when another holds it."""
         path = self.file("locks", f"{name}.lock")
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        except OSError as exc:
+            if exc.errno not in DISK_ERRORS:
+                raise
+            self.write_failed(path, exc)  # no lock file possible: go on unserialised
+            yield True
+            return
         try:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))

@@ -145,8 +145,10 @@ def _table_start(lines: list[str], table: list[str]) -> int | None:
 def redacted(config: BaseModel) -> dict[str, Any]:
     """The effective config as plain data. Secrets are only ever named, never stored; any field
     whose name says it holds a secret value (not the name of its env var or file) is masked."""
+    from rtool.core.redact import redact_data
+
     data = config.model_dump(mode="json")
-    return _mask(data)
+    return redact_data(_mask(data))  # also tokens inside URLs (webhook paths, query strings)
 
 
 _SECRETISH = re.compile(r"(password|token|secret|webhook_url)$")

@@ -72,9 +72,12 @@ def resolve_secret(env: str | None, file: str | None, what: str) -> str | None:
 
     Returns None when neither is set. Never puts the secret itself in an error message.
     """
+    from rtool.core.redact import register_secret
+
     if env:
         value = os.environ.get(env)
         if value:
+            register_secret(value)
             return value
         if not file:
             raise SecretError(f"{what}: environment variable {env} is not set")
@@ -89,5 +92,12 @@ def resolve_secret(env: str | None, file: str | None, what: str) -> str | None:
                 f"{what}: secret file {path} is readable by others "
                 f"(mode {stat.S_IMODE(st.st_mode):04o}); run: chmod 600 {path}"
             )
-        return path.read_text().strip()
+        from rtool.core.safeio import UnsafeFileError, read_bounded
+
+        try:
+            value = read_bounded(path, 64 * 1024).strip()
+        except (OSError, UnsafeFileError) as exc:
+            raise SecretError(f"{what}: cannot read secret file {path}: {exc}") from None
+        register_secret(value)
+        return value
     return None
