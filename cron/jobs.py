@@ -122,7 +122,10 @@ def _refuse(result: Scan, name: str, path: Path) -> bool:
     """Record (and return True for) a job file that is not the user's or root's alone: owned by
     someone else, or writable by group or others (they could make it run anything as you)."""
     try:
-        problem = trust_problem(path, path.lstat()) or trust_problem(path)
+        link = path.lstat()
+        problem = trust_problem(path)
+        if problem is None and stat.S_ISLNK(link.st_mode) and link.st_uid not in (os.getuid(), 0):
+            problem = f"it is a symlink owned by uid {link.st_uid}"
     except OSError as exc:
         problem = f"cannot stat it: {exc.strerror}"
     if problem is None:

@@ -12,6 +12,7 @@ from typing import Any
 
 from cron.jobs import Job
 from rtool.core.proc import ProcError, ProcTimeout, run
+from rtool.core.safeio import UnsafeFileError, read_bounded
 from rtool.core.slurm import Slurm, SlurmError
 
 log = logging.getLogger(__name__)
@@ -101,8 +102,8 @@ def submit(job: Job, root: Path, slurm: Slurm) -> JobResult:
     start = time.time()
     args = []
     try:
-        own_output = bool(_OUTPUT_RE.search(job.path.read_text(errors="replace")))
-    except OSError:
+        own_output = bool(_OUTPUT_RE.search(read_bounded(job.path, 1024 * 1024)))
+    except (OSError, UnsafeFileError):
         own_output = False
     logfile = None
     if not own_output:

@@ -32,7 +32,22 @@ class KeyState:
     def from_dict(cls, data: Any) -> KeyState:
         if not isinstance(data, dict):
             return cls()
-        return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})
+        state = cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})
+        return state if state._well_typed() else cls()  # a corrupt entry starts afresh
+
+    def _well_typed(self) -> bool:
+        num = (int, float)
+        return (
+            all(isinstance(v, str) for v in (self.status, self.incident, self.summary))
+            and all(
+                isinstance(v, int) and not isinstance(v, bool)
+                for v in (self.failures, self.version)
+            )
+            and all(v is None or isinstance(v, num) for v in (self.since, self.last_sent))
+            and (self.notified is None or isinstance(self.notified, str))
+            and isinstance(self.channels, list)
+            and all(isinstance(c, str) for c in self.channels)
+        )
 
 
 @dataclass

@@ -10,11 +10,15 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from rtool.core.safeio import UnsafeFileError, read_bounded
 from slurm_templates import specs
 from slurm_templates.batchfile import BatchScript, override, parse_batch_script
 from slurm_templates.config import SubmitConfig, SwitchesConfig
 from slurm_templates.request import SubmitRequest, Use, declared, overridden_sbatch
 from slurm_templates.training import TrainingJob
+
+#: A training or batch script larger than this is not a script.
+MAX_SCRIPT = 4 * 1024 * 1024
 
 BATCH_SUFFIXES = (".slurm", ".sbatch", ".sh", ".bash")
 
@@ -46,7 +50,9 @@ def build_job(req: SubmitRequest, cfg: SubmitConfig, sw: SwitchesConfig, cwd: Pa
     """The validated job for a request (raises SpecError with one line)."""
     path = req.script if req.script.is_absolute() else cwd / req.script
     try:
-        text = path.read_text()
+        text = read_bounded(path, MAX_SCRIPT)
+    except UnsafeFileError as exc:
+        raise specs.SpecError(str(exc)) from None
     except OSError as exc:
         raise specs.SpecError(f"cannot read {req.script}: {exc.strerror}") from None
     batch = parse_batch_script(text, str(req.script)) if is_batch_script(path, text) else None

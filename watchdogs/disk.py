@@ -92,6 +92,7 @@ def _run_quota(o: DiskObservation) -> None:
 
     cmd = o.spec.quota_cmd
     argv = shlex.split(cmd) if isinstance(cmd, str) else list(cmd or [])
+    res = None
     try:
         res = run(argv, timeout=o.timeout, check=False)
         o.quota = parse_quota(o.spec.quota_format, res.stdout)
@@ -101,6 +102,9 @@ def _run_quota(o: DiskObservation) -> None:
         o.quota_error = str(exc)
     except QuotaParseError as exc:
         o.quota_error = f"cannot read quota output: {exc}"
+        if res is not None and res.returncode != 0:  # a failed command: say so, with its words
+            said = (res.stderr.strip().splitlines() or ["no message"])[-1][:200]
+            o.quota_error = f"quota command exited {res.returncode}: {said}"
 
 
 def _record(env: ProbeEnv, probed: list[DiskObservation]) -> None:

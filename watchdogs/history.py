@@ -37,12 +37,17 @@ def append_many(
             rel = f"watch/{folder}/{slug(what)}.json"
             data: Any = state.read_json(rel, {})
             samples = data.get("samples", []) if isinstance(data, dict) else []
-            samples = [s for s in samples if isinstance(s, dict) and "t" in s]
+            samples = samples if isinstance(samples, list) else []
+            samples = [s for s in samples if isinstance(s, dict) and _number(s.get("t"))]
             samples.append(sample)
             samples = [s for s in samples if s["t"] >= sample["t"] - windows[what]][-2000:]
             state.write_json(rel, {"what": what, "samples": samples})
             out[what] = samples
     return out
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value
 
 
 def read_all(state: StateDir, folder: str) -> dict[str, list[dict[str, float]]]:
@@ -52,13 +57,14 @@ def read_all(state: StateDir, folder: str) -> dict[str, list[dict[str, float]]]:
         data: Any = state.read_json(str(path.relative_to(state.path)), {})
         if isinstance(data, dict) and isinstance(data.get("what"), str):
             samples = data.get("samples", [])
-            out[data["what"]] = [s for s in samples if isinstance(s, dict) and "t" in s]
+            samples = samples if isinstance(samples, list) else []
+            out[data["what"]] = [s for s in samples if isinstance(s, dict) and _number(s.get("t"))]
     return out
 
 
 def slope(samples: list[dict[str, float]], key: str) -> float | None:
     """Least-squares rate of change of `key` per second, or None with fewer than 2 points."""
-    points = [(s["t"], s[key]) for s in samples if key in s]
+    points = [(s["t"], s[key]) for s in samples if _number(s.get(key))]
     if len(points) < 2:
         return None
     n = len(points)

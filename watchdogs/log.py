@@ -155,7 +155,7 @@ def parse_heartbeat(raw: Any) -> tuple[Heartbeat | None, str | None]:
     if raw is None:
         return None, None
     if isinstance(raw, dict) and raw.get("_invalid"):
-        return None, "heartbeat: not JSON"
+        return None, f"heartbeat: {raw.get('why') or 'not JSON'}"
     try:
         return Heartbeat.from_dict(raw), None
     except HeartbeatFormatError as exc:

@@ -39,9 +39,19 @@ def _num(token: str) -> tuple[int, bool, bool]:
     over = token.endswith("*")
     inaccurate = token.startswith("[")
     raw = token.strip("[]*")
-    if not raw.isdigit():
+    if not _DIGITS.fullmatch(raw):
         raise QuotaParseError(f"not a number in quota output: {token!r}")
     return int(raw), over, inaccurate
+
+
+_DIGITS = re.compile(r"[0-9]{1,20}", re.ASCII)
+
+
+def _count(token: str) -> int:
+    """A file count: ASCII digits only (full-width digits, signs and `nan` are refused)."""
+    if not _DIGITS.fullmatch(token):
+        raise ValueError(f"not a count: {token!r}")
+    return int(token)
 
 
 def _limit(*values: int) -> int | None:
@@ -94,10 +104,10 @@ def parse_mmlsquota(text: str) -> Quota:
             continue
         row = dict(zip(header, parts, strict=False))
         try:
-            used = int(row["blockUsage"]) + int(row.get("blockInDoubt") or 0)
-            limit = _limit(int(row["blockLimit"]), int(row["blockQuota"]))
-            files = int(row["filesUsage"]) + int(row.get("filesInDoubt") or 0)
-            files_limit = _limit(int(row["filesLimit"]), int(row["filesQuota"]))
+            used = _count(row["blockUsage"]) + _count(row.get("blockInDoubt") or "0")
+            limit = _limit(_count(row["blockLimit"]), _count(row["blockQuota"]))
+            files = _count(row["filesUsage"]) + _count(row.get("filesInDoubt") or "0")
+            files_limit = _limit(_count(row["filesLimit"]), _count(row["filesQuota"]))
         except (KeyError, ValueError) as exc:
             raise QuotaParseError(f"mmlsquota -Y row without a valid {exc}") from None
         return Quota(
@@ -110,7 +120,7 @@ def parse_mmlsquota(text: str) -> Quota:
     raise QuotaParseError("mmlsquota -Y output has no HEADER row and data row")
 
 
-_WORD = re.compile(r"(\w+)=(\S+)")
+_WORD = re.compile(r"(\w+)=(\S+)", re.ASCII)
 
 
 def parse_simple(text: str) -> Quota:
@@ -122,8 +132,8 @@ def parse_simple(text: str) -> Quota:
     try:
         used = parse_size(values["used"])
         limit = parse_size(values["limit"]) if "limit" in values else None
-        files = int(values["files"]) if "files" in values else None
-        files_limit = int(values["files_limit"]) if "files_limit" in values else None
+        files = _count(values["files"]) if "files" in values else None
+        files_limit = _count(values["files_limit"]) if "files_limit" in values else None
     except (UnitError, ValueError) as exc:
         raise QuotaParseError(f"bad value in quota output: {exc}") from None
     return Quota(used=used, limit=limit or None, files=files, files_limit=files_limit or None)

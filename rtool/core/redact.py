@@ -61,9 +61,16 @@ _lock = threading.Lock()
 
 def register_secret(value: str | None) -> None:
     """Mask this exact value wherever it appears from now on (values of 4+ characters)."""
-    if value and len(value) >= 4:
-        with _lock:
-            _known.add(value)
+    if not value or len(value) < 4:
+        return
+    parts = {value}
+    if "://" in value:  # a URL secret: error texts often quote only its path or query
+        from urllib.parse import urlsplit
+
+        url = urlsplit(value)
+        parts |= {p for p in (url.path, url.query, url.password or "") if len(p) >= 8}
+    with _lock:
+        _known.update(parts)
 
 
 def redact(text: object) -> str:

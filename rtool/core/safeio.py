@@ -167,8 +167,10 @@ def check_trusted(path: str | os.PathLike[str], what: str) -> None:
     """Raise UnsafeFileError naming `what` when `path` (or the file a symlink points to, and the
     symlink itself) is not trustworthy."""
     problem = trust_problem(path)
-    if problem is None and os.path.islink(path):
-        problem = trust_problem(path, os.lstat(path))
+    if problem is None and os.path.islink(path):  # a link's own mode means nothing; its owner
+        owner = os.lstat(path).st_uid
+        if owner not in (os.getuid(), 0):
+            problem = f"it is a symlink owned by uid {owner}, not by you or root"
     if problem:
         raise UnsafeFileError(f"refusing {what} {path}: {problem}")
 

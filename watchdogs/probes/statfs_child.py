@@ -13,6 +13,7 @@ only this process, never rtool's caller (`rtool watch disk ... | tee -a train.lo
 """
 
 import os
+import stat
 import sys
 import threading
 
@@ -77,13 +78,24 @@ def _newest(pattern):
 
 
 def _read_json(path, limit=65536):
+    """A FIFO or device never blocks this (O_NONBLOCK, regular files only); at most `limit`."""
     import json
 
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY
     try:
-        with open(path, "rb") as fh:
-            data = fh.read(limit)
+        fd = os.open(path, flags)
     except OSError:
         return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return {"_invalid": True, "why": "not a regular file"}
+        data = os.read(fd, limit + 1)
+    except OSError as exc:
+        return {"_invalid": True, "why": exc.strerror}
+    finally:
+        os.close(fd)
+    if len(data) > limit:
+        return {"_invalid": True, "why": f"larger than {limit} bytes"}
     try:
         value = json.loads(data)
     except ValueError:
