@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import stat
 from dataclasses import dataclass, field
@@ -23,6 +24,7 @@ _QUIET_SUFFIXES = (".example", ".disabled", ".bak", ".swp", ".orig", "~", ".md",
 
 Kind = Literal["exec", "slurm", "line"]
 MAX_CRONTAB = 1024 * 1024
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -138,6 +140,9 @@ def _refuse(result: Scan, name: str, path: Path) -> bool:
 def _entries(folder: Path) -> list[Path]:
     try:
         names = sorted(os.listdir(folder))
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    except OSError as exc:  # unreadable: its jobs cannot run, say why
+        log.warning("cannot list %s: %s", folder, exc.strerror)
         return []
     return [folder / n for n in names if not quietly_ignored(n)]

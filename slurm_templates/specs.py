@@ -52,6 +52,11 @@ def validate_job_name(name: str) -> str:
         raise SpecError("job name is empty")
     if len(name) > MAX_NAME:
         raise SpecError(f"job name is longer than {MAX_NAME} characters")
+    if name.strip().startswith("-") or "," in name:
+        raise SpecError(
+            f"job name {name!r} may not start with '-' or contain a comma "
+            "(squeue/scancel --name would read it as an option or a list)"
+        )
     return check_text(name, "job name")
 
 

@@ -53,8 +53,9 @@ SIGNALS = frozenset(
 )
 
 
-class ArgvError(RtoolError):
-    """A value that may not reach a command's argv. Exit code 2 (bad input)."""
+class ArgvError(RtoolError, ValueError):
+    """A value that may not reach a command's argv. Exit code 2 (bad input); a ValueError too,
+    so callers that catch ValueError from a validator keep working."""
 
     exit_code = 2
 

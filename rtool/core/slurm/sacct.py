@@ -17,6 +17,7 @@ from rtool.core.slurm.parse import (
     expand_hostlist,
     parse_slurm_timestamp,
 )
+from rtool.core.validate import ArgvError
 
 #: sacct fields, in order; the job name is last so a `|` inside it cannot shift the others.
 SACCT_FIELDS: tuple[str, ...] = (
@@ -68,14 +69,14 @@ class SacctRecord:
 def validate_job_id(job_id: str) -> str:
     """A job id fit for argv: `15` or `12_3` (anything else raises ValueError)."""
     if not isinstance(job_id, str) or not _JOB_ID.fullmatch(job_id):
-        raise ValueError(f"not a Slurm job id: {job_id!r}")
+        raise ArgvError(f"not a Slurm job id: {job_id!r}")
     return job_id
 
 
 def validate_name(name: str) -> str:
     """A job name fit for a `--name=a,b` argument (no leading '-', no comma, no newline)."""
     if not name or name.startswith("-") or "," in name or any(c in name for c in "\n\r\0"):
-        raise ValueError(f"not a usable job name: {name!r}")
+        raise ArgvError(f"not a usable job name: {name!r}")
     return name
 
 
