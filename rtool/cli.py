@@ -103,4 +103,4 @@ def _report(exc: BaseException) -> None:
     if isinstance(exc, errors.click_exceptions.NoArgsIsHelpError):
         exc.show()  # the group's help
         return
-    typer.echo(redact.redact(errors.message(exc)), err=True)
+    typer.echo(errors.message(exc), err=True)  # already redacted
