@@ -1,0 +1,184 @@
+"""A 2-node DDP training (torchrun, gloo, CPU, one process per node) on the local 3-node cluster,
+submitted with `rtool submit --nodes 2 --launcher "torchrun ..."` as an array:
+
+- the time-limit signal reaches the ranks on both nodes, every rank saves at the same step and
+  the next array task resumes at the next step;
+- a node fails in the middle of an attempt: the task is requeued on the two nodes left, resumes
+  from its last checkpoint, loses at most the steps since it, and the training completes;
+- every step is trained exactly once, apart from the steps lost to the failure.
+Prints the steps lost and the time from the failure to training again.
+"""
+
+from __future__ import annotations
+
+import re
+import socket
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from rtool.core.slurm import Slurm
+from rtool.testing import localslurm
+from tests.e2e.conftest import RtoolRun
+from tests.helpers import wait_for
+
+DDP = Path(__file__).with_name("ddp_toy.py")
+# Slurm 22.05 sends a --signal=SIG@LEAD at its periodic check (every 30 s) once the job is
+# within LEAD + 30 s of its end: with --time 2 and B:USR1@60 it comes 30..60 s into an attempt.
+# So the node failure (25 steps into the first attempt) comes first, the next attempt is
+# stopped by the signal (600 steps, ~65 s of training, cannot end before it) and the third
+# (sometimes a fourth) completes.
+STEPS = 600
+CKPT_EVERY = 20
+LINE = re.compile(r"(\w+)=(\S+)")
+
+
+@dataclass(frozen=True)
+class Line:
+    kind: str  # "step", "saved" or "signal"
+    step: int
+    rank: int
+    node: str
+    attempt: tuple[str, str]  # (array task, restart count)
+    reason: str
+    t: float
+
+
+def read(path: Path) -> list[Line]:
+    if not path.exists():
+        return []
+    out = []
+    for text in path.read_text().splitlines():
+        f = dict(LINE.findall(text))
+        kind = next(iter(f), "")
+        out.append(
+            Line(
+                kind=kind,
+                step=int(f[kind]) if f.get(kind, "").isdigit() else -1,
+                rank=int(f["rank"]),
+                node=f["node"],
+                attempt=(f["task"], f["restart"]),
+                reason=f.get("reason", ""),
+                t=float(f.get("t", "0")),
+            )
+        )
+    return out
+
+
+@pytest.fixture
+def victim_back(slurm_cluster: localslurm.Cluster) -> Iterator[list[str]]:
+    failed: list[str] = []
+    yield failed
+    for name in failed:
+        slurm_cluster.revive_node(name, timeout=60)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.mark.slurm
+@pytest.mark.timeout(420)
+def test_two_node_ddp_survives_time_limits_and_a_node_failure(
+    tmp_path: Path,
+    rtool: RtoolRun,
+    slurm: Slurm,
+    slurm_cluster: localslurm.Cluster,
+    job_name: str,
+    victim_back: list[str],
+) -> None:
+    (tmp_path / "rtool.toml").write_text(f'[state]\ndir = "{tmp_path / "state"}"\n')
+    run = tmp_path / "run"
+    run.mkdir()
+    torchrun = Path(sys.executable).with_name("torchrun")
+    launcher = (
+        f"{torchrun} --nnodes 2 --nproc-per-node 1 --rdzv-backend c10d "
+        f"--rdzv-endpoint 127.0.0.1:{_free_port()} --rdzv-id {job_name}"
+    )
+    env = {
+        "DDP_DIR": str(run),
+        "DDP_STEPS": str(STEPS),
+        "DDP_STEP_SECONDS": "0.1",
+        "DDP_CKPT_EVERY": str(CKPT_EVERY),
+        "OMP_NUM_THREADS": "1",
+    }
+    job = rtool(
+        *("submit", str(DDP), "--job-name", job_name, "--nodes", "2", "--launcher", launcher),
+        *("--array", "1-8%1", "--time", "0:02:00", "--signal", "B:USR1@60", "--requeue"),
+        *("--exit-before-end", "off", "--parsable"),
+        env=env,
+    ).stdout.strip()
+
+    # Fail a node of the attempt that runs once it has trained 25 steps past its start.
+    def attempt_underway() -> tuple[tuple[str, str], str, int] | None:
+        lines = read(run / "steps-1.log")
+        if not lines:
+            return None
+        cur = lines[-1].attempt
+        mine = [ln for ln in lines if ln.attempt == cur]
+        stopped = any(s.attempt == cur and s.reason != "periodic" for s in read(run / "saves.log"))
+        if len(mine) >= 25 and not stopped:
+            return cur, mine[-1].node, mine[-1].step
+        return None
+
+    failed_attempt, victim, _ = wait_for(attempt_underway, 150, 0.2, "an attempt 25 steps in")  # type: ignore[misc]
+    victim_back.append(victim)
+    t_fail = time.time()
+    slurm_cluster.fail_node(victim, "rtool test: node failure mid-run")
+    wait_for(
+        lambda: not slurm.squeue(names=[job_name], states="PENDING,RUNNING,REQUEUED"),
+        240,
+        1,
+        "the array to finish",
+    )
+    steps = {r: read(run / f"steps-{r}.log") for r in (0, 1)}
+    saves, signals = read(run / "saves.log"), read(run / "signals.log")
+
+    # The failed attempt: its last checkpoint, the steps trained after it (lost), and the attempt
+    # after it, which resumes right after the checkpoint on nodes without the failed one.
+    ckpt = max(s.step for s in saves if s.attempt == failed_attempt and s.rank == 0)
+    lost = sorted({ln.step for ln in steps[0] if ln.attempt == failed_attempt and ln.step > ckpt})
+    after = [
+        ln for r in (0, 1) for ln in steps[r] if ln.attempt != failed_attempt and ln.t > t_fail
+    ]
+    after.sort(key=lambda ln: ln.t)
+    assert after and after[0].step == ckpt + 1
+    assert victim not in {ln.node for ln in after}
+    assert len(lost) <= CKPT_EVERY
+    print(
+        f"\nnode {victim} failed {len(lost)} step(s) after the checkpoint at step "
+        f"{ckpt}: {len(lost)} step(s) lost; training again {after[0].t - t_fail:.1f} s after "
+        f"the failure, on {sorted({ln.node for ln in after})}"
+    )
+
+    # Every step exactly once on every rank, the lost ones apart (they ran twice).
+    for r in (0, 1):
+        once = [ln.step for ln in steps[r] if not (ln.attempt == failed_attempt and ln.step > ckpt)]
+        assert sorted(once) == list(range(STEPS)), f"rank {r}"
+        assert len(once) == STEPS
+
+    # The time-limit signal: in some attempt both ranks got USR1 on their own node, both saved at
+    # the same step, and the next attempt started at the next step.
+    stops = [s for s in saves if s.reason == "stop"]
+    by_attempt = {s.attempt for s in stops}
+    assert by_attempt, f"no signal stop: {saves}"
+    for att in by_attempt:
+        got = {(s.rank, s.node) for s in signals if s.attempt == att}
+        assert {r for r, _ in got} == {0, 1} and len({n for _, n in got}) == 2, got
+        at = {s.step for s in stops if s.attempt == att}
+        assert len(at) == 1 and {s.rank for s in stops if s.attempt == att} == {0, 1}
+        [saved] = at
+        nxt = [ln for ln in steps[0] if ln.step == saved + 1]
+        assert nxt and nxt[0].attempt != att, f"step {saved + 1} not resumed by another attempt"
+
+    # Accounting saw it: the NODE_FAIL attempt on the failed node, then the rest on the others.
+    recs = slurm.sacct(job_ids=[job])
+    fails = [r for r in recs if r.state == "NODE_FAIL"]
+    assert fails and victim in fails[0].nodes, recs
+    assert {r.state for r in recs} >= {"NODE_FAIL", "COMPLETED"}
