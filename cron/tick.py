@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from cron import chain, crontab, slots
+from cron import chain, crontab, outcomes, slots
 from cron.cleanup import remove_old_logs
 from cron.jobs import Job, Refused, Scan, scan
-from cron.runner import JobResult, run_job, slurm_outcome
+from cron.runner import JobResult, run_job
 from cron.store import CronStore
 from rtool.core.alert import Alert, AlertKey, Status
 from rtool.core.slurm import Slurm, SlurmError
@@ -201,33 +201,23 @@ def record(data: dict[str, Any], result: JobResult) -> None:
 def _check_submitted(
     env: TickEnv, store: CronStore, data: dict[str, Any], report: TickReport
 ) -> None:
-    """Record the outcome of `*.slurm` jobs submitted by earlier ticks, once they end."""
-    for job_id, info in list(data["slurm_jobs"].items()):
+    """Record the outcome of `*.slurm` jobs submitted by earlier ticks, once they end (from
+    sacct when the cluster has accounting; see cron/outcomes.py)."""
+    tracked = data["slurm_jobs"]
+    started = {j: float(info.get("start") or 0.0) for j, info in tracked.items()}
+    for job_id, found in outcomes.resolve(env.slurm, list(tracked), started, time.time()).items():
+        info = tracked.pop(job_id)
         name = str(info.get("name", "?"))
-        try:
-            records = env.slurm.show_job(job_id)
-        except SlurmError as exc:
-            log.warning("cannot check job %s of %s: %s", job_id, name, exc)
-            continue
-        if not records:  # gone from slurmctld's memory before we looked: no alert either way
-            outcome = {"job_id": job_id, "status": "unknown", "exit_code": None}
+        if found.status == "unknown":  # no alert either way
+            log.warning("outcome of %s (job %s) unknown: %s", name, job_id, found.why)
         else:
-            found = slurm_outcome(records[0])
-            if found is None:
-                continue  # still pending or running
-            status, code = found
-            outcome = {"job_id": job_id, "status": status, "exit_code": code}
-            result = JobResult(name, "slurm", status, float(info.get("start") or 0.0), 0.0, code)
-            result.log, result.job_id = info.get("log"), job_id
-            result.message = f"Slurm job {job_id} {records[0].get('JobState', '?')}"
-            if code:
-                result.message += f", exit code {code}"
+            result = JobResult(name, "slurm", found.status, started[job_id], 0.0, found.exit_code)
+            result.log, result.job_id, result.message = info.get("log"), job_id, found.message
             report.alerts.append(job_alert(result, env.root))
         entry = data["jobs"].setdefault(name, {"name": name, "kind": "slurm"})
-        entry["last_outcome"] = outcome
+        entry["last_outcome"] = found.as_dict()
         if entry.get("job_id") == job_id:
-            entry.update(status=outcome["status"], exit_code=outcome["exit_code"])
-        del data["slurm_jobs"][job_id]
+            entry.update(status=found.status, exit_code=found.exit_code)
 
 
 def job_alert(result: JobResult, root: Path) -> Alert:
