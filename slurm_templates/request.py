@@ -134,7 +134,8 @@ class SubmitRequest:
     )
     signal: str | None = option(
         "--signal",
-        help="[B:][R:]SIG@SECONDS before the time limit (default B:USR1@600).",
+        help="[B:][R:]SIG@SECONDS before the time limit (default B:USR1@600, a shorter lead "
+        "for a short --time).",
         sbatch="signal",
         config="signal",
     )

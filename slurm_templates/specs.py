@@ -185,6 +185,20 @@ def _slurm_seconds(text: str) -> int | None:
     return None if seconds is None else int(seconds)
 
 
+#: Slurm checks signal times periodically: a signal may come up to about a minute late.
+SIGNAL_SLACK = 60
+
+
+def default_signal_lead(limit: int | None, wanted: int) -> int:
+    """The lead of the built-in default signal for a time limit of `limit` seconds: `wanted`
+    (600 s) when the limit allows it, else a quarter of the limit but at least the minute Slurm
+    may be late, and always shorter than the limit (half of it for a limit of a minute or less)."""
+    if limit is None or wanted < limit // 2:
+        return wanted
+    lead = min(wanted, max(SIGNAL_SLACK, limit // 4))
+    return lead if lead < limit else max(1, limit // 2)
+
+
 def time_seconds(spec: str) -> int | None:
     """Seconds of a validated time limit, None for UNLIMITED."""
     norm = validate_time(spec)

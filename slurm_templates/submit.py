@@ -6,6 +6,7 @@ Precedence: command line > the script's own `#SBATCH` lines > the `[submit]` con
 
 from __future__ import annotations
 
+import dataclasses
 import shlex
 from pathlib import Path
 from typing import Any
@@ -62,13 +63,16 @@ def build_job(req: SubmitRequest, cfg: SubmitConfig, sw: SwitchesConfig, cwd: Pa
         return cli or own.get(name) or config
 
     array = pick(req.array, "array", cfg.array)
+    time = pick(req.time, "time", cfg.time)
+    explicit = req.signal or own.get("signal") or ("signal" in cfg.model_fields_set)
     signal = pick(req.signal, "signal", cfg.signal)
+    spec, notes = _signal(signal, time, bool(explicit))
     more_sbatch, more_env = _declared_extras(req, own, cfg)
     sbatch_lines, setup_lines = _split_extra(cfg.extra_lines)
     job_name = pick(req.job_name, "job-name") or path.stem
     job = TrainingJob(
         job_name=job_name,
-        time=pick(req.time, "time", cfg.time),
+        time=time,
         partition=pick(req.partition, "partition", cfg.partition),
         account=pick(req.account, "account", cfg.account),
         output=None if "output" in own else _output(job_name, array),
@@ -83,7 +87,8 @@ def build_job(req: SubmitRequest, cfg: SubmitConfig, sw: SwitchesConfig, cwd: Pa
         body=batch.body if batch else None,
         header_lines=_header(batch, req, more_sbatch) if batch else [],
         array=array,
-        signal=specs.validate_signal(signal) if signal else None,
+        signal=spec,
+        notes=notes,
         requeue=_requeue(req.requeue, own, cfg),
         dependency=f"afterany:{specs.validate_job_id(req.after)}" if req.after else None,
         max_requeues=cfg.max_requeues if req.max_requeues is None else req.max_requeues,
@@ -95,6 +100,28 @@ def build_job(req: SubmitRequest, cfg: SubmitConfig, sw: SwitchesConfig, cwd: Pa
     for arg in req.extra_args:
         specs.check_text(arg, "sbatch argument")
     return job
+
+
+def _signal(
+    signal: str | None, time: str | None, explicit: bool
+) -> tuple[specs.SignalSpec | None, list[str]]:
+    """The warning signal; the built-in default's lead shrinks to fit a short time limit (and
+    says so), while a lead the user chose is kept (and refused by TrainingJob if it cannot work)."""
+    if not signal:
+        return None, []
+    spec = specs.validate_signal(signal)
+    limit = specs.time_seconds(time) if time else None
+    if explicit or limit is None:
+        return spec, []
+    lead = specs.default_signal_lead(limit, spec.lead)
+    if lead == spec.lead:
+        return spec, []
+    chosen = dataclasses.replace(spec, lead=lead)
+    note = (
+        f"the time limit {time} is short: the warning signal comes {lead} s before it "
+        f"({chosen.sbatch()}) instead of the default {spec.lead} s; --signal chooses another"
+    )
+    return chosen, [note]
 
 
 def _requeue(given: bool | None, own: dict[str, str | None], cfg: SubmitConfig) -> bool | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
 
@@ -53,6 +54,8 @@ class TrainingJob(SlurmJob):
     #: The pre-flight command (argv) run before training, or None (nodes.preflight).
     preflight: list[str] | None = None
     template: str = "training.slurm.j2"
+    #: What rtool chose for the user (e.g. a shorter default signal lead), said on stderr.
+    notes: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -107,9 +110,11 @@ class TrainingJob(SlurmJob):
             return
         limit = specs.time_seconds(self.time)
         if limit is not None and self.signal.lead >= limit:
+            fits = specs.default_signal_lead(limit, self.signal.lead)
+            hint = dataclasses.replace(self.signal, lead=fits).sbatch()
             raise specs.SpecError(
                 f"signal lead time {self.signal.lead}s is not shorter than the time limit "
-                f"{self.time}: the signal would come at the start"
+                f"{self.time}: the signal would come at the start (e.g. --signal {hint})"
             )
 
     def _validate_requeue(self) -> None:

@@ -35,6 +35,8 @@ def submit(ctx: typer.Context, **given: Any) -> int:
     if req.after and req.after_name:
         raise UsageError("give --after or --after-name, not both")
     job = _build(app_ctx, req)
+    for note in job.notes:
+        typer.echo(f"rtool: {note}", err=True)
     if req.preflight:
         job.preflight = preflight_argv(app_ctx, job)
     if req.exclude_suspects:

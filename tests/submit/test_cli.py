@@ -122,3 +122,47 @@ def test_stop_and_save_touch_group_writable_switches(cli: Cli, run_dir: Path) ->
         os.umask(old)
     res = cli("stop", "--cancel-pending")
     assert res.code == 2 and "--job-name" in res.err
+
+
+def _signal_line(out: str) -> str:
+    return next(ln for ln in out.splitlines() if ln.startswith("#SBATCH --signal="))
+
+
+@pytest.mark.parametrize(
+    ("time", "signal"),
+    [
+        ("0:05:00", "B:USR1@75"),  # a quarter of the limit
+        ("3", "B:USR1@60"),  # at least the minute Slurm may be late
+        ("1", "B:USR1@30"),  # a one-minute limit: half of it
+        ("20:00", "B:USR1@300"),  # the default lead would take half the limit
+        ("30:00", "B:USR1@600"),  # the default fits
+    ],
+)
+def test_the_default_signal_adapts_to_a_short_time_limit_and_says_so(
+    cli: Cli, run_dir: Path, time: str, signal: str
+) -> None:
+    res = cli("submit", "train.py", "--time", time, "--dry-run")
+    assert res.code == 0, res.err
+    assert _signal_line(res.out) == f"#SBATCH --signal={signal}"
+    if signal.endswith("@600"):
+        assert "warning signal" not in res.err
+    else:
+        assert f"the warning signal comes {signal.split('@')[1]} s before it ({signal})" in res.err
+
+
+def test_a_lead_the_user_chose_is_kept_or_refused_never_changed(
+    cli: Cli, run_dir: Path, tmp_path: Path
+) -> None:
+    res = cli("submit", "train.py", "--time", "0:05:00", "--signal", "B:USR1@600", "--dry-run")
+    assert res.code == 2 and "not shorter than the time limit" in res.err
+    assert "--signal B:USR1@75" in res.err  # what would work
+    res = cli("submit", "train.py", "--time", "0:05:00", "--signal", "B:USR1@200", "--dry-run")
+    assert res.code == 0 and _signal_line(res.out) == "#SBATCH --signal=B:USR1@200"
+    cfg = tmp_path / "rtool.toml"
+    cfg.write_text('[submit]\nsignal = "B:USR1@600"\n')
+    res = cli("--config", str(cfg), "submit", "train.py", "--time", "0:05:00", "--dry-run")
+    assert res.code == 2 and "not shorter than the time limit" in res.err
+    job = run_dir / "job.slurm"
+    job.write_text("#!/bin/bash\n#SBATCH --time=0:05:00\n#SBATCH --signal=B:USR1@240\necho hi\n")
+    res = cli("submit", "job.slurm", "--dry-run")
+    assert res.code == 0 and _signal_line(res.out) == "#SBATCH --signal=B:USR1@240", res.err
