@@ -22,7 +22,10 @@ app = errors.group(
 
 @app.command("check")
 def check(ctx: typer.Context) -> int:
-    """Validate the config; list every error with its key path and line (exit 2)."""
+    """Validate the config; list every error with its key path and line (exit 2).
+
+    Example: rtool --config ~/rtool.toml config check
+    """
     actx = get_context(ctx)
     path = find_config_path(actx.config_path)
     actx.config  # noqa: B018 - raises ConfigError listing every problem
@@ -34,7 +37,10 @@ def check(ctx: typer.Context) -> int:
 def show(
     ctx: typer.Context, as_json: bool = typer.Option(False, "--json", help="JSON output.")
 ) -> int:
-    """Print the effective config (defaults filled in, secrets redacted)."""
+    """Print the effective config (defaults filled in, secrets redacted).
+
+    Example: rtool config show --json
+    """
     actx = get_context(ctx)
     data = redacted(actx.config)
     if as_json:
@@ -49,7 +55,10 @@ def show(
 @app.command("path")
 def path(ctx: typer.Context) -> int:
     """Print which config file is used (search order: --config, $RTOOL_CONFIG, ./rtool.toml,
-    ~/.config/rtool/rtool.toml)."""
+    ~/.config/rtool/rtool.toml).
+
+    Example: RTOOL_CONFIG=~/rtool.toml rtool config path
+    """
     found = find_config_path(get_context(ctx).config_path)
     typer.echo(str(found) if found else "(none: built-in defaults)")
     return 0

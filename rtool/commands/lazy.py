@@ -16,6 +16,7 @@ from typing import Any
 import typer
 
 from rtool.commands.errors import DEFAULT, PolicyGroup, click_exceptions
+from rtool.commands.helptext import tidy
 
 
 @dataclass(frozen=True)
@@ -56,7 +57,7 @@ COMMANDS: dict[str, Lazy] = {
     ),
     "watch": Lazy(
         _M + "watch_cmd",
-        "Watchdogs for a training run: job, log, disk, memory, or all from the config.",
+        "Watchdogs for a training run: job, log, disk, memory, run, cron, or all from the config.",
     ),
     "cron": Lazy(
         _M + "cron_cmd",
@@ -86,7 +87,7 @@ def load(name: str) -> Any:
     else:
         cmd = typer.main.get_command(module.app)
     cmd.name = name
-    return cmd
+    return tidy(cmd)
 
 
 class LazyGroup(PolicyGroup):
@@ -103,11 +104,12 @@ class LazyGroup(PolicyGroup):
             return self.commands.get(cmd_name)
         if self._listing:  # the root help: a summary, no import
             text = COMMANDS[cmd_name].summary
-            return typer.core.TyperCommand(cmd_name, help=text, short_help=text)
+            return tidy(typer.core.TyperCommand(cmd_name, help=text, short_help=text))
         self.commands[cmd_name] = load(cmd_name)
         return self.commands[cmd_name]
 
     def format_help(self, ctx: Any, formatter: Any) -> None:
+        tidy(self)  # its own options (the commands below are tidied when loaded)
         self._listing = True
         try:
             super().format_help(ctx, formatter)

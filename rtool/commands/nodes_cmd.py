@@ -76,7 +76,10 @@ def show(
 
 @app.command("forget")
 def forget(ctx: typer.Context, node: str = typer.Argument(..., help="The node to clear.")) -> int:
-    """Clear a suspect node by hand (its old evidence is not taken again)."""
+    """Clear a suspect node by hand (its old evidence is not taken again).
+
+    Example: rtool nodes forget gpu017
+    """
     from rtool.core import validate
 
     try:

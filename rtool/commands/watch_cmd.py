@@ -46,7 +46,8 @@ class _WatchGroup(errors.PolicyGroup):
 app = errors.group(
     errors.WATCH,
     base=_WatchGroup,
-    help="Watchdogs for a training run: job, log, disk, memory, or all from the config.\n\n"
+    help="Watchdogs for a training run: job, log, disk, memory, run, cron, or all from the "
+    "config.\n\n"
     "Exit codes like a monitoring plugin: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.\n\n"
     "Example: rtool watch disk /scratch --max-used 80% --tee logs/train.log",
     no_args_is_help=True,

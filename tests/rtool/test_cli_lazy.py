@@ -35,7 +35,11 @@ def test_each_summary_is_the_commands_own_first_paragraph(name: str) -> None:
 
 
 def test_root_help_imports_no_command_module(tmp_path) -> None:
-    assert imported("--help") == ["rtool.commands.errors", "rtool.commands.lazy"]
+    assert imported("--help") == [
+        "rtool.commands.errors",
+        "rtool.commands.helptext",
+        "rtool.commands.lazy",
+    ]
 
 
 def test_watch_disk_imports_only_what_it_uses(tmp_path) -> None:
