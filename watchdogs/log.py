@@ -264,8 +264,9 @@ def _check_one(o: LogObservation, now: float) -> CheckResult:
         )
     limit = format_duration(spec.stale)
     stale = f"{source} not written for {format_duration(idle)} (limit {limit}){step}"
-    if hb is not None and hb.state is RunState.STOPPED and not (spec.job_name and o.job_ids):
-        reason = hb.stop_reason or "no reason"
+    ended = (RunState.STOPPED, RunState.CRASHED)
+    if hb is not None and hb.state in ended and not (spec.job_name and o.job_ids):
+        reason = f"crashed: {hb.error}" if hb.error else hb.stop_reason or "no reason"
         at = hb.step if hb.step is not None else "?"
         note = f"{what}: training stopped ({reason}) at step {at}, not a hang"
         return CheckResult("log", what, Status.OK, note, fields)

@@ -123,6 +123,15 @@ def test_non_finite_loss_stop_is_critical(tmp_path, state):
     assert res.status == Status.OK, res.summary
 
 
+def test_a_crashed_run_is_not_a_hang_and_says_why(tmp_path, state):
+    hb = tmp_path / "hb.json"
+    error = {"type": "RuntimeError", "message": "CUDA out of memory", "last_line": "x"}
+    write_hb(hb, step=3, time=time.time() - 9999, state="crashed", error=error)
+    res = sweep(state, path=str(tmp_path / "x.out"), heartbeat=str(hb), stale="30m")
+    assert res.status == Status.OK, res.summary
+    assert "crashed: RuntimeError: CUDA out of memory) at step 3, not a hang" in res.summary
+
+
 def test_done_marker_means_finished(tmp_path, state):
     from rtool.shim.heartbeat import done_marker
 
