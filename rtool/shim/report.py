@@ -89,7 +89,7 @@ class Reporter:
     def crashed(self, info: ErrorInfo, main_thread: bool) -> None:
         """An uncaught exception: `crashed` (another thread's: only `error` is set)."""
         w = self.writer
-        if w is None:
+        if w is None or os.getpid() != w.current.pid:  # a forked child's exception: not ours
             return
         if not main_thread:
             w.progress(w.current.state, {"error": info})
