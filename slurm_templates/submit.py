@@ -91,7 +91,11 @@ def build_job(req: SubmitRequest, cfg: SubmitConfig, sw: SwitchesConfig, cwd: Pa
         notes=notes,
         requeue=_requeue(req.requeue, own, cfg),
         dependency=f"afterany:{specs.validate_job_id(req.after)}" if req.after else None,
-        max_requeues=cfg.max_requeues if req.max_requeues is None else req.max_requeues,
+        max_requeues=(
+            cfg.max_requeues
+            if req.max_requeues is None
+            else specs.validate_count(req.max_requeues, "max-requeues")
+        ),
         heartbeat=_abs(req.heartbeat, cwd),
         more_sbatch=more_sbatch,
         more_env=more_env,

@@ -38,6 +38,8 @@ def folder_problem(folder: Path, group_writable: bool = False) -> str | None:
 def touch_switch(path: str | Path, group_writable: bool = False) -> Path:
     """Create (or touch) the switch file and its missing parent folders; never through a
     symlink, never in a folder another user controls (raises UnsafeFileError, one line)."""
+    if any(ord(c) < 32 or c == "\x7f" for c in str(path)):
+        raise UnsafeFileError(f"switch path {str(path)!r} contains a control character")
     p = Path(path).expanduser().absolute()
     dir_mode, file_mode = (
         (GROUP_DIR_MODE, GROUP_FILE_MODE) if group_writable else (DIR_MODE, FILE_MODE)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 import threading
 import time
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from rtool.core.alert import Status, worst
 from rtool.core.redact import redact, redact_data
+from rtool.core.safeio import UnsafeFileError, append_fd
 from rtool.core.state import StateDir
 from watchdogs.base import CheckResult, ProbeEnv, SqueueQuery, Watchdog, unknown
 
@@ -102,8 +104,12 @@ def emit(results: list[CheckResult], out: Output, now: float, stream: TextIO) ->
     stream.flush()
     if out.tee is not None:
         stamp = time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(now))
-        with open(out.tee, "a", encoding="utf-8") as fh:
-            fh.writelines(f"{stamp} {redact(r.line)}\n" for r in results)
+        try:
+            with os.fdopen(append_fd(out.tee, 0o644), "a", encoding="utf-8") as fh:
+                fh.writelines(f"{stamp} {redact(r.line)}\n" for r in results)
+        except (OSError, UnsafeFileError) as exc:  # the verdict stays the checks' own
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            print(f"rtool: cannot append to --tee file {out.tee}: {why}", file=sys.stderr)
 
 
 def notify(results: list[CheckResult], cfg: NotifyConfig, state: StateDir, now: float) -> None:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from notify.channels.base import ALL, ChannelSection, DeliveryError, Envelope, Receipt
 from notify.model import subject
+from rtool.core.safeio import UnsafeFileError, append_fd
 
 __all__ = ["LogChannel", "LogConfig", "format_line"]
 
@@ -54,14 +55,13 @@ class LogChannel:
         path = Path(self.cfg.path).expanduser()
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            fd = append_fd(path)  # never through a symlink, never into a FIFO
             try:
                 os.write(fd, line.encode())
                 os.fsync(fd)
             finally:
                 os.close(fd)
-        except OSError as exc:
-            raise DeliveryError(
-                f"cannot append to {path}: {exc.strerror}", permanent=False
-            ) from None
+        except (OSError, UnsafeFileError) as exc:
+            why = exc.strerror if isinstance(exc, OSError) else str(exc)
+            raise DeliveryError(f"cannot append to {path}: {why}", permanent=False) from None
         return Receipt(detail=str(path))

@@ -175,6 +175,20 @@ def check_trusted(path: str | os.PathLike[str], what: str) -> None:
         raise UnsafeFileError(f"refusing {what} {path}: {problem}")
 
 
+def append_fd(path: str | os.PathLike[str], mode: int = 0o600) -> int:
+    """A descriptor appending to the regular file `path` (created if missing); a symlink at
+    `path` is refused (OSError ELOOP), a FIFO or device too (UnsafeFileError). For log files
+    and `--tee` files in shared folders."""
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY
+    fd = os.open(path, flags | getattr(os, "O_CLOEXEC", 0), mode)
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise UnsafeFileError(f"{path} is {_kind(st.st_mode)}, not a regular file")
+    os.set_blocking(fd, True)
+    return fd
+
+
 def create_nofollow(path: str | os.PathLike[str], mode: int = 0o644) -> bool:
     """Create `path` if missing, else update its mtime; never through a symlink (the final
     component is opened with O_NOFOLLOW, and a FIFO or device is refused). True if created."""

@@ -219,3 +219,21 @@ def test_cron_tick_alerts_about_a_refused_job_and_does_not_run_it(
     assert alert.status.name == "CRITICAL" and "not run" in alert.summary
     assert f"owned by uid {OTHER_UID}" in c.alerts.read_text()
     assert not marker.exists()
+
+
+def test_tee_and_log_channel_files_are_never_followed_through_a_symlink(
+    cli: Any, workdir: Path, tmp_path: Path
+) -> None:
+    victim = tmp_path / "victim"
+    victim.write_text("keep\n")
+    (workdir / "train.log").symlink_to(victim)
+    (workdir / "alerts.log").symlink_to(victim)
+    _config(
+        workdir / "c.toml",
+        f'[state]\ndir = "{tmp_path / "s"}"\n[notify.log]\npath = "alerts.log"\n',
+    )
+    res = cli("--config", "c.toml", "watch", "disk", str(workdir), "--max-used", "0.001%",
+              "--tee", "train.log")  # fmt: skip
+    no_traceback(res.err)
+    assert "DISK CRITICAL" in res.out and victim.read_text() == "keep\n"
+    assert res.code == 2 and "symbolic link" in res.err  # told; the verdict stays CRITICAL
