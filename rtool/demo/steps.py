@@ -46,7 +46,8 @@ def time_limit(d: Demo) -> None:
     n.title("1. Time limit: Slurm's signal → save → the next task resumes")
     n.say(
         f"{LIMIT}: --time {t.limit_time} --signal {t.limit_signal}: Slurm signals the batch "
-        "shell, which forwards USR1 to the training (Slurm checks every 30 s: 5-35 s in)"
+        "shell, which forwards USR1 to the training (Slurm checks every 30 s: 5-35 s in); "
+        "USR1 announces the end, so the training goes on until ~10 s before it"
     )
     runs = n.wait(f"Slurm's signal to {LIMIT} and its next task", lambda: _two_runs(d), 120)
     first, second = runs[0], runs[1]

@@ -42,7 +42,9 @@ class Timing:
     # training has its handler in place (a signal then would find nobody to forward it to).
     limit_time: str = "0:01:00"
     limit_signal: str = "B:USR1@25"
-    limit_steps: int = 250  # 50 s of training: longer than the latest signal
+    # USR1 announces the end: the shim trains on until ~10 s before it (docs/shim.md), so a
+    # task trains ~45 s; 70 s of training needs two tasks whatever the signal's timing.
+    limit_steps: int = 350
     limit_tasks: int = 10
     # demo-train: no time limit within the demo
     train_time: str = "0:10:00"

@@ -68,8 +68,8 @@ def test_steps_union_exact_no_step_twice_after_a_save(demo: Any) -> None:
     assert set(train["discarded"]) <= hung_work
     # demo-limit trained to the end through Slurm's time limits: every step exactly once
     limit = summary["accounting"]["demo-limit"]
-    assert limit["distinct_steps"] == limit["steps_run"] == 250
-    assert limit["runs"] >= 2 and limit["final_checkpoint"] == 249 and limit["ok"]
+    assert limit["distinct_steps"] == limit["steps_run"] == 350
+    assert limit["runs"] >= 2 and limit["final_checkpoint"] == 349 and limit["ok"]
     assert summary["steps_lost"] == 0
 
 
