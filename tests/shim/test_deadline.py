@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -16,9 +19,15 @@ from rtool.core.heartbeat import RunState, read_heartbeat
 from rtool.shim import REQUEUE_EXIT_CODE, Decision, Guard
 from rtool.shim import monitor as shim_monitor
 from tests.helpers import wait_for
-from tests.shim.conftest import start_toy
+from tests.shim.conftest import ROOT, start_toy, toy_env
 
 MakeGuard = Callable[..., Guard]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 def train_until_stop(guard: Guard, timeout: float = 20) -> tuple[Decision, float]:
@@ -91,3 +100,57 @@ def test_a_loop_stuck_after_sigterm_is_ended_and_says_so(tmp_path: Path) -> None
     assert got is not None and got.state is RunState.STOPPED and got.stop_reason == "unresponsive"
     assert "no safe point within" in str(got.stop_detail) and got.exit_code == REQUEUE_EXIT_CODE
     assert "no safe point within" in out and "Thread" in out  # the stacks, for the post-mortem
+
+
+STUCK_IN_C = """
+import os, sys, time, torch, torch.distributed as dist
+from rtool.shim import Guard
+rank = int(os.environ["RANK"])
+dist.init_process_group("gloo")
+guard = Guard(lambda s: None, poll_interval=0.1, heartbeat=sys.argv[1], auto_requeue=True)
+for step in range(3):
+    t = torch.ones(1); dist.all_reduce(t); guard.step(step); time.sleep(0.05)
+if rank == 0:
+    print("stuck", flush=True)
+    dist.recv(torch.zeros(1), src=1)  # never sent: stuck in C++, no Python handler runs
+else:
+    time.sleep(60)
+"""
+
+
+def test_a_rank_stuck_in_a_collective_is_ended_through_the_wakeup_fd(tmp_path: Path) -> None:
+    """The training thread never returns to Python (a gloo recv that never completes), so
+    the Python handler never runs: the shim's thread sees SIGTERM on the wakeup fd."""
+    hb = tmp_path / "hb.json"
+    port = str(_free_port())
+    procs = []
+    for rank in (0, 1):
+        env = toy_env(tmp_path, RANK=str(rank), WORLD_SIZE="2", MASTER_ADDR="127.0.0.1",
+                      MASTER_PORT=port, PYTHONPATH=str(ROOT))  # fmt: skip
+        procs.append(
+            subprocess.Popen(
+                [sys.executable, "-c", STUCK_IN_C, str(hb)],
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
+        )
+    stuck = procs[0]
+    try:
+        assert stuck.stdout is not None
+        wait_for(lambda: "stuck" in stuck.stdout.readline(), 60, 0, "rank 0 to be stuck")
+        time.sleep(0.5)
+        t0 = time.monotonic()
+        stuck.send_signal(signal.SIGTERM)
+        out, _ = stuck.communicate(timeout=30)
+        waited = time.monotonic() - t0
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+            p.communicate(timeout=30)
+    assert stuck.returncode == REQUEUE_EXIT_CODE and waited < 8, (waited, out)
+    assert "in recv" in out  # every thread's stack, dumped before the end
+    got = read_heartbeat(hb)
+    assert got is not None and got.stop_reason == "unresponsive" and got.step == 2
