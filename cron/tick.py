@@ -1,6 +1,7 @@
 """One tick of the scheduler (what the chain's Slurm job runs).
 
-1. queue the next tick at the next wall-clock slot (before anything else can fail);
+1. queue the next tick at the next wall-clock slot (before anything else can fail), unless
+   Slurm starts the ticks itself (the scrontab backend, cron/scron.py);
 2. run what is due: each period once when its slot is newer than the last run (missed slots
    run once), cron.d lines that fired since the last check, and record the outcome of the
    `*.slurm` jobs submitted earlier;
@@ -55,6 +56,8 @@ class TickEnv:
     slurm: Slurm
     root: Path
     config_path: Path | None = None
+    #: False when Slurm itself starts the ticks (the scrontab backend): queue no next tick.
+    chain: bool = True
 
     @property
     def cron(self) -> Any:
@@ -84,7 +87,8 @@ def tick(env: TickEnv, slot: float | None = None) -> TickReport:
     nxt = slots.next_slot(now, period.length)
     report = TickReport(start, slot, nxt)
     try:
-        report.next_job_id, report.queue_error = queue_next(env, store, nxt)
+        if env.chain:
+            report.next_job_id, report.queue_error = queue_next(env, store, nxt)
         report.alerts.append(_scheduler_alert(report, env.root))
         with store.run_lock() as got:
             if got:

@@ -14,11 +14,58 @@ from notify import channels
 from notify.channels.base import BAD, ChannelSection, StatusName
 from rtool.core.config.types import Duration, PositiveDuration, Section
 
-__all__ = ["BAD", "ChannelSection", "NotifyBase", "NotifyConfig", "StatusName", "notify_config"]
+__all__ = [
+    "BAD",
+    "ChannelSection",
+    "EscalationRule",
+    "NotifyBase",
+    "NotifyConfig",
+    "StatusName",
+    "notify_config",
+]
 
 
 def _default_fallback() -> str:
     return next(n for n in channels.names() if channels.unconfigured(n) is not None)
+
+
+_CRIT: list[StatusName] = ["CRITICAL"]
+
+
+class EscalationRule(Section):
+    """An alert still open `after` this long goes (once per incident) to channel `to` as well
+    (notify/silencing.py); its resolved notice goes there too."""
+
+    after: Duration
+    to: str
+    statuses: list[StatusName] = Field(default_factory=lambda: list(_CRIT))
+    #: Silence-style matchers on the alert's labels (`check=disk`, `key=~"log:.*"`); all match.
+    match: list[str] = Field(default_factory=list)
+
+    @field_validator("to")
+    @classmethod
+    def _channel(cls, value: str) -> str:
+        if value not in channels.names():
+            raise ValueError(f"unknown channel {value!r} (one of {', '.join(channels.names())})")
+        return value
+
+    @field_validator("match")
+    @classmethod
+    def _matchers(cls, value: list[str]) -> list[str]:
+        from notify.silence import parse_matcher
+        from rtool.core.errors import UsageError
+
+        for text in value:
+            try:
+                parse_matcher(text)
+            except UsageError as exc:
+                raise ValueError(str(exc)) from None
+        return value
+
+    def matches(self, labels: dict[str, str]) -> bool:
+        from notify.silence import parse_matcher
+
+        return all(parse_matcher(t).matches(labels) for t in self.match)
 
 
 class NotifyBase(Section):
@@ -42,6 +89,8 @@ class NotifyBase(Section):
     #: backlog (a long outage) drains over several runs instead of holding one run for hours.
     max_per_run: int = Field(50, ge=1, le=10000)
     run_deadline: PositiveDuration = 120.0
+    #: Escalation rules ([[notify.escalate]]): an alert still open after `after` goes to `to`.
+    escalate: list[EscalationRule] = Field(default_factory=list)
     if TYPE_CHECKING:  # the generated channel sections: `notify.email` ...
 
         def __getattr__(self, name: str) -> Any: ...
@@ -57,6 +106,9 @@ class NotifyBase(Section):
     def _fallback(self) -> NotifyBase:
         if getattr(self, self.fallback) is None and channels.unconfigured(self.fallback) is None:
             raise ValueError(f"fallback channel {self.fallback!r} is not configured")
+        for rule in self.escalate:
+            if getattr(self, rule.to) is None and channels.unconfigured(rule.to) is None:
+                raise ValueError(f"escalation channel {rule.to!r} is not configured")
         return self
 
     def configured(self) -> list[str]:

@@ -5,8 +5,10 @@ from __future__ import annotations
 import hashlib
 import time
 import uuid
+from dataclasses import replace
 from typing import Any
 
+from notify import silencing
 from notify.channels import DeliveryError
 from notify.config import NotifyConfig
 from notify.decide import Decision, KeyState, decide
@@ -14,6 +16,7 @@ from notify.deliver import flush
 from notify.model import Notification
 from notify.outbox import Item, Outbox
 from notify.report import Delivery, Report
+from notify.silence import Silences, prune
 from rtool.core.alert import Alert
 from rtool.core.redact import redact_alert
 from rtool.core.state import StateDir
@@ -48,27 +51,55 @@ def queue(alerts: list[Alert], cfg: NotifyConfig, state: StateDir, now: float) -
     """
     outbox = Outbox(state)
     decisions = []
-    with state.lock("notify-alerts"):
+    with state.lock("notify-alerts"), Silences(state).edit() as silences:
         data = _load(state)
         keys: dict[str, Any] = data["keys"]
+        silencing.end_expired(cfg, keys, silences, outbox, data["epoch"], now)
         for seq, alert in enumerate(alerts):
             prev = KeyState.from_dict(keys.get(alert.key))
             new, decision = decide(prev, alert, now, cfg.repeat_interval, cfg.min_failures)
             if decision.kind:
                 n = _notification(data["epoch"], prev, new, decision, alert, now)
                 decision.channels = route(cfg, decision, prev)
+                silence = silencing.held_by(silences, decision, n, now)
+                if silence is not None:
+                    decision.reason += f" (held by silence {silence.id})"
+                    decision.channels = []
                 for channel in decision.channels:
                     outbox.put(Item(channel, n, now, seq))
                 if decision.kind != "resolved":
                     new.incident = n.incident
                     new.channels = sorted(set(new.channels) | set(decision.channels))
+            if new.notified is not None and cfg.escalate:
+                _escalate(cfg, data["epoch"], new, alert, outbox, now, seq)
             keys[alert.key] = new.to_dict()
             decisions.append(decision)
         data["keys"] = {
             k: v for k, v in keys.items() if v.get("status") != "OK" or v.get("version")
         }
         state.write_json(ALERTS_FILE, data)
+        silences[:] = prune(silences, now)
     return decisions
+
+
+def _escalate(
+    cfg: NotifyConfig, epoch: str, new: KeyState, alert: Alert, outbox: Outbox, now: float, seq: int
+) -> None:
+    """Queue the escalations now due for this key (each rule's channel once per incident)."""
+    probe = Notification(
+        id="",
+        key=alert.key,
+        kind="escalated",
+        status=new.status,
+        summary=alert.summary,
+        fields={str(k): str(v) for k, v in alert.fields.items()},
+    )
+    for channel, note in silencing.escalate(cfg, new, probe, now):
+        new.version += 1
+        nid = hashlib.sha1(f"{epoch}|{alert.key}|{new.version}".encode()).hexdigest()[:16]
+        n = replace(probe, id=nid, time=now, incident=new.incident or nid, since=new.since)
+        outbox.put(Item(channel, n, now, seq, note=note))
+        new.channels = sorted({*new.channels, channel})
 
 
 def route(cfg: NotifyConfig, decision: Decision, prev: KeyState) -> list[str]:

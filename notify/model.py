@@ -5,6 +5,8 @@ Stdlib only. Kinds:
   changed   its status changed while not OK (WARNING -> CRITICAL, ...)
   repeat    still not OK after `repeat_interval`
   resolved  back to OK; `duration` says how long it lasted
+  escalated still not OK after an escalation rule's `after`: sent to the rule's channel
+  summary   a silence ended: what it held (notify/silencing.py)
   test      `rtool notify test`
 """
 
@@ -17,7 +19,7 @@ from typing import Any
 from rtool.core.alert import AlertKey
 from rtool.core.units import format_duration
 
-KINDS = ("alert", "changed", "repeat", "resolved", "test")
+KINDS = ("alert", "changed", "repeat", "resolved", "escalated", "summary", "test")
 
 
 @dataclass
@@ -50,6 +52,8 @@ class Notification:
             return "RESOLVED"
         if self.kind == "test":
             return "TEST"
+        if self.kind == "summary":
+            return "SILENCE ENDED"
         return self.status
 
 
@@ -93,6 +97,11 @@ def headline(n: Notification) -> str:
         return f"{n.key} is still {n.status}{lasting}."
     if n.kind == "test":
         return "Test notification from rtool: this channel works."
+    if n.kind == "escalated":
+        lasting = f" for {format_duration(n.time - n.since)}" if n.since is not None else ""
+        return f"{n.key} is still {n.status}{lasting}: escalated."
+    if n.kind == "summary":
+        return n.summary
     return f"{n.key} is {n.status}."
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 
 from rtool.core.alert import Alert, AlertKey, Status
+from watchdogs.metrics import Measure
 
 if TYPE_CHECKING:
     from rtool.core.slurm import Slurm, SqueueJob
@@ -81,6 +82,8 @@ class CheckResult:
     fields: dict[str, str] = field(default_factory=dict)
     actions: list[Action] = field(default_factory=list)
     action_token: str | None = None
+    #: numbers for perfdata and Prometheus (attached by watchdogs.metric_sources)
+    measures: list[Measure] = field(default_factory=list)
 
     @property
     def key(self) -> str:
@@ -102,6 +105,10 @@ class CheckResult:
             "code": int(self.status),
             "summary": self.summary,
             "fields": self.fields,
+            "measures": [
+                {"metric": m.metric.info.prom, "label": m.label(self.what), "value": m.value}
+                for m in self.measures
+            ],
         }
 
 

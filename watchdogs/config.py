@@ -3,6 +3,7 @@
 ```toml
 [watch]
 timeout = "10s"                  # default probe timeout
+prom_textfile = "/var/lib/node-exporter/textfile"   # optional: Prometheus metrics here
 
 [[watch.job]]
 name = "train-10b"               # exact job name, or a regex with regex = true
@@ -152,6 +153,8 @@ class WatchBase(Section):
     entries per registered watchdog (`[[watch.NAME]]`)."""
 
     timeout: PositiveDuration = 10.0
+    #: node_exporter textfile-collector folder for Prometheus metrics (`--prom-textfile`).
+    prom_textfile: str | None = None
 
     if TYPE_CHECKING:  # the generated fields: `watch.disk` is a list of DiskWatch entries
 

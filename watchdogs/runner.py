@@ -18,6 +18,7 @@ from rtool.core.alert import Status, worst
 from rtool.core.redact import redact, redact_data
 from rtool.core.safeio import UnsafeFileError, append_fd
 from rtool.core.state import StateDir
+from watchdogs import metric_sources, perfdata
 from watchdogs.base import CheckResult, ProbeEnv, SqueueQuery, Watchdog, unknown
 
 if TYPE_CHECKING:
@@ -35,6 +36,8 @@ class Output:
     json: bool = False
     notify: bool = True
     tee: Path | None = None
+    #: node_exporter textfile-collector folder (watchdogs/prometheus.py), or None
+    prom_textfile: Path | None = None
 
 
 def query_for(watchdogs: list[Watchdog]) -> SqueueQuery | None:
@@ -79,7 +82,7 @@ def sweep(
 
 def _check(w: Watchdog, output: Any, now: float) -> list[CheckResult]:
     try:
-        return w.check(output, now)
+        return metric_sources.attach(w.name, output, w.check(output, now), now)
     except Exception as exc:  # a bug in one check must not hide the others
         log.debug("check %s failed", w.name, exc_info=True)
         return [unknown(w.name, what, f"check failed: {exc}") for what in w.targets()]
@@ -99,8 +102,7 @@ def emit(results: list[CheckResult], out: Output, now: float, stream: TextIO) ->
         }
         stream.write(json.dumps(redact_data(doc), indent=1) + "\n")
     else:
-        for r in results:
-            stream.write(redact(r.line) + "\n")
+        stream.writelines(redact(line) + "\n" for line in plugin_lines(results))
     stream.flush()
     if out.tee is not None:
         stamp = time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(now))
@@ -110,6 +112,15 @@ def emit(results: list[CheckResult], out: Output, now: float, stream: TextIO) ->
         except (OSError, UnsafeFileError) as exc:  # the verdict stays the checks' own
             why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             print(f"rtool: cannot append to --tee file {out.tee}: {why}", file=sys.stderr)
+
+
+def plugin_lines(results: list[CheckResult]) -> list[str]:
+    """The status lines; the first carries every result's performance data after `|`."""
+    lines = [perfdata.plugin_text(r.line) for r in results]
+    perf = perfdata.render((r.what, m) for r in results for m in r.measures)
+    if lines and perf:
+        lines[0] += " | " + perf
+    return lines
 
 
 def notify(results: list[CheckResult], cfg: NotifyConfig, state: StateDir, now: float) -> None:
@@ -152,6 +163,8 @@ def run_watch(
         notify(results, notify_cfg, state, now)
     for problem in state.problems:  # reported, but the verdict stays the checks' own
         print(f"rtool: state dir problem: {problem} (verdict unchanged)", file=sys.stderr)
+    if out.prom_textfile is not None:
+        export_prometheus(results, state, out.prom_textfile, now)
     return exit_code(results)
 
 
@@ -159,6 +172,19 @@ def _slurm(timeout: float) -> Slurm:
     from rtool.core.slurm import Slurm
 
     return Slurm(timeout=timeout)
+
+
+def export_prometheus(
+    results: list[CheckResult], state: StateDir, folder: Path, now: float
+) -> None:
+    """Write the textfile-collector files; a failure is reported, never fails the sweep."""
+    from watchdogs import prometheus
+
+    try:
+        prometheus.write(folder, results, state, now)
+    except Exception as exc:
+        log.debug("prometheus textfile export failed", exc_info=True)
+        print(f"rtool: cannot write Prometheus metrics to {folder}: {exc}", file=sys.stderr)
 
 
 def _max_timeout(w: Watchdog) -> float:

@@ -13,11 +13,18 @@ from typing import Any
 from notify.channels.base import Channel, ChannelSection, DeliveryError, Envelope, Receipt
 from notify.channels.email import EmailChannel
 from notify.channels.log import LogChannel
+from notify.channels.pagerduty import PagerDutyChannel
 from notify.channels.slack import SlackChannel
 from notify.channels.webhook import WebhookChannel
 
 #: The channel classes, in the order `configured()` lists them.
-REGISTRY: tuple[type[Any], ...] = (EmailChannel, SlackChannel, WebhookChannel, LogChannel)
+REGISTRY: tuple[type[Any], ...] = (
+    EmailChannel,
+    SlackChannel,
+    WebhookChannel,
+    PagerDutyChannel,
+    LogChannel,
+)
 
 
 def names() -> list[str]:

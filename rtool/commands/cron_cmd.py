@@ -1,4 +1,4 @@
-"""`rtool cron init|start|stop|status|run|tick`: the Slurm crontab emulator."""
+"""`rtool cron init|start|stop|status|run|install|uninstall|tick`: the Slurm crontab emulator."""
 
 from __future__ import annotations
 
@@ -126,6 +126,51 @@ def run_cmd(
     return 1 if result.failed else 0
 
 
+@app.command("install")
+def install_cmd(
+    ctx: typer.Context,
+    directory: Path | None = typer.Option(None, "--dir", help=_DIR_HELP, show_default=False),
+    backend: str = typer.Option(
+        "auto",
+        "--backend",
+        help="scrontab (the user's Slurm crontab, where ScronParameters=enable), jobs (the "
+        "self-perpetuating scheduler job) or auto (scrontab where the cluster allows it).",
+    ),
+) -> int:
+    """Install the ticks: in your scrontab where the cluster allows it, else as the
+    self-perpetuating chain of jobs (like `rtool cron start`). Run it again to switch.
+
+    Example: rtool cron install --dir ~/rtool-cron --backend auto
+    """
+    from cron.install import install
+    from cron.scron import Backend
+    from rtool.core.errors import UsageError
+
+    try:
+        chosen = Backend(backend)
+    except ValueError:
+        raise UsageError(f"--backend: {backend!r} is not scrontab, jobs or auto") from None
+    for line in install(_env(ctx, directory), chosen):
+        typer.echo(line)
+    return 0
+
+
+@app.command("uninstall")
+def uninstall_cmd(
+    ctx: typer.Context,
+    directory: Path | None = typer.Option(None, "--dir", help=_DIR_HELP, show_default=False),
+) -> int:
+    """Remove the folder's scrontab entry and cancel its scheduler jobs.
+
+    Example: rtool cron uninstall --dir ~/rtool-cron
+    """
+    from cron.install import uninstall
+
+    for line in uninstall(_env(ctx, directory)):
+        typer.echo(line)
+    return 0
+
+
 @app.command("tick")
 def tick_cmd(
     ctx: typer.Context,
@@ -135,6 +180,9 @@ def tick_cmd(
         "--slot",
         help="The slot (epoch seconds) this tick was queued for.",
         show_default=False,
+    ),
+    no_chain: bool = typer.Option(
+        False, "--no-chain", help="Queue no next tick (Slurm starts them: the scrontab backend)."
     ),
 ) -> int:
     """One scheduler tick: queue the next tick, run what is due, write the heartbeat. This is
@@ -146,6 +194,7 @@ def tick_cmd(
     from cron.tick import tick
 
     env = _env(ctx, directory)
+    env.chain = not no_chain
     manage.require_layout(env.root)
     report = tick(env, slot)
     for r in report.results:

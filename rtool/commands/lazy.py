@@ -72,6 +72,9 @@ COMMANDS: dict[str, Lazy] = {
     "notify": Lazy(
         _M + "notify_cmd", "Alert channels (email, Slack, webhook, log) and the outbox."
     ),
+    "silence": Lazy(
+        _M + "silence_cmd", "Silences: hold matching alerts during maintenance, then summarise."
+    ),
     "config": Lazy(_M + "config_cmd", "Check and show the config file."),
 }
 

@@ -1,7 +1,7 @@
 """`rtool watch NAME` for a registered watchdog that `watch_cmd` writes no command for: one
 option per field of its config entry (required fields are arguments, `Field(description=...)`
-is the help), plus --json, --no-notify, --tee and --timeout. Built when first asked for, so
-the CLI's start-up does not import the watchdogs."""
+is the help), plus --json, --no-notify, --tee, --timeout and --prom-textfile. Built when
+first asked for, so the CLI's start-up does not import the watchdogs."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ COMMON = (
     ("no_notify", watch_common.NO_NOTIFY, bool),
     ("tee", watch_common.TEE, Path | None),
     ("timeout", watch_common.TIMEOUT, str | None),
+    ("prom", watch_common.PROM, Path | None),
 )
 
 

@@ -16,6 +16,7 @@ import typer
 from rtool.commands import errors
 from rtool.commands.watch_common import JSON as _JSON
 from rtool.commands.watch_common import NO_NOTIFY as _NO_NOTIFY
+from rtool.commands.watch_common import PROM as _PROM
 from rtool.commands.watch_common import TEE as _TEE
 from rtool.commands.watch_common import TIMEOUT as _TIMEOUT
 from rtool.commands.watch_common import make_spec as _spec
@@ -67,6 +68,7 @@ def job_cmd(
     no_notify: bool = _NO_NOTIFY,
     tee: Path | None = _TEE,
     timeout: str | None = _TIMEOUT,
+    prom: Path | None = _PROM,
 ) -> int:
     """Is the training job running or queued? One squeue call for all names.
 
@@ -90,7 +92,7 @@ def job_cmd(
         )
         for n in name
     ]
-    return _run(ctx, lambda t: [JobWatchdog(specs, t)], json_out, no_notify, tee, timeout)
+    return _run(ctx, lambda t: [JobWatchdog(specs, t)], json_out, no_notify, tee, timeout, prom)
 
 
 @app.command("log")
@@ -115,6 +117,7 @@ def log_cmd(
     no_notify: bool = _NO_NOTIFY,
     tee: Path | None = _TEE,
     timeout: str | None = _TIMEOUT,
+    prom: Path | None = _PROM,
 ) -> int:
     """Has the training stopped writing its log (or heartbeat)?
 
@@ -133,7 +136,7 @@ def log_cmd(
         pid=pid,
         on_hang=on_hang,
     )
-    return _run(ctx, lambda t: [LogWatchdog([spec], t)], json_out, no_notify, tee, timeout)
+    return _run(ctx, lambda t: [LogWatchdog([spec], t)], json_out, no_notify, tee, timeout, prom)
 
 
 @app.command("disk")
@@ -154,6 +157,7 @@ def disk_cmd(
     no_notify: bool = _NO_NOTIFY,
     tee: Path | None = _TEE,
     timeout: str | None = _TIMEOUT,
+    prom: Path | None = _PROM,
 ) -> int:
     """Space and inodes on every partition the run needs (a hung mount never hangs rtool).
 
@@ -179,7 +183,7 @@ def disk_cmd(
         )
         for p in paths
     ]
-    return _run(ctx, lambda t: [DiskWatchdog(specs, t)], json_out, no_notify, tee, timeout)
+    return _run(ctx, lambda t: [DiskWatchdog(specs, t)], json_out, no_notify, tee, timeout, prom)
 
 
 @app.command("memory")
@@ -196,6 +200,7 @@ def memory_cmd(
     no_notify: bool = _NO_NOTIFY,
     tee: Path | None = _TEE,
     timeout: str | None = _TIMEOUT,
+    prom: Path | None = _PROM,
 ) -> int:
     """Node RAM and swap, RSS growth of processes or a job, GPU memory.
 
@@ -215,7 +220,7 @@ def memory_cmd(
         runway=runway,
         trend_min_span=trend_min_span,
     )
-    return _run(ctx, lambda t: [MemoryWatchdog([spec], t)], json_out, no_notify, tee, timeout)
+    return _run(ctx, lambda t: [MemoryWatchdog([spec], t)], json_out, no_notify, tee, timeout, prom)
 
 
 @app.command("cron")
@@ -231,6 +236,7 @@ def cron_cmd(
     no_notify: bool = _NO_NOTIFY,
     tee: Path | None = _TEE,
     timeout: str | None = _TIMEOUT,
+    prom: Path | None = _PROM,
 ) -> int:
     """Who watches the watchman: is the `rtool cron` chain alive?
 
@@ -250,7 +256,7 @@ def cron_cmd(
     except UnitError as exc:
         raise UsageError(f"--grace: {exc}") from None
     spec = spec_from_config(cfg, resolve_dir(directory or cfg.dir), g)
-    return _run(ctx, lambda t: [CronWatchdog([spec], t)], json_out, no_notify, tee, timeout)
+    return _run(ctx, lambda t: [CronWatchdog([spec], t)], json_out, no_notify, tee, timeout, prom)
 
 
 @app.command("all")
@@ -260,6 +266,7 @@ def all_cmd(
     no_notify: bool = _NO_NOTIFY,
     tee: Path | None = _TEE,
     timeout: str | None = _TIMEOUT,
+    prom: Path | None = _PROM,
 ) -> int:
     """Every [[watch.job]], [[watch.log]], [[watch.disk]], [[watch.memory]], [[watch.run]]
     and [[watch.cron]] entry of the config in one sweep; the worst status is the exit code.
@@ -273,7 +280,7 @@ def all_cmd(
     def build(t: float) -> list[Watchdog]:
         return [*from_config(cfg.watch.model_copy(update={"timeout": t}), cfg)]
 
-    return _run(ctx, build, json_out, no_notify, tee, timeout)
+    return _run(ctx, build, json_out, no_notify, tee, timeout, prom)
 
 
 @app.command("run")
@@ -308,6 +315,7 @@ def run_cmd(
     no_notify: bool = _NO_NOTIFY,
     tee: Path | None = _TEE,
     timeout: str | None = _TIMEOUT,
+    prom: Path | None = _PROM,
 ) -> int:
     """Is the run progressing across its attempts (array tasks, requeues, chained jobs)?
 
@@ -335,4 +343,4 @@ def run_cmd(
         "accounting": "off" if no_accounting else None,
     }
     spec = _spec(RunWatch, **{**base, **{k: v for k, v in flags.items() if v is not None}})
-    return _run(ctx, lambda t: [RunWatchdog([spec], t)], json_out, no_notify, tee, timeout)
+    return _run(ctx, lambda t: [RunWatchdog([spec], t)], json_out, no_notify, tee, timeout, prom)

@@ -21,6 +21,12 @@ if TYPE_CHECKING:
 JSON = typer.Option(False, "--json", help="Print the results as JSON instead of status lines.")
 NO_NOTIFY = typer.Option(False, "--no-notify", help="Only print; send no alert.")
 TEE = typer.Option(None, "--tee", help="Also append the status lines, time-stamped, to this file.")
+PROM = typer.Option(
+    None,
+    "--prom-textfile",
+    help="Also write Prometheus metrics into this node_exporter textfile-collector folder "
+    "(default: watch.prom_textfile in the config).",
+)
 TIMEOUT = typer.Option(
     None, "--timeout", help="Timeout of every probe (default: watch.timeout in the config, 10s)."
 )
@@ -47,6 +53,7 @@ def run(
     no_notify: bool,
     tee: Path | None,
     timeout: str | None,
+    prom: Path | None = None,
 ) -> int:
     """Build the watchdogs with the probe timeout (--timeout or the config's) and run them."""
     from watchdogs.runner import Output, run_watch
@@ -65,10 +72,24 @@ def run(
     for w in watchdogs:  # the sections a watchdog reads besides its entries ([nodes], [runs])
         if isinstance(w, SpecWatchdog):
             w.configure(app_ctx.config)
-    out = Output(json=json_out, notify=not no_notify, tee=tee)
+    prom = prom_folder(prom, app_ctx.config.watch.prom_textfile)
+    out = Output(json=json_out, notify=not no_notify, tee=tee, prom_textfile=prom)
     return run_watch(
         watchdogs, state=app_ctx.state, notify_cfg=app_ctx.config.notify, timeout=t, out=out
     )
+
+
+def prom_folder(flag: Path | None, configured: str | None) -> Path | None:
+    """--prom-textfile, else watch.prom_textfile; a missing or unsafe folder is a usage error."""
+    prom = flag if flag is not None else (Path(configured).expanduser() if configured else None)
+    if prom is not None:
+        from watchdogs.prometheus import TextfileDirError, check_folder
+
+        try:
+            check_folder(prom)
+        except TextfileDirError as exc:
+            raise UsageError(f"--prom-textfile: {exc}") from None
+    return prom
 
 
 def probe_timeout(ctx: typer.Context, text: str | None) -> float:

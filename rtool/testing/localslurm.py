@@ -20,7 +20,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -190,19 +190,22 @@ def up(
     accounting: bool = True,
     fast: bool = True,
     timeout: float = 120,
+    extra: Sequence[str] = (),
 ) -> Cluster:
-    """Start (or reuse, when the same shape is up) the cluster in `directory`; wait until ready."""
+    """Start (or reuse, when the same shape is up) the cluster in `directory`; wait until ready.
+    `extra`: more slurm.conf lines (e.g. `ScronParameters=enable`)."""
     cluster = Cluster(Path(directory).resolve())
     ensure_installed(accounting)
     ensure_munge()
     have = cluster.layout
-    if have and len(have.nodes) == nodes and have.accounting == accounting and ready(cluster):
+    same = have is not None and (len(have.nodes), have.accounting) == (nodes, accounting)
+    if same and have is not None and have.extra == list(extra) and ready(cluster):
         return cluster
     problem = ""
     for _attempt in range(3):  # a port taken between picking and binding: new ports, again
         down(cluster.dir)
         cluster.dir.mkdir(parents=True, exist_ok=True)
-        layout = Layout.new(nodes, accounting, fast)
+        layout = Layout.new(nodes, accounting, fast, extra)
         layout.save(cluster.dir)
         write_slurm_conf(cluster.dir, layout)
         try:

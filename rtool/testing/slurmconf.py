@@ -11,6 +11,7 @@ import os
 import secrets
 import socket
 import subprocess
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -30,6 +31,8 @@ class Layout:
     node_ports: dict[str, int] = field(default_factory=dict)
     dbd_port: int = 0
     db_port: int = 0
+    #: Extra slurm.conf lines (e.g. `ScronParameters=enable`).
+    extra: list[str] = field(default_factory=list)
 
     def save(self, directory: Path) -> None:
         (directory / "cluster.json").write_text(json.dumps(asdict(self), indent=1) + "\n")
@@ -43,7 +46,9 @@ class Layout:
             return None
 
     @classmethod
-    def new(cls, nodes: int, accounting: bool, fast: bool = True) -> Layout:
+    def new(
+        cls, nodes: int, accounting: bool, fast: bool = True, extra: Sequence[str] = ()
+    ) -> Layout:
         if not 1 <= nodes <= 16:
             raise ValueError(f"--nodes must be 1..16, not {nodes}")
         names = [f"n{i}" for i in range(1, nodes + 1)]
@@ -56,6 +61,7 @@ class Layout:
             dbd_port=ports[1],
             db_port=ports[2],
             node_ports=dict(zip(names, ports[3:], strict=True)),
+            extra=list(extra),
         )
 
     @property
@@ -140,6 +146,7 @@ def write_slurm_conf(directory: Path, layout: Layout) -> Path:
         lines.append("JobAcctGatherType=jobacct_gather/none")
     if layout.fast:
         lines.append("SchedulerParameters=bf_interval=1,sched_interval=2")
+    lines += layout.extra
     for name in layout.nodes:
         lines.append(
             f"NodeName={name} NodeHostname={host} NodeAddr=127.0.0.1 "

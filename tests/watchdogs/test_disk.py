@@ -33,7 +33,9 @@ def test_space_threshold_on_a_filling_tmpfs(tmpfs, tmp_path, cli):
     fill(fs, 9 * 1024 * 1024)
     r = cli("watch", "disk", str(fs), "--max-used", "80%", "--no-notify")
     assert r.code == 2
-    assert r.out.strip() == f"DISK CRITICAL - {fs} 90% used (limit 80%)"
+    text, perf = r.out.strip().split(" | ")
+    assert text == f"DISK CRITICAL - {fs} 90% used (limit 80%)"
+    assert perf.startswith(f"'{fs}'=90%;;80;0;100 '{fs} used'=9437184B;;;0;10485760 ")
 
 
 def test_usable_share_and_min_free(tmpfs, tmp_path):

@@ -43,7 +43,9 @@ def test_fresh_then_stale(tmp_path, cli):
     age(log, 3600)
     r = cli("watch", "log", str(log), "--stale", "30m", "--no-notify")
     assert r.code == 2
-    assert r.out.strip() == f"LOG CRITICAL - {log} not written for 1h (limit 30m)"
+    text, perf = r.out.strip().split(" | ")
+    assert text == f"LOG CRITICAL - {log} not written for 1h (limit 30m)"
+    assert perf.startswith(f"'{log} age'=3600") and perf.endswith("s;;1800;0")
 
 
 def test_truncation_is_activity(tmp_path, state):

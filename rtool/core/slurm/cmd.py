@@ -209,6 +209,35 @@ class Slurm:
             checked[1:] = v.job_ids(checked[1:])
         return self._run(["scontrol", *checked]).stdout
 
+    # -- cluster config and the user's Slurm crontab (cron/scron.py) ---------------------------
+    def show_config(self) -> dict[str, str]:
+        """`scontrol show config` as {key: value} (`(null)` for unset values)."""
+        out = {}
+        for line in self._run(["scontrol", "show", "config"]).stdout.splitlines():
+            key, sep, value = line.partition("=")
+            if sep and key.strip() and " " not in key.strip():
+                out[key.strip()] = value.strip()
+        return out
+
+    def scrontab_text(self) -> str:
+        """The user's scrontab ("" when there is none); SlurmError when scrontab refuses."""
+        res = self._run(["scrontab", "-l"], check=False)
+        if res.returncode == 0:
+            return "" if res.stdout.startswith("no crontab for") else res.stdout
+        if "no crontab for" in res.stdout + res.stderr:
+            return ""
+        detail = (res.stderr.strip() or res.stdout.strip() or "failed").splitlines()[-1]
+        raise SlurmError(["scrontab", "-l"], detail[:300], res.returncode, res.stderr)
+
+    def scrontab_install(self, path: str) -> None:
+        """Replace the user's scrontab with the file at `path` (absolute)."""
+        if not path.startswith("/"):
+            raise SlurmError(["scrontab", path], "the crontab file must be an absolute path")
+        self._run(["scrontab", v.plain(path, "crontab file")])
+
+    def scrontab_remove(self) -> None:
+        self._run(["scrontab", "-r"])
+
     def requeue(self, job_id: str, *, hold: bool = False) -> None:
         self.scontrol("requeuehold" if hold else "requeue", v.job_id(job_id))
 
