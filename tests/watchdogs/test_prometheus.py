@@ -107,21 +107,8 @@ def test_watch_writes_metrics_node_exporter_scrapes(
     cfg = tmp_path / "rtool.toml"
     hook = '[notify.webhook]\nurl_env = "HOOK_URL"\nretries = 0\n'
     cfg.write_text(f'[watch]\nprom_textfile = "{folder}"\n{hook}')
-    state = StateDir()
-    store = CronStore(state, tmp_path / "cron")
-    store.write_heartbeat({"time": now - 60})
-    data = store.load()
-    data["jobs"]["cron.hourly/clean.sh"] = {"start": now - 70, "status": "failed"}
-    store.save(data)
+    seed_state(tmp_path / "cron", now)
     assert cli("silence", "add", "check=memory", "--for", "1h").code == 0
-    # a run ledger (runs/store.py): two attempts of 1000 s, 1500 steps of 1 s kept
-    attempts = [
-        Attempt("llama", 1, "88_1", started=now - 3000, ended=now - 2000, state="TIMEOUT",
-                step_start=0, step_end=800),
-        Attempt("llama", 2, "88_2", started=now - 1500, ended=now - 500, state="COMPLETED",
-                step_start=500, step_end=1500),
-    ]  # fmt: skip
-    save_ledger(state, Ledger("llama", attempts, best_step=1500, step_seconds=1.0))
 
     r = cli("--config", str(cfg), "watch", "disk", str(fs), "--max-used", "20%")
     assert r.code == 2, r.out + r.err
@@ -150,11 +137,33 @@ def test_watch_writes_metrics_node_exporter_scrapes(
     assert got[("rtool_checkpoint_save_seconds", logl)] == 42.0
     assert 599 <= got[("rtool_checkpoint_last_save_age_seconds", logl)] < 700
     assert 4 <= got[("rtool_heartbeat_age_seconds", logl)] < 60
+    check_state_metrics(got, tmp_path / "cron", now)
+
+
+def seed_state(cron_dir: Path, now: float) -> None:
+    """A cron chain's tick and failed job, and a run ledger, in the state dir."""
+    state = StateDir()
+    store = CronStore(state, cron_dir)
+    store.write_heartbeat({"time": now - 60})
+    data = store.load()
+    data["jobs"]["cron.hourly/clean.sh"] = {"start": now - 70, "status": "failed"}
+    store.save(data)
+    # a run ledger (runs/store.py): two attempts of 1000 s, 1500 steps of 1 s kept
+    attempts = [
+        Attempt("llama", 1, "88_1", started=now - 3000, ended=now - 2000, state="TIMEOUT",
+                step_start=0, step_end=800),
+        Attempt("llama", 2, "88_2", started=now - 1500, ended=now - 500, state="COMPLETED",
+                step_start=500, step_end=1500),
+    ]  # fmt: skip
+    save_ledger(state, Ledger("llama", attempts, best_step=1500, step_seconds=1.0))
+
+
+def check_state_metrics(got: dict, cron_dir: Path, now: float) -> None:  # type: ignore[type-arg]
     assert got[("rtool_outbox_backlog", ())] == 1
     assert got[("rtool_outbox_items", (("channel", "webhook"),))] == 1
-    cron_dir = (("dir", str(tmp_path / "cron")),)
-    assert got[("rtool_cron_last_success_timestamp_seconds", cron_dir)] == pytest.approx(now - 60)
-    job = (("dir", str(tmp_path / "cron")), ("job", "cron.hourly/clean.sh"))
+    folder = (("dir", str(cron_dir)),)
+    assert got[("rtool_cron_last_success_timestamp_seconds", folder)] == pytest.approx(now - 60)
+    job = (("dir", str(cron_dir)), ("job", "cron.hourly/clean.sh"))
     assert got[("rtool_cron_job_last_run_success", job)] == 0
     assert got[("rtool_silences_active", ())] == 1
     assert got[("rtool_run_attempts", (("run", "llama"),))] == 2
