@@ -85,7 +85,8 @@ def memory(obs: list[Any], now: float) -> ByWhat:
         if o.total:
             pct = (o.total - o.available) / o.total * 100.0
             spec = o.spec
-            return {"node": [Measure(Metric.MEMORY_USED_PCT, pct, spec.warn_used, spec.max_used)]}
+            used = Measure(Metric.MEMORY_USED_PCT, pct, spec.warn_used, spec.max_used, 0, 100)
+            return {"node": [used]}
     return {}
 
 

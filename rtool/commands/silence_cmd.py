@@ -7,10 +7,12 @@ import time
 
 import typer
 
+from rtool.commands import errors
 from rtool.context import get_context
 from rtool.core.errors import UsageError
 
-app = typer.Typer(
+app = errors.group(
+    errors.DEFAULT,
     help="Silences: alerts matching a silence are held (not lost) while it is in force; when it "
     "ends, one summary goes to the channels they would have reached, and what is still open "
     "alerts again. Resolved notices still close alerts that went out before.\n\n"
