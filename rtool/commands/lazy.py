@@ -70,7 +70,7 @@ COMMANDS: dict[str, Lazy] = {
         "Pre-flight check before training: GPUs, ECC, folders, your command (docs/nodes.md).",
     ),
     "notify": Lazy(
-        _M + "notify_cmd", "Alert channels (email, Slack, webhook, log) and the outbox."
+        _M + "notify_cmd", "Alert channels (email, Slack, webhook, PagerDuty, log) and the outbox."
     ),
     "silence": Lazy(
         _M + "silence_cmd", "Silences: hold matching alerts during maintenance, then summarise."

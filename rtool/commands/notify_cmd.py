@@ -13,7 +13,7 @@ from rtool.core.errors import UsageError
 
 app = errors.group(
     errors.DEFAULT,
-    help="Alert channels (email, Slack, webhook, log) and the outbox.\n\n"
+    help="Alert channels (email, Slack, webhook, PagerDuty, log) and the outbox.\n\n"
     "Examples:\n\n"
     "  rtool notify test                  # a test alert through every channel\n\n"
     "  rtool notify test --channel slack\n\n"
@@ -27,7 +27,7 @@ app = errors.group(
 def test(
     ctx: typer.Context,
     channel: str | None = typer.Option(
-        None, "--channel", "-c", help="Only this channel: email, slack, webhook or log."
+        None, "--channel", "-c", help="Only this channel: email, slack, webhook, pagerduty or log."
     ),
 ) -> int:
     """Send a test alert through each configured channel; print per-channel success or the

@@ -13,9 +13,10 @@ from rtool.core.errors import UsageError
 
 app = errors.group(
     errors.DEFAULT,
-    help="Silences: alerts matching a silence are held (not lost) while it is in force; when it "
-    "ends, one summary goes to the channels they would have reached, and what is still open "
-    "alerts again. Resolved notices still close alerts that went out before.\n\n"
+    help="Silences: hold matching alerts during maintenance, then summarise.\n\n"
+    "Alerts matching a silence are held (not lost) while it is in force; when it ends, one "
+    "summary goes to the channels they would have reached, and what is still open alerts "
+    "again. Resolved notices still close alerts that went out before.\n\n"
     "Matchers: name=value, name!=value, name=~regex, name!~regex on the labels key, check, "
     "what, status, host and the alert's fields; a bare pattern is a glob on the key.\n\n"
     "Examples:\n\n"
