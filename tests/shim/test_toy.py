@@ -25,6 +25,12 @@ def test_import_rtool_shim_imports_no_heavy_module() -> None:
     assert "rtool.shim" in loaded and "psutil" in loaded
     heavy = sorted(m for m in loaded if m.split(".")[0] in HEAVY or m in HEAVY)
     assert heavy == [], heavy
+    # nothing but the standard library, psutil and rtool's shim + stdlib-only core modules
+    others = {m.split(".")[0] for m in loaded} - set(sys.stdlib_module_names)
+    others -= {"__main__", "psutil", "rtool", "_distutils_hack"}
+    assert {m for m in others if not m.startswith("__editable__")} == set(), others
+    core = sorted(m for m in loaded if m.startswith("rtool.core."))
+    assert core == ["rtool.core.heartbeat", "rtool.core.units"], core
 
 
 def _wait_steps(log: Path, n: int) -> None:
