@@ -26,6 +26,12 @@ settings.load_profile("rtool")
 OTHER_UID = 54321
 
 
+@pytest.fixture(autouse=True)
+def _in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Generated configs may name relative state dirs: never create them in the checkout."""
+    monkeypatch.chdir(tmp_path)
+
+
 @pytest.fixture
 def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """An empty working folder as the current directory."""
