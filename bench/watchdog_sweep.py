@@ -119,7 +119,7 @@ def main() -> int:
 
             def baseline() -> None:
                 sq.squeue(names=["bench-train"])
-                child.collect(child.start("statvfs", str(disks[0])), time.monotonic() + t)
+                child.statvfs_all([str(disks[0])], [time.monotonic() + t])
 
             base_s = median_seconds(baseline, args.repeat)
             healthy = median_seconds(lambda: run_sweep(wds, state, t), args.repeat)
