@@ -5,7 +5,8 @@ typer labels every option with its Python type (`--json <bool>`, `--verbose <int
 a help text as a rich markup tag (so "default: [submit] max_requeues" came out as "default:
  max_requeues"). `tidy(command)` fixes the click command tree typer built, once, before it is
 used: flags show no value, an option's value is named like click does (TEXT, INTEGER, PATH),
-arguments read `PATHS...`, and square brackets in help texts are shown as written.
+arguments read `PATHS...`, square brackets in help texts are shown as written, and a
+docstring's paragraphs are not broken where the source lines were.
 """
 
 from __future__ import annotations
@@ -22,6 +23,19 @@ _COMPLETION = ("install_completion", "show_completion")
 def _escape(text: str | None) -> str | None:
     """Square brackets shown as written (rich would take `[submit]` for a style tag)."""
     return text.replace("[", "\\[") if text and "[" in text else text
+
+
+def _paragraphs(text: str | None) -> str | None:
+    """A docstring's paragraphs, each on one line (rich would keep the source's line breaks,
+    mid-sentence); indented paragraphs (examples, lists) are kept as written."""
+    if not text:
+        return text
+    out = []
+    for para in text.strip().split("\n\n"):
+        lines = para.split("\n")
+        indented = any(ln.startswith((" ", "\t")) for ln in lines[1:]) or para.startswith(" ")
+        out.append(para if indented else " ".join(ln.strip() for ln in lines))
+    return "\n\n".join(out)
 
 
 def _value_name(param: Any) -> str:
@@ -60,7 +74,7 @@ def tidy(command: Any) -> Any:
     if getattr(command, "_rtool_tidy", False):
         return command
     command._rtool_tidy = True
-    command.help = _escape(command.help)
+    command.help = _escape(_paragraphs(command.help))
     # a sub-app built on its own gets typer's shell-completion options: they belong to none
     command.params = [p for p in command.params if p.name not in _COMPLETION]
     command.short_help = _escape(command.short_help)

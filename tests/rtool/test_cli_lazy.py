@@ -30,7 +30,7 @@ def imported(*argv: str) -> list[str]:
 def test_each_summary_is_the_commands_own_first_paragraph(name: str) -> None:
     cmd = lazy.load(name)
     first = " ".join((cmd.help or "").split("\n\n")[0].split())
-    assert lazy.COMMANDS[name].summary == first
+    assert lazy.COMMANDS[name].summary == first, "update its summary in rtool/commands/lazy.py"
     assert cmd.name == name
 
 

@@ -65,3 +65,9 @@ def test_submit_help_shows_the_defaults_as_written(cli, monkeypatch) -> None:
     assert "[default: --preflight]" in page
     assert re.search(r"--dry-run\s+Print the script", page)  # a flag takes no value
     assert "Usage: rtool submit [OPTIONS] SCRIPT [EXTRA_ARGS]..." in page
+
+
+def test_a_docstring_paragraph_is_not_broken_where_the_source_line_was(cli, monkeypatch) -> None:
+    monkeypatch.setenv("COLUMNS", "250")
+    page = cli("cron", "--help").out
+    assert "run what is due, write the heartbeat. This is what the chain's Slurm job runs" in page
