@@ -149,8 +149,11 @@ class Silences:
     def edit(self) -> Iterator[list[Silence]]:
         with self.state.lock("notify-silences"):
             items = self.load()
+            before = [s.to_dict() for s in items]
             yield items
-            self.state.write_json(FILE, {"silences": [s.to_dict() for s in items]})
+            after = [s.to_dict() for s in items]
+            if after != before:  # most notify runs change nothing: no write, no fsync
+                self.state.write_json(FILE, {"silences": after})
 
     def add(self, matchers: list[Matcher], duration: float, reason: str, now: float) -> Silence:
         if not matchers:
