@@ -31,7 +31,7 @@ Shipped templates (in this folder, installed as package data):
 
 Safety: templates use StrictUndefined, and every printed expression must go through the `q`
 filter (shlex.quote; lists give quoted words) or the `sbatch` filter (`#SBATCH` values),
-or be an int/bool or trusted `ShellCode`: anything else fails the render (see render.py).
+or be an int/bool or trusted `ShellCode`: anything else fails the render (see renderer.py).
 """
 
 from slurm_templates.jobs import (
@@ -42,7 +42,7 @@ from slurm_templates.jobs import (
     render_job,
     validate_begin,
 )
-from slurm_templates.render import (
+from slurm_templates.renderer import (
     ShellCode,
     TemplateError,
     available_templates,

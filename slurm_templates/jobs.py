@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from slurm_templates import specs
-from slurm_templates.render import Quoted, ShellCode, render, sbatch_quote
+from slurm_templates.renderer import Quoted, ShellCode, render, sbatch_quote
 
 _BEGIN = re.compile(
     r"^(?:now(?:\+\d+(?:seconds|minutes|hours|days|weeks)?)?"

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from slurm_templates import specs
 from slurm_templates.jobs import SlurmJob
-from slurm_templates.render import ShellCode
+from slurm_templates.renderer import ShellCode
 
 #: Exit code with which the training step asks the batch script to requeue the job
 #: (auto-requeue mode); exported as RTOOL_REQUEUE_EXIT_CODE. Must equal

@@ -112,7 +112,7 @@ def exclude_suspect_nodes(app_ctx: AppContext, job: TrainingJob) -> None:
     from nodes.store import SuspectStore
     from rtool.core.slurm.parse import ParseError, expand_hostlist
     from slurm_templates.batchfile import override, sbatch_option
-    from slurm_templates.render import ShellCode
+    from slurm_templates.renderer import ShellCode
 
     cfg = app_ctx.config.nodes
     if not cfg.exclude:
@@ -158,7 +158,7 @@ def _build(app_ctx: AppContext, req: SubmitRequest) -> TrainingJob:
 
 def _render(app_ctx: AppContext, job: TrainingJob, template: Path | None) -> str:
     from slurm_templates import TemplateError, render_job
-    from slurm_templates.render import template_dirs
+    from slurm_templates.renderer import template_dirs
 
     dirs = [app_ctx.config.submit.template_dir]
     if template is not None:

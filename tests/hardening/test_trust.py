@@ -17,7 +17,7 @@ from cron.tick import TickEnv, tick
 from rtool.appconfig import load_config
 from rtool.core.slurm import Slurm
 from rtool.core.state import StateDir
-from slurm_templates.render import TemplateError, render
+from slurm_templates.renderer import TemplateError, render
 from tests.cron.conftest import CronSetup, make_cron  # noqa: F401  (fixture)
 from tests.hardening.conftest import OTHER_UID, no_traceback
 
