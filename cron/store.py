@@ -10,6 +10,7 @@ from __future__ import annotations
 import getpass
 import hashlib
 import json
+import logging
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from typing import Any
 from rtool.core.errors import UsageError
 from rtool.core.state import StateDir, atomic_write
 
+log = logging.getLogger(__name__)
 HEARTBEAT = "heartbeat.json"
 #: How many past ticks `ticks.json` keeps (slot, start, lateness: for status and the benchmark).
 TICK_HISTORY = 200
@@ -60,6 +62,7 @@ class CronStore:
         for key in ("last_slots", "lines", "jobs", "slurm_jobs"):
             if not isinstance(data.get(key), dict):
                 data[key] = {}
+        data["slurm_jobs"] = _tracked_jobs(data["slurm_jobs"])
         return data
 
     def save(self, data: dict[str, Any]) -> None:
@@ -98,3 +101,23 @@ class CronStore:
     @property
     def logs(self) -> Path:
         return self.root / "logs"
+
+
+def _tracked_jobs(tracked: dict[str, Any]) -> dict[str, Any]:
+    """The submitted jobs a tick follows; an entry whose key is not a job id (a corrupt or
+    forged state file) is dropped with a warning, so it never reaches sacct's or scontrol's argv.
+    """
+    from rtool.core.validate import ArgvError, job_id
+
+    kept: dict[str, Any] = {}
+    for key, info in tracked.items():
+        try:
+            job_id(key)
+        except ArgvError as exc:
+            log.warning("cron state: dropping a tracked job: %s", exc)
+            continue
+        if isinstance(info, dict):
+            start = info.get("start")
+            ok = isinstance(start, (int, float)) and not isinstance(start, bool)
+            kept[key] = info if ok else {**info, "start": 0.0}
+    return kept

@@ -131,3 +131,13 @@ def test_heartbeat_job_id_state_running_never_reaches_scancel(
     time.sleep(2)
     assert not got.exists()  # the running job got no USR1
     assert any(j.state == "RUNNING" for j in slurm.squeue(job_ids=[job]))
+
+
+def test_cron_state_job_ids_that_are_not_job_ids_are_dropped(tmp_path: Path) -> None:
+    from cron.store import CronStore
+    from rtool.core.state import StateDir
+
+    store = CronStore(StateDir(tmp_path / "state"), tmp_path / "cron")
+    forged = {"--state=RUNNING": {"name": "x"}, "123": {"start": "soon"}, "124": "junk"}
+    store.save({"slurm_jobs": forged})
+    assert store.load()["slurm_jobs"] == {"123": {"start": 0.0}}
