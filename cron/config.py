@@ -71,7 +71,7 @@ class CronConfig(Section):
     @field_validator("daily_at")
     @classmethod
     def _hhmm(cls, value: str) -> str:
-        m = re.fullmatch(r"(\d{1,2}):(\d{2})", value.strip())
+        m = re.fullmatch(r"(\d{1,2}):(\d{2})", value.strip(), re.ASCII)
         if not m or int(m.group(1)) > 23 or int(m.group(2)) > 59:
             raise ValueError(f"daily_at must be HH:MM (24h), got {value!r}")
         return value.strip()

@@ -20,7 +20,7 @@ _BEGIN = re.compile(
     r"|\d{4}-\d{2}-\d{2}(?:T\d{2}:\d{2}(?::\d{2})?)?"
     r"|\d{1,2}:\d{2}(?::\d{2})?(?:AM|PM)?"
     r"|midnight|noon|elevenses|fika|teatime|today|tomorrow)$",
-    re.IGNORECASE,
+    re.IGNORECASE | re.ASCII,
 )
 _OPTION = re.compile(r"^[a-z][a-z-]*$")
 _RAW_OPTION = re.compile(r"^(?:--[a-z][a-z0-9-]*(?:=.*)?|-[A-Za-z](?:.*)?)$", re.ASCII)

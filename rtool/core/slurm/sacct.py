@@ -37,7 +37,7 @@ SACCT_FORMAT = ",".join(SACCT_FIELDS)
 #: What sacct prints (stderr) on a cluster without an accounting daemon.
 DISABLED_MESSAGE = "accounting storage is disabled"
 
-_JOB_ID = re.compile(r"\d+(?:_\d+)?")
+_JOB_ID = re.compile(r"[0-9]+(?:_[0-9]+)?")  # ASCII digits only
 _SHOWN_ID = re.compile(r"(\d+)(?:_(\d+|\[[^\]]*\]))?(?:\+\d+)?")
 
 
