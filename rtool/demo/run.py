@@ -22,6 +22,7 @@ SCENARIO: list[tuple[str, Callable[[Demo], None]]] = [
     ("time-limit", steps.time_limit),
     ("save-switch", steps.save_switch),
     ("hang", steps.hang),
+    ("node-failure", steps.node_failure),
     ("kill-switch", steps.stop),
 ]
 

@@ -55,14 +55,33 @@ def ensure_slurm(n: Narrator) -> Path | None:
         return None
     cluster = localslurm.Cluster(localslurm.DEFAULT_DIR.resolve())
     was_up = localslurm.status(cluster) is not None
-    n.say(f"no Slurm reachable: starting the local single-node Slurm in {cluster.dir}")
+    n.say(f"no Slurm reachable: starting the local Slurm (3 nodes, accounting) in {cluster.dir}")
     try:
         cluster = localslurm.up(cluster.dir)
     except localslurm.LocalSlurmError as exc:
         raise RtoolError(f"cannot start the local Slurm: {exc}") from None
     os.environ["SLURM_CONF"] = str(cluster.conf)
-    n.ok(f"local Slurm is up (export SLURM_CONF={cluster.conf})")
+    n.ok(f"local Slurm is up: {localslurm.status(cluster)} (export SLURM_CONF={cluster.conf})")
     return None if was_up else cluster.dir
+
+
+def local_cluster() -> Any:
+    """The local test cluster SLURM_CONF points to (a localslurm.Cluster), or None: only
+    there can the demo fail a node. Its folder must be ours (owned by us, not group/world
+    writable), as the demo kills processes it finds through it."""
+    from rtool.testing import localslurm
+
+    conf = Path(os.environ.get("SLURM_CONF", ""))
+    if conf.name != "slurm.conf" or not (conf.parent / "cluster.json").is_file():
+        return None
+    try:
+        st = conf.parent.stat()
+    except OSError:
+        return None
+    if st.st_uid != os.geteuid() or st.st_mode & 0o022:
+        return None
+    cluster = localslurm.Cluster(conf.parent.resolve())
+    return cluster if len(cluster.nodes) >= 3 else None
 
 
 class Demo:
@@ -72,6 +91,7 @@ class Demo:
         self.toy = locate_toy()
         self.env = {"RTOOL_CONFIG": str(ws.config), "PYTHONUNBUFFERED": "1"}
         self.ids: dict[str, str] = {}  # job name -> array job id
+        self.cluster = local_cluster()  # a local multi-node cluster: the node-failure scene
         self.events: list[Event] = []
         self._watch_lines = 0
         self._watch_status: str | None = None
@@ -98,7 +118,15 @@ class Demo:
             raise StepFailed(f"{text} exited {res.returncode}: {why[-1] if why else ''}")
         return res.stdout
 
-    def submit(self, name: str, tasks: int, toy_args: list[str], time_limit: str, sig: str) -> str:
+    def submit(
+        self,
+        name: str,
+        tasks: int,
+        toy_args: list[str],
+        time_limit: str,
+        sig: str,
+        sbatch_extra: tuple[str, ...] = (),
+    ) -> str:
         args = [
             "submit",
             str(self.toy),
@@ -117,6 +145,7 @@ class Demo:
             "--parsable",
             "--",
             "--open-mode=append",  # a requeued task appends to its output instead of wiping it
+            *sbatch_extra,
         ]
         shown = (
             f"rtool submit train_toy.py --array 0-{tasks - 1}%1 --time {time_limit} "

@@ -6,10 +6,13 @@ from __future__ import annotations
 import re
 import time
 
+from rtool.core.slurm import SacctRecord, SlurmError
 from rtool.core.slurm.parse import ParseError, parse_slurm_timestamp
 from rtool.demo.observe import compress
-from rtool.demo.scenario import Demo
+from rtool.demo.scenario import Demo, StepFailed
 from rtool.demo.workspace import LIMIT, TRAIN
+
+READY = ("idle", "mixed", "allocated")
 
 _PID = re.compile(r"pid=(\d+)")
 
@@ -24,11 +27,19 @@ def start(d: Demo) -> None:
     )
     speed = ["--step-seconds", f"{t.step:g}"]
     limit = ["--steps", str(t.limit_steps), *speed, "--dir", str(d.ws.run_dir(LIMIT))]
-    job = d.submit(LIMIT, t.limit_tasks, limit, t.limit_time, t.limit_signal)
+    # On the local multi-node cluster demo-limit keeps to the first node and demo-train to the
+    # others, so that the node failure (scene 4) hits demo-train only.
+    usable = [k for k, v in d.cluster.node_states().items() if v in READY] if d.cluster else []
+    first = usable[0] if len(usable) >= 3 else None
+    if first is None:
+        d.cluster = None  # fewer than three nodes take jobs: no node-failure scene
+    pin = (f"--nodelist={first}",) if first else ()
+    job = d.submit(LIMIT, t.limit_tasks, limit, t.limit_time, t.limit_signal, pin)
     n.ok(f"{LIMIT} ({job}): {t.limit_steps} steps, a {t.limit_time} limit per task (%1)")
     train = ["--steps", "100000", *speed, "--dir", str(d.ws.run_dir(TRAIN))]
     train += ["--hang-file", str(d.ws.job_dir(TRAIN) / "hang")]
-    job = d.submit(TRAIN, t.train_tasks, train, t.train_time, t.train_signal)
+    avoid = (f"--exclude={first}",) if first else ()
+    job = d.submit(TRAIN, t.train_tasks, train, t.train_time, t.train_signal, avoid)
     n.ok(f"{TRAIN} ({job}): for rtool save, a hang and rtool stop")
     n.wait("both arrays to start training", lambda: d.runs(LIMIT) and d.runs(TRAIN), 90)
     n.ok("task 0 of each array is training")
@@ -205,9 +216,61 @@ def _after(d: Demo, pid: int) -> tuple[int, str, int] | None:
     return runs[pids.index(pid) + 1] if pid in pids and pids.index(pid) + 1 < len(pids) else None
 
 
+def node_failure(d: Demo) -> None:
+    n = d.n
+    n.title("4. A node fails: the run goes on on the other nodes")
+    cluster = d.cluster
+    if cluster is None:
+        n.say("not on the local multi-node cluster: no node to fail here (scene skipped)")
+        d.record("node-failure", True, "skipped: not on the local multi-node cluster")
+        return
+    pid, task, _ = d.runs(TRAIN)[-1]
+    job = f"{d.ids[TRAIN]}_{task}"
+    node = d.tasks(TRAIN).get(task, {}).get("NodeList", "")
+    if node not in cluster.nodes:
+        raise StepFailed(f"{job} runs on {node or 'no node'}, not a node of the local cluster")
+    saved = int(d.checkpoint(TRAIN).get("step", -1))
+    n.say(f"{job} trains on node {node}; its last checkpoint is step {saved}")
+    t0 = time.monotonic()
+    cluster.fail_node(node, "rtool demo: power cut")
+    at = d.last_step(TRAIN, pid)
+    n.ok(f"node {node} is down: its slurmd and the job's processes killed at step {at}")
+    _, task2, first = n.wait("the next task to resume on another node", lambda: _after(d, pid), 60)
+    back = time.monotonic() - t0
+    node2 = d.tasks(TRAIN).get(task2, {}).get("NodeList", "?")
+    n.ok(f"task {task2} resumed at step {first} on {node2}, {back:.0f} s after the failure")
+    failed = [r for r in _sacct(d, job) if r.state == "NODE_FAIL"]
+    where = ",".join(failed[0].nodes) if failed else "?"
+    if failed:
+        n.note(f"sacct: {job} NODE_FAIL on {where} (the attempt, as accounting recorded it)")
+    cluster.revive_node(node, timeout=60)
+    n.ok(f"node {node} is back (slurmd restarted, node resumed)")
+    d.record(
+        "node-failure",
+        first == saved + 1 and node2 != node and where == node,
+        f"node {node} failed under {job} at step {at}: task {task2} resumed at step {first} "
+        f"on {node2} {back:.0f} s later ({at - saved} step(s) since the checkpoint redone)",
+        node=node,
+        checkpoint=saved,
+        failed_step=at,
+        resumed_at=first,
+        resumed_on=node2,
+        resume_seconds=round(back, 1),
+        redone=at - saved,
+        sacct_node_fail=where,
+    )
+
+
+def _sacct(d: Demo, job: str) -> list[SacctRecord]:
+    try:
+        return d.slurm.sacct(job_ids=[job])
+    except SlurmError:
+        return []
+
+
 def stop(d: Demo) -> None:
     n = d.n
-    n.title("4. rtool stop: save and exit; the other tasks exit at once")
+    n.title("5. rtool stop: save and exit; the other tasks exit at once")
     pid, task, _ = d.runs(TRAIN)[-1]
     t0 = time.monotonic()
     d.rtool("stop", "--job-name", TRAIN)
@@ -269,7 +332,7 @@ def _killed_task(d: Demo, task: str) -> bool:
 
 def finished(d: Demo) -> None:
     n, t = d.n, d.t
-    n.title("5. finished(): the training ends and cancels the rest of its array")
+    n.title("6. finished(): the training ends and cancels the rest of its array")
     n.wait(f"{LIMIT} to train to the end", lambda: d.runs(LIMIT) and not d.active(LIMIT), 150)
     records = d.tasks(LIMIT)
     lines = d.steps(LIMIT)

@@ -72,7 +72,7 @@ def render(console: Console, summary: dict[str, Any]) -> None:
         )
         if acc["redone"] or acc["discarded"]:
             text += (
-                f"; the hung run's unsaved work: {len(acc['redone'])} step(s) redone, "
+                f"; unsaved work of the hung or failed runs: {len(acc['redone'])} step(s) redone, "
                 f"{len(acc['discarded'])} past the final checkpoint"
             )
         table.add_row(mark, f"steps {name}", text)

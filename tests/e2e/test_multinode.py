@@ -28,11 +28,12 @@ from tests.helpers import wait_for
 
 DDP = Path(__file__).with_name("ddp_toy.py")
 # Slurm 22.05 sends a --signal=SIG@LEAD at its periodic check (every 30 s) once the job is
-# within LEAD + 30 s of its end: with --time 2 and B:USR1@60 it comes 30..60 s into an attempt.
-# So the node failure (25 steps into the first attempt) comes first, the next attempt is
-# stopped by the signal (600 steps, ~65 s of training, cannot end before it) and the third
-# (sometimes a fourth) completes.
-STEPS = 600
+# within LEAD + 30 s of its end: with --time 1 and B:USR1@40, 0-20 s into an attempt (kept
+# pending by the batch script until the training's handler is in place). The shim takes USR1 as
+# a deadline signal: it trains on until ~10 s before the limit, then all ranks save at the same
+# step. So: the node failure (25 steps into the first attempt), then an attempt that trains until
+# its deadline (450 steps, ~50 s of training, cannot end before it), then one that completes.
+STEPS = 450
 CKPT_EVERY = 20
 LINE = re.compile(r"(\w+)=(\S+)")
 
@@ -110,7 +111,7 @@ def test_two_node_ddp_survives_time_limits_and_a_node_failure(
     }
     job = rtool(
         *("submit", str(DDP), "--job-name", job_name, "--nodes", "2", "--launcher", launcher),
-        *("--array", "1-8%1", "--time", "0:02:00", "--signal", "B:USR1@60", "--requeue"),
+        *("--array", "1-8%1", "--time", "0:01:00", "--signal", "B:USR1@40", "--requeue"),
         *("--exit-before-end", "off", "--parsable"),
         env=env,
     ).stdout.strip()
