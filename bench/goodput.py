@@ -108,7 +108,7 @@ def submit(mode: str, name: str, d: Path, cfg: Path) -> None:
             script=script + "\n",
         )
         return
-    args = shlex.join(toy[2:])
+    args = shlex.join([*toy[2:], "--every", str(EVERY)])
     subprocess.run(
         [sys.executable, "-c", "import sys; from rtool.cli import app; app(sys.argv[1:])",
          "--config", str(cfg), "submit", str(TOY), "--job-name", name, "--array", TASKS,
@@ -198,7 +198,10 @@ def run_setup(mode: str, cluster, base: Path) -> Outcome:  # type: ignore[no-unt
     end = out.finished_at or time.time()
     recs = slurm.sacct(names=[name], since=t0 - 60)
     out.allocated = sum(
-        min(r.end or end, end) - r.start for r in recs if r.start is not None and r.start < end
+        min(r.start + (r.elapsed_s if r.elapsed_s is not None else end), r.end or end, end)
+        - r.start
+        for r in recs
+        if r.start is not None and r.start < end
     )
     out.restarts = restarts(out)
     return out

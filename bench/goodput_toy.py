@@ -4,10 +4,11 @@
     goodput_toy.py --dir D --steps N --step-seconds S [--plain --every K]
 
 Each step sleeps S seconds and appends `step=N t=<time> pid=<pid> job=<SLURM_JOB_ID>` to
-D/steps.log. It resumes from D/checkpoint.json. Faults on demand: D/hang (the file is removed,
-the process hangs), D/crash (removed, the process raises). With --plain: a checkpoint every K
-steps and no signal handling (the setup people use without rtool); otherwise the rtool shim
-(Guard: saves on the time limit, the signal or a requeue, and finished()).
+D/steps.log. It resumes from D/checkpoint.json, saved every K steps (--every) in both setups.
+Faults on demand: D/hang (the file is removed, the process hangs), D/crash (removed, the
+process raises). With --plain: no signal handling (the setup people use without rtool);
+otherwise the rtool shim too (Guard: saves at the time limit, on the signal or a requeue;
+finished() cancels the rest of the array).
 """
 
 from __future__ import annotations
@@ -68,10 +69,10 @@ def main() -> int:
                 raise RuntimeError(f"injected crash at step {step}")
             time.sleep(a.step_seconds)
             log.write(f"step={step} t={time.time():.3f} pid={os.getpid()} job={job}\n")
+            if (step + 1) % a.every == 0:
+                save(step)  # both setups checkpoint every K steps
             if guard is not None:
                 guard.step(step)
-            elif (step + 1) % a.every == 0:
-                save(step)
     if step0 < a.steps:
         save(a.steps - 1)
     if guard is not None:

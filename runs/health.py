@@ -59,17 +59,21 @@ class Queue:
 
 
 def bad_attempt(a: Attempt, short: float) -> bool:
-    """An ended attempt that made no progress, or that died (not on a time limit or
-    preemption) within `short` of starting."""
+    """An ended attempt that made no progress, or that the training itself ended (not a time
+    limit, preemption or node failure) within `short` of starting without keeping a step."""
     if not a.is_over or a.finished:
         return False
     if a.progress is not None and a.progress == 0:
         return True
-    if a.state in LIMIT_STATES or a.stop_reason in ("time_limit", "signal"):
+    if a.state in LIMIT_STATES or a.state == "NODE_FAIL":
+        return False
+    if a.stop_reason in ("time_limit", "signal"):
         return False
     if a.state == "COMPLETED" and a.exit_code == 0 and a.progress:
         return False
-    return a.duration is not None and a.duration < short
+    kept = None if a.progress is None else a.progress - (a.steps_lost or 0)
+    early = a.duration is not None and a.duration < short
+    return early and (kept is None or kept <= 0)
 
 
 def crash_loop(ledger: Ledger, k: int, short: float) -> list[Attempt] | None:

@@ -52,6 +52,16 @@ def shown_id(job_id: str | None, array_job_id: str | None, task: object) -> str 
     return job_id
 
 
+def _end(r: SacctRecord) -> float | None:
+    """When the attempt ended: sacct's End, or Start + Elapsed when that is earlier (a
+    requeued record's End can be the next run's start)."""
+    if not r.finished or r.end is None:
+        return None
+    if r.start is not None and r.elapsed_s is not None:
+        return min(r.end, r.start + r.elapsed_s)
+    return r.end
+
+
 def from_sacct(run: str, recs: Sequence[SacctRecord]) -> list[Attempt]:
     """One attempt per record that started (pending records and never-started tasks are not
     attempts); the restart index counts earlier records of the same job id."""
@@ -73,7 +83,7 @@ def from_sacct(run: str, recs: Sequence[SacctRecord]) -> list[Attempt]:
                 nodes=tuple(r.nodes),
                 queued_at=r.submit,
                 started=r.start,
-                ended=r.end if r.finished else None,
+                ended=_end(r),
                 state=r.state,
                 exit_code=r.exit_code,
                 signal=r.signal,

@@ -59,7 +59,8 @@ def table(led: Ledger, tot: Totals, now: float) -> str:
         cells = [c.ljust(w) for c, (_, w) in zip(row(a, now), COLUMNS, strict=True)]
         sig = a.signature.label if a.signature else (a.error or "")
         if a.signature and a.signature.line:
-            sig += f": {a.signature.line[:80]}"
+            line = a.signature.line[:80]
+            sig = line if line.startswith(a.signature.label) else f"{sig}: {line}"
         lines.append("  ".join([*cells, sig]).rstrip())
     good = f"{tot.goodput:.2f}" if tot.goodput is not None else "?"
     status = "finished" if led.finished else "not finished"
