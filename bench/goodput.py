@@ -15,7 +15,7 @@ cron-like loop). Printed side by side: steps lost, time from each fault to rtool
 its ledger showing the attempt) and to training again, and goodput = unique steps × STEP_S /
 allocated time (sacct's elapsed of every attempt until the training finished).
 
-    python bench/goodput.py            # ~8-10 min; starts its own 3-node Slurm with accounting
+    python bench/goodput.py            # ~13 min; starts its own 3-node Slurm with accounting
 """
 
 from __future__ import annotations
@@ -39,11 +39,11 @@ from rtool.core.slurm import Slurm
 from rtool.testing import localslurm
 
 TOY = Path(__file__).resolve().parent / "goodput_toy.py"
-STEPS, STEP_S, EVERY = 1200, 0.1, 100
-HANG_AT, CRASH_AT, NODE_AT = 300, 600, 900
+STEPS, STEP_S, EVERY = 3000, 0.1, 100
+HANG_AT, CRASH_AT, NODE_AT = 850, 1550, 2270  # not on a checkpoint boundary
 TASKS = "0-19%1"
 TICK = 2.0
-LIMIT_S = 900.0
+LIMIT_S = 1200.0
 
 
 @dataclass
