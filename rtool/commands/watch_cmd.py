@@ -343,4 +343,12 @@ def run_cmd(
         "accounting": "off" if no_accounting else None,
     }
     spec = _spec(RunWatch, **{**base, **{k: v for k, v in flags.items() if v is not None}})
-    return _run(ctx, lambda t: [RunWatchdog([spec], t)], json_out, no_notify, tee, timeout, prom)
+    return _run(
+        ctx,
+        lambda t: [RunWatchdog([spec], t).configure(cfg)],
+        json_out,
+        no_notify,
+        tee,
+        timeout,
+        prom,
+    )

@@ -1,0 +1,101 @@
+# ruff: noqa: E501  (captured squeue lines are kept whole)
+"""The run watchdog's verdicts on built ledgers (pure): finished, crash loop and its hold,
+budget, restart storm, OK."""
+
+from __future__ import annotations
+
+from rtool.core.alert import Status
+from rtool.core.slurm import parse_squeue
+from runs.config import RunWatch
+from runs.model import Attempt, Ledger, Signature
+from watchdogs.base import ActionKind
+from watchdogs.run import RunObservation, check_one
+
+PENDING = "50_[3-9%1]|50|3-9%1|PENDING|JobArrayTaskLimit|me|debug|1|0:00|10:00|N/A|2026-11-23T14:00:00||llm\n"
+RUNNING = (
+    "50_2|50|2|RUNNING|None|me|debug|1|1:00|10:00|2026-11-23T14:00:00|2026-11-23T14:00:00|n1|llm\n"
+)
+NOW = 10_000.0
+
+
+def _att(
+    n: int, start: int, end: int | None, state: str = "TIMEOUT", t0: float = 0.0, **kw: object
+) -> Attempt:
+    return Attempt(
+        run="llm",
+        number=n,
+        job_id=f"50_{n - 1}",
+        nodes=("n1",),
+        started=t0,
+        ended=t0 + 600,
+        state=state,
+        exit_code=0,
+        step_start=start,
+        step_end=end,
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+def _check(led: Ledger, queue: str, **spec: object) -> tuple[Status, str, dict, list]:  # type: ignore[type-arg]
+    res = check_one(RunObservation(RunWatch(name="llm", **spec), led, parse_squeue(queue)), NOW)  # type: ignore[arg-type]
+    return res.status, res.summary, res.fields, res.actions
+
+
+def test_ok_finished_and_budget() -> None:
+    led = Ledger(
+        run="llm",
+        attempts=[_att(1, 0, 100), _att(2, 101, 200)],
+        best_step=200,
+        best_step_at=NOW - 10,
+        total_steps=300,
+    )
+    status, summary, _, _ = _check(led, RUNNING + PENDING)
+    assert status is Status.OK and "running (job 50_2 on n1) at step 200" in summary
+    # 2000 steps to go, 99.5 per attempt, 8 attempts left (~796): WARNING budget
+    led.total_steps = 2200
+    status, summary, _, _ = _check(led, RUNNING + PENDING)
+    assert status is Status.WARNING and "budget: 2000 steps to go" in summary and "~796" in summary
+    led.finished = True
+    status, summary, _, _ = _check(led, "")
+    assert status is Status.OK and "finished at step 200 after 2 attempt(s)" in summary
+
+
+def test_crash_loop_holds_the_rest_once_and_says_how_to_release() -> None:
+    oom = Signature("cuda-oom", "CUDA out of memory", "torch.OutOfMemoryError: CUDA out of memory")
+    led = Ledger(
+        run="llm",
+        attempts=[
+            _att(1, 0, 100),
+            _att(
+                2,
+                101,
+                101,
+                "FAILED",
+                signature=oom,
+                log_tail=("torch.OutOfMemoryError: CUDA out of memory",),
+            ),
+            _att(3, 101, 101, "FAILED", signature=oom),
+        ],
+        best_step=101,
+        best_step_at=NOW - 5,
+    )
+    status, summary, fields, actions = _check(led, PENDING)
+    assert status is Status.CRITICAL and "crash loop: attempts 2-3" in summary
+    assert "CUDA out of memory" in summary and "scontrol release 50" in summary
+    assert [(a.kind, a.job) for a in actions] == [(ActionKind.HOLD, "50")]
+    assert fields["attempt"] == "3" and fields["nodes"] == "n1" and fields["state"] == "FAILED"
+    _, summary, _, actions = _check(led, PENDING, on_crash_loop="none")
+    assert actions == [] and "7 attempt(s) still queued" in summary
+    # a time limit that kept steps is not a bad attempt: no loop with K=3
+    status, _, _, _ = _check(led, PENDING, crash_loop=3)
+    assert status is Status.OK
+
+
+def test_restart_storm_and_exhausted() -> None:
+    many = [_att(i, i * 10, i * 10 + 10, t0=NOW - 3000 + i * 100) for i in range(1, 9)]
+    led = Ledger(run="llm", attempts=many, best_step=90, best_step_at=NOW - 5)
+    status, summary, _, _ = _check(led, RUNNING)
+    assert status is Status.WARNING and "restart storm: 8 attempts in the last hour" in summary
+    status, summary, fields, _ = _check(led, "")
+    assert status is Status.CRITICAL and "exhausted without finished() at step 90" in summary
+    assert fields["attempt"] == "8"
