@@ -277,6 +277,10 @@ def build(
         known = {a.key for a in base}
         # attempts sacct no longer reports (purged, or older than the lookback) stay
         base += [a for k, a in old.items() if k not in known and a.is_over]
+        # accounting lags (slurmdbd): a job squeue or the records show running is an attempt
+        jobs = {a.job_id for a in base}
+        live = from_records_and_queue(inp.run, [], inp.records, inp.queue, inp.now)
+        base += [a for a in live if not a.is_over and a.job_id not in jobs]
     else:
         base = from_records_and_queue(inp.run, list(old.values()), inp.records, inp.queue, inp.now)
     attempts = {a.key: _carry(a, old.get(a.key)) for a in base}
