@@ -11,23 +11,18 @@ from cron.config import CronConfig
 from nodes.config import NodesConfig
 from notify.config import NotifyConfig
 from rtool.core import config as _loader
-from rtool.core.config.types import PositiveDuration, Section
+from rtool.core.config.sections import SlurmConfig, StateConfig
+from rtool.core.config.types import Section
 from runs.config import RunsConfig
 from slurm_templates.config import SubmitConfig, SwitchesConfig
 from watchdogs.registry import WatchConfig
 
-
-class StateConfig(Section):
-    #: Default: $XDG_STATE_HOME/rtool, else ~/.local/state/rtool.
-    dir: str | None = None
-
-
-class SlurmConfig(Section):
-    #: Timeout of every squeue/scontrol/sbatch/scancel call.
-    timeout: PositiveDuration = 30.0
+__all__ = ["Config", "SlurmConfig", "StateConfig", "load_config", "load_config_text"]
 
 
 class Config(Section):
+    """The whole config. `rtool.defaults.SECTIONS` names the same sections (a test checks)."""
+
     state: StateConfig = StateConfig()
     slurm: SlurmConfig = SlurmConfig()
     notify: NotifyConfig = NotifyConfig()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import typer
 
@@ -24,6 +24,13 @@ class AppContext:
 
     @cached_property
     def config(self) -> Config:
+        """The config file, validated whole; with none, the defaults (made as they are read)."""
+        from rtool.core.config import find_config_path
+
+        if find_config_path(self.config_path) is None:
+            from rtool.defaults import DefaultConfig
+
+            return cast("Config", DefaultConfig())
         from rtool.appconfig import load_config
 
         return load_config(self.config_path)

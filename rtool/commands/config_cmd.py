@@ -26,9 +26,11 @@ def check(ctx: typer.Context) -> int:
 
     Example: rtool --config ~/rtool.toml config check
     """
+    from rtool.appconfig import load_config
+
     actx = get_context(ctx)
     path = find_config_path(actx.config_path)
-    actx.config  # noqa: B018 - raises ConfigError listing every problem
+    load_config(actx.config_path)  # the whole schema, defaults too; raises listing every problem
     typer.echo(f"config OK: {path or 'built-in defaults (no config file found)'}")
     return 0
 

@@ -27,9 +27,9 @@ COMMON = (
 
 def registered(exclude: set[str]) -> list[str]:
     """Names of configurable registered watchdogs without a written command."""
-    from watchdogs.registry import REGISTRY
+    from watchdogs.registry import configurable
 
-    return [w.name for w in REGISTRY if w.in_config and w.name not in exclude]
+    return [name for name in configurable() if name not in exclude]
 
 
 def command_for(name: str) -> Any:

@@ -61,9 +61,9 @@ def run(
     t = probe_timeout(ctx, timeout)
     watchdogs = build(t)
     if not watchdogs:
-        from watchdogs.registry import REGISTRY
+        from watchdogs.registry import configurable
 
-        kinds = ", ".join(f"[[watch.{w.name}]]" for w in REGISTRY if w.in_config)
+        kinds = ", ".join(f"[[watch.{name}]]" for name in configurable())
         typer.echo(f"rtool: nothing to watch: the config has no {kinds} entries", err=True)
         return 3
     app_ctx = get_context(ctx)
@@ -74,9 +74,8 @@ def run(
             w.configure(app_ctx.config)
     prom = prom_folder(prom, app_ctx.config.watch.prom_textfile)
     out = Output(json=json_out, notify=not no_notify, tee=tee, prom_textfile=prom)
-    return run_watch(
-        watchdogs, state=app_ctx.state, notify_cfg=app_ctx.config.notify, timeout=t, out=out
-    )
+    notify_cfg = None if no_notify else app_ctx.config.notify  # --no-notify: never read
+    return run_watch(watchdogs, state=app_ctx.state, notify_cfg=notify_cfg, timeout=t, out=out)
 
 
 def prom_folder(flag: Path | None, configured: str | None) -> Path | None:

@@ -84,3 +84,26 @@ def test_shipped_registry_and_schema_agree() -> None:
     configurable = {w.name for w in registry.REGISTRY if w.in_config}
     own = set(WatchBase.model_fields)  # timeout, prom_textfile: not watchdogs
     assert configurable == set(registry.WatchConfig.model_fields) - own
+
+
+def test_each_line_names_its_class_and_entry_type() -> None:
+    for line, cls in zip(registry.LINES, registry.REGISTRY, strict=True):
+        assert cls.name == line.name
+        assert cls.in_config == (line.entry is not None)
+        if line.entry:
+            assert registry.load(line.entry) is cls.spec
+        assert registry.by_name(line.name) is cls
+
+
+def test_watch_disk_imports_no_other_watchdog() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from rtool.cli import main; main(['watch', 'disk', '/', '--no-notify']);"
+        "print(sorted(m for m in sys.modules if m.startswith('watchdogs.')))"
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    mods = eval(res.stdout.strip().splitlines()[-1])
+    assert "watchdogs.disk" in mods
+    assert not {"watchdogs.job", "watchdogs.log", "watchdogs.run", "watchdogs.cron"} & set(mods)

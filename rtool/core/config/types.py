@@ -64,7 +64,7 @@ Percent = Annotated[
 class Section(BaseModel):
     """Base of every config section: unknown keys are errors."""
 
-    model_config = ConfigDict(extra="forbid", validate_default=True)
+    model_config = ConfigDict(extra="forbid", validate_default=True, defer_build=True)
 
 
 def resolve_secret(env: str | None, file: str | None, what: str) -> str | None:
