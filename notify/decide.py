@@ -7,7 +7,7 @@ and once more (`resolved`) when it is OK again. A poll where nothing changed sen
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from rtool.core.alert import Alert, Status
@@ -26,7 +26,18 @@ class KeyState:
     summary: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        # field by field: dataclasses.asdict deep-copies every value (a poll writes each key)
+        return {
+            "status": self.status,
+            "failures": self.failures,
+            "since": self.since,
+            "notified": self.notified,
+            "last_sent": self.last_sent,
+            "incident": self.incident,
+            "channels": list(self.channels),
+            "version": self.version,
+            "summary": self.summary,
+        }
 
     @classmethod
     def from_dict(cls, data: Any) -> KeyState:

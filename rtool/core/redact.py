@@ -57,6 +57,11 @@ _PAIR = re.compile(
 _NAMING = ("_env", "_file", "_path", "_cmd", "_name")
 _known: set[str] = set()
 _lock = threading.Lock()
+#: Results of `redact` by input text (alerts repeat every poll: each text is scanned once).
+#: Cleared whenever a secret is registered; bounded in entries and in the length of a text.
+_cache: dict[str, str] = {}
+_CACHE_ENTRIES = 4096
+_CACHE_TEXT = 4096
 
 
 def register_secret(value: str | None) -> None:
@@ -71,18 +76,31 @@ def register_secret(value: str | None) -> None:
         parts |= {p for p in (url.path, url.query, url.password or "") if len(p) >= 8}
     with _lock:
         _known.update(parts)
+        _cache.clear()
 
 
 def redact(text: object) -> str:
     """`text` with every secret-looking part replaced by `***`."""
-    out = str(text)
+    original = str(text)
+    hit = _cache.get(original)
+    if hit is not None:
+        return hit
     with _lock:
         known = sorted(_known, key=len, reverse=True)
+        generation = len(known)  # _known only grows: a secret registered meanwhile changes it
+    out = original
     for value in known:
         out = out.replace(value, MASK)
     for pattern, repl in _PATTERNS:
         out = pattern.sub(repl, out)
-    return _PAIR.sub(_pair, out)
+    out = _PAIR.sub(_pair, out)
+    if len(original) <= _CACHE_TEXT:
+        with _lock:
+            if len(_known) == generation:
+                if len(_cache) >= _CACHE_ENTRIES:
+                    _cache.clear()
+                _cache[original] = out
+    return out
 
 
 def _pair(m: re.Match[str]) -> str:

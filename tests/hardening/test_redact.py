@@ -65,6 +65,15 @@ def test_redact_never_raises_and_is_idempotent(text: str) -> None:
     assert redact(once) == once
 
 
+def test_a_secret_registered_later_is_masked_in_text_already_redacted_once() -> None:
+    from rtool.core.redact import register_secret
+
+    text = "upload failed with key qz8-cached-secret-41 (retrying)"
+    assert redact(text) == text  # nothing secret-looking yet; the result is cached
+    register_secret("qz8-cached-secret-41")
+    assert redact(text) == "upload failed with key *** (retrying)"
+
+
 def test_logging_filter_redacts_message_args_and_traceback(
     caplog: pytest.LogCaptureFixture,
 ) -> None:

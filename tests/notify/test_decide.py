@@ -78,3 +78,12 @@ def test_subject_does_not_repeat_the_watched_thing() -> None:
     assert subj("disk:/scratch", "/scratch 91% used") == "[rtool CRITICAL] disk /scratch: 91% used"
     assert subj("job:train", "training stalled") == "[rtool CRITICAL] job train: training stalled"
     assert subj("heartbeat", "no beat for 20m") == "[rtool CRITICAL] heartbeat: no beat for 20m"
+
+
+def test_to_dict_holds_every_field_as_asdict_would() -> None:
+    from dataclasses import asdict
+
+    st = KeyState("CRITICAL", 2, T0, "CRITICAL", T0, "abc", ["email"], 3, "disk full")
+    assert st.to_dict() == asdict(st)
+    assert st.to_dict()["channels"] is not st.channels  # a copy, as asdict makes
+    assert KeyState.from_dict(st.to_dict()) == st
