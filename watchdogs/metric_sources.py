@@ -8,11 +8,13 @@ without an entry has status only. Pure: no I/O.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rtool.core.heartbeat import Heartbeat
 from watchdogs.base import CheckResult
 from watchdogs.metrics import Measure, Metric
+
+if TYPE_CHECKING:
+    from rtool.core.heartbeat import Heartbeat
 
 ByWhat = dict[str, list[Measure]]
 
