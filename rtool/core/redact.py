@@ -60,8 +60,8 @@ _lock = threading.Lock()
 #: Results of `redact` by input text (alerts repeat every poll: each text is scanned once).
 #: Cleared whenever a secret is registered; bounded in entries and in the length of a text.
 _cache: dict[str, str] = {}
-_CACHE_ENTRIES = 4096
-_CACHE_TEXT = 4096
+_CACHE_ENTRIES = 2048
+_CACHE_TEXT = 1024  # at most ~4 MB held (input and output)
 
 
 def register_secret(value: str | None) -> None:
