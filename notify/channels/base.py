@@ -6,12 +6,13 @@ import contextlib
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import ClassVar, Literal, Protocol
+from typing import Any, ClassVar, Literal, Protocol
 
 from pydantic import Field
 
 from notify.model import Notification
-from rtool.core.config.types import PositiveDuration, Section
+from rtool.core.config.types import PositiveDuration, Section, resolve_secret
+from rtool.core.errors import SecretError
 
 StatusName = Literal["OK", "WARNING", "CRITICAL", "UNKNOWN"]
 BAD: list[StatusName] = ["WARNING", "CRITICAL", "UNKNOWN"]
@@ -131,3 +132,28 @@ def describe(exc: BaseException) -> str:
     if isinstance(exc, OSError) and exc.strerror:
         return exc.strerror
     return f"{type(exc).__name__}: {exc}"
+
+
+def channel_secret(env: str | None, file: str | None, what: str) -> str | None:
+    """The secret in env var `env` or 0600 file `file`; a problem with it (unset, unsafe file)
+    is a permanent DeliveryError naming `what`, never the secret."""
+    try:
+        return resolve_secret(env, file, what)
+    except SecretError as exc:
+        raise DeliveryError(exc.problems[0], permanent=True) from None
+
+
+def unreachable(exc: BaseException, secrets: list[str | None]) -> DeliveryError:
+    """The temporary DeliveryError for a connection error or timeout, `secrets` masked."""
+    reason = scrub(f"{type(exc).__name__}: {exc}", secrets)
+    return DeliveryError(reason[:300], permanent=False)
+
+
+def http_refused(reason: str, resp: Any, *, temporary: bool) -> DeliveryError:
+    """The DeliveryError for an HTTP answer that is not a success; a temporary one carries the
+    answer's Retry-After (whole seconds) for the outbox."""
+    if not temporary:
+        return DeliveryError(reason, permanent=True)
+    after = resp.headers.get("Retry-After") or ""
+    wait = float(after) if after.isdigit() else None
+    return DeliveryError(reason, permanent=False, retry_after=wait)

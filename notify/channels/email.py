@@ -18,12 +18,11 @@ from notify.channels.base import (
     DeliveryError,
     Envelope,
     Receipt,
+    channel_secret,
     describe,
     scrub,
 )
 from notify.model import Notification, body, subject
-from rtool.core.config.types import resolve_secret
-from rtool.core.errors import SecretError
 
 if TYPE_CHECKING:
     import smtplib
@@ -77,10 +76,7 @@ class EmailChannel:
         self.cfg = cfg
 
     def _password(self) -> str | None:
-        try:
-            return resolve_secret(self.cfg.password_env, self.cfg.password_file, "email password")
-        except SecretError as exc:
-            raise DeliveryError(exc.problems[0], permanent=True) from None
+        return channel_secret(self.cfg.password_env, self.cfg.password_file, "email password")
 
     def send(self, envelope: Envelope) -> Receipt:
         import smtplib

@@ -25,12 +25,14 @@ from notify.channels.base import (
     DeliveryError,
     Envelope,
     Receipt,
+    channel_secret,
+    http_refused,
     scrub,
     scrubbed_logs,
+    unreachable,
 )
 from notify.model import all_fields, subject, what
-from rtool.core.config.types import Duration, resolve_secret
-from rtool.core.errors import SecretError
+from rtool.core.config.types import Duration
 
 SEVERITY = {"CRITICAL": "critical", "WARNING": "warning", "UNKNOWN": "error", "OK": "info"}
 TRIGGERS = ("alert", "changed", "repeat", "escalated", "test")
@@ -97,10 +99,7 @@ class PagerDutyChannel:
         n = envelope.notification
         if n.kind not in (*TRIGGERS, "resolved"):
             return Receipt(detail=f"not sent: PagerDuty takes alerts, not {n.kind} notices")
-        try:
-            key = resolve_secret(self.cfg.routing_key_env, self.cfg.routing_key_file, "routing key")
-        except SecretError as exc:
-            raise DeliveryError(exc.problems[0], permanent=True) from None
+        key = channel_secret(self.cfg.routing_key_env, self.cfg.routing_key_file, "routing key")
         if not key:
             raise DeliveryError("routing key: not set", permanent=True)
         source = self.cfg.source or n.host
@@ -133,19 +132,15 @@ class PagerDutyChannel:
         try:
             resp = requests.post(self.cfg.url, json=doc, timeout=self.cfg.timeout)
         except requests.RequestException as exc:
-            reason = scrub(f"{type(exc).__name__}: {exc}", [key])
-            raise DeliveryError(reason[:300], permanent=False) from None
+            raise unreachable(exc, [key]) from None
         answer = _json(resp)
         if resp.status_code == 202:
             return Receipt(ref=str(answer.get("dedup_key") or doc["dedup_key"]), detail="HTTP 202")
         detail = "; ".join(str(e) for e in answer.get("errors") or []) or answer.get("message")
         reason = f"PagerDuty answered HTTP {resp.status_code}" + (f": {detail}" if detail else "")
         reason = scrub(reason, [key])[:300]
-        if resp.status_code == 429 or resp.status_code >= 500:
-            after = resp.headers.get("Retry-After", "")
-            wait = float(after) if after.isdigit() else None
-            raise DeliveryError(reason, permanent=False, retry_after=wait)
-        raise DeliveryError(reason, permanent=True)
+        temporary = resp.status_code == 429 or resp.status_code >= 500
+        raise http_refused(reason, resp, temporary=temporary)
 
 
 def _json(resp: Any) -> dict[str, Any]:

@@ -19,13 +19,13 @@ from notify.channels.base import (
     DeliveryError,
     Envelope,
     Receipt,
+    channel_secret,
     describe,
     scrub,
     scrubbed_logs,
 )
 from notify.model import Notification, all_fields, headline, subject
-from rtool.core.config.types import Duration, resolve_secret
-from rtool.core.errors import SecretError
+from rtool.core.config.types import Duration
 
 if TYPE_CHECKING:
     from slack_sdk.http_retry import RetryHandler
@@ -149,14 +149,11 @@ class SlackChannel:
 
     def _secret(self) -> tuple[str, str]:
         cfg = self.cfg
-        try:
-            if cfg.webhook_url_env or cfg.webhook_url_file:
-                hook = resolve_secret(cfg.webhook_url_env, cfg.webhook_url_file, "slack webhook")
-                return "webhook", hook or ""
-            token = resolve_secret(cfg.token_env, cfg.token_file, "slack token")
-            return "token", token or ""
-        except SecretError as exc:
-            raise DeliveryError(exc.problems[0], permanent=True) from None
+        if cfg.webhook_url_env or cfg.webhook_url_file:
+            hook = channel_secret(cfg.webhook_url_env, cfg.webhook_url_file, "slack webhook")
+            return "webhook", hook or ""
+        token = channel_secret(cfg.token_env, cfg.token_file, "slack token")
+        return "token", token or ""
 
     def send(self, envelope: Envelope) -> Receipt:
         mode, secret = self._secret()

@@ -19,15 +19,15 @@ from pydantic import Field, model_validator
 
 from notify.channels.base import (
     ChannelSection,
-    DeliveryError,
     Envelope,
     Receipt,
-    scrub,
+    channel_secret,
+    http_refused,
     scrubbed_logs,
+    unreachable,
 )
 from notify.model import subject
-from rtool.core.config.types import Duration, resolve_secret
-from rtool.core.errors import SecretError
+from rtool.core.config.types import Duration
 
 SCHEMA = "rtool.notification/1"
 
@@ -78,26 +78,19 @@ class WebhookChannel:
         self.cfg = cfg
 
     def send(self, envelope: Envelope) -> Receipt:
-        try:
-            url = resolve_secret(self.cfg.url_env, self.cfg.url_file, "webhook url") or ""
-        except SecretError as exc:
-            raise DeliveryError(exc.problems[0], permanent=True) from None
+        url = channel_secret(self.cfg.url_env, self.cfg.url_file, "webhook url") or ""
         with scrubbed_logs(["urllib3.connectionpool", "urllib3.util.retry"], [url]):
             try:
                 resp = self._session().post(
                     url, json=document(envelope), headers=self.cfg.headers, timeout=self.cfg.timeout
                 )
             except Exception as exc:  # requests.RequestException and friends: temporary
-                reason = scrub(f"{type(exc).__name__}: {exc}", [url])
-                raise DeliveryError(reason[:300], permanent=False) from None
+                raise unreachable(exc, [url]) from None
         if 200 <= resp.status_code < 300:
             return Receipt(detail=f"HTTP {resp.status_code}")
         reason = f"webhook answered HTTP {resp.status_code}"
-        if resp.status_code == 429 or resp.status_code >= 500 or resp.status_code == 408:
-            after = resp.headers.get("Retry-After")
-            wait = float(after) if after and after.isdigit() else None
-            raise DeliveryError(reason, permanent=False, retry_after=wait)
-        raise DeliveryError(reason, permanent=True)
+        temporary = resp.status_code in (408, 429) or resp.status_code >= 500
+        raise http_refused(reason, resp, temporary=temporary)
 
     def _session(self) -> Any:
         import requests
