@@ -8,21 +8,11 @@ from __future__ import annotations
 import inspect
 import types
 import typing
-from pathlib import Path
 from typing import Any
 
 import typer
 
 from rtool.commands import watch_common
-
-#: (name, typer parameter, type) of the options every `rtool watch` command has.
-COMMON = (
-    ("json_out", watch_common.JSON, bool),
-    ("no_notify", watch_common.NO_NOTIFY, bool),
-    ("tee", watch_common.TEE, Path | None),
-    ("timeout", watch_common.TIMEOUT, str | None),
-    ("prom", watch_common.PROM, Path | None),
-)
 
 
 def registered(exclude: set[str]) -> list[str]:
@@ -40,15 +30,14 @@ def command_for(name: str) -> Any:
     if factory is None or not factory.in_config:
         return None
 
-    def command(ctx: typer.Context, **given: Any) -> int:
-        common = {key: given.pop(key) for key, _, _ in COMMON}
+    def body(ctx: typer.Context, **given: Any) -> watch_common.Build:
         spec = watch_common.make_spec(factory.spec, **given)
-        return watch_common.run(ctx, lambda t: [factory([spec], t)], **common)
+        return lambda t: [factory([spec], t)]
 
-    command.__signature__ = _signature(factory.spec)  # type: ignore[attr-defined]
-    command.__doc__ = (factory.__doc__ or f"The {name} watchdog.").split("\n\n")[0]
+    body.__signature__ = _signature(factory.spec)  # type: ignore[attr-defined]
+    body.__doc__ = (factory.__doc__ or f"The {name} watchdog.").split("\n\n")[0]
     sub = typer.Typer()
-    sub.command(name)(command)
+    sub.command(name)(watch_common.command(body))
     return typer.main.get_command(sub)
 
 
@@ -64,9 +53,7 @@ def _signature(spec: type[Any]) -> inspect.Signature:
             default = typer.Option(None, flag, help=info.description)
             annotation = annotation | None
         params.append(inspect.Parameter(field, kind, default=default, annotation=annotation))
-    for field, option, type_ in COMMON:
-        params.append(inspect.Parameter(field, kind, default=option, annotation=type_))
-    return inspect.Signature(params, return_annotation=int)
+    return inspect.Signature(params)
 
 
 def _cli_type(annotation: Any) -> Any:

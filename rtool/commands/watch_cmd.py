@@ -14,13 +14,8 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from rtool.commands import errors
-from rtool.commands.watch_common import JSON as _JSON
-from rtool.commands.watch_common import NO_NOTIFY as _NO_NOTIFY
-from rtool.commands.watch_common import PROM as _PROM
-from rtool.commands.watch_common import TEE as _TEE
-from rtool.commands.watch_common import TIMEOUT as _TIMEOUT
+from rtool.commands.watch_common import Build, command
 from rtool.commands.watch_common import make_spec as _spec
-from rtool.commands.watch_common import run as _run
 from rtool.context import get_context
 from rtool.core.errors import UsageError
 
@@ -56,6 +51,7 @@ app = errors.group(
 
 
 @app.command("job")
+@command
 def job_cmd(
     ctx: typer.Context,
     name: list[str] = typer.Option(..., "--name", help="Job name (repeat for several)."),
@@ -64,12 +60,7 @@ def job_cmd(
     group: str | None = typer.Option(None, "--group", help="Only jobs of this unix group."),
     partition: str | None = typer.Option(None, "--partition", help="Only this partition."),
     max_pending: str = typer.Option("24h", "--max-pending", help="Pending longer -> WARNING."),
-    json_out: bool = _JSON,
-    no_notify: bool = _NO_NOTIFY,
-    tee: Path | None = _TEE,
-    timeout: str | None = _TIMEOUT,
-    prom: Path | None = _PROM,
-) -> int:
+) -> Build:
     """Is the training job running or queued? One squeue call for all names.
 
     RUNNING is OK; PENDING is OK unless held, never satisfiable or pending past
@@ -92,10 +83,11 @@ def job_cmd(
         )
         for n in name
     ]
-    return _run(ctx, lambda t: [JobWatchdog(specs, t)], json_out, no_notify, tee, timeout, prom)
+    return lambda t: [JobWatchdog(specs, t)]
 
 
 @app.command("log")
+@command
 def log_cmd(
     ctx: typer.Context,
     path: str = typer.Argument(..., help="Log file or glob (newest match wins)."),
@@ -113,12 +105,7 @@ def log_cmd(
     on_hang: str = typer.Option(
         "none", "--on-hang", help="none, requeue or signal:USR1 (once per hang)."
     ),
-    json_out: bool = _JSON,
-    no_notify: bool = _NO_NOTIFY,
-    tee: Path | None = _TEE,
-    timeout: str | None = _TIMEOUT,
-    prom: Path | None = _PROM,
-) -> int:
+) -> Build:
     """Has the training stopped writing its log (or heartbeat)?
 
     Example: rtool watch log 'logs/train-*.out' --stale 30m --job-name train-10b --on-hang requeue
@@ -136,10 +123,11 @@ def log_cmd(
         pid=pid,
         on_hang=on_hang,
     )
-    return _run(ctx, lambda t: [LogWatchdog([spec], t)], json_out, no_notify, tee, timeout, prom)
+    return lambda t: [LogWatchdog([spec], t)]
 
 
 @app.command("disk")
+@command
 def disk_cmd(
     ctx: typer.Context,
     paths: list[str] = typer.Argument(..., help="Paths on the partitions the run needs."),
@@ -153,12 +141,7 @@ def disk_cmd(
     trend_min_span: str = typer.Option("1h", "--trend-min-span", help="History for a trend."),
     quota_cmd: str | None = typer.Option(None, "--quota-cmd", help="e.g. 'lfs quota -u me /fs'."),
     quota_format: str = typer.Option("simple", "--quota-format", help="lfs, mmlsquota, simple."),
-    json_out: bool = _JSON,
-    no_notify: bool = _NO_NOTIFY,
-    tee: Path | None = _TEE,
-    timeout: str | None = _TIMEOUT,
-    prom: Path | None = _PROM,
-) -> int:
+) -> Build:
     """Space and inodes on every partition the run needs (a hung mount never hangs rtool).
 
     Example: rtool watch disk /scratch /home --max-used 80% --min-free-inodes 100000 --runway 48h
@@ -183,10 +166,11 @@ def disk_cmd(
         )
         for p in paths
     ]
-    return _run(ctx, lambda t: [DiskWatchdog(specs, t)], json_out, no_notify, tee, timeout, prom)
+    return lambda t: [DiskWatchdog(specs, t)]
 
 
 @app.command("memory")
+@command
 def memory_cmd(
     ctx: typer.Context,
     max_used: str = typer.Option("95%", "--max-used", help="Node RAM used above -> CRITICAL."),
@@ -196,12 +180,7 @@ def memory_cmd(
     gpu: bool = typer.Option(False, "--gpu", help="Check GPU memory (nvidia-smi) if present."),
     runway: str = typer.Option("24h", "--runway", help="WARNING when RSS growth fills RAM within."),
     trend_min_span: str = typer.Option("30m", "--trend-min-span", help="History for a trend."),
-    json_out: bool = _JSON,
-    no_notify: bool = _NO_NOTIFY,
-    tee: Path | None = _TEE,
-    timeout: str | None = _TIMEOUT,
-    prom: Path | None = _PROM,
-) -> int:
+) -> Build:
     """Node RAM and swap, RSS growth of processes or a job, GPU memory.
 
     Example: rtool watch memory --max-used 90% --job $SLURM_JOB_ID --gpu
@@ -220,10 +199,11 @@ def memory_cmd(
         runway=runway,
         trend_min_span=trend_min_span,
     )
-    return _run(ctx, lambda t: [MemoryWatchdog([spec], t)], json_out, no_notify, tee, timeout, prom)
+    return lambda t: [MemoryWatchdog([spec], t)]
 
 
 @app.command("cron")
+@command
 def cron_cmd(
     ctx: typer.Context,
     directory: Path | None = typer.Option(
@@ -232,12 +212,7 @@ def cron_cmd(
     grace: str | None = typer.Option(
         None, "--grace", help="Allowed delay after the tick period (default: cron.grace, 10m)."
     ),
-    json_out: bool = _JSON,
-    no_notify: bool = _NO_NOTIFY,
-    tee: Path | None = _TEE,
-    timeout: str | None = _TIMEOUT,
-    prom: Path | None = _PROM,
-) -> int:
+) -> Build:
     """Who watches the watchman: is the `rtool cron` chain alive?
 
     CRITICAL when its last tick is older than the tick period plus the grace, or when no
@@ -256,18 +231,14 @@ def cron_cmd(
     except UnitError as exc:
         raise UsageError(f"--grace: {exc}") from None
     spec = spec_from_config(cfg, resolve_dir(directory or cfg.dir), g)
-    return _run(ctx, lambda t: [CronWatchdog([spec], t)], json_out, no_notify, tee, timeout, prom)
+    return lambda t: [CronWatchdog([spec], t)]
 
 
 @app.command("all")
+@command
 def all_cmd(
     ctx: typer.Context,
-    json_out: bool = _JSON,
-    no_notify: bool = _NO_NOTIFY,
-    tee: Path | None = _TEE,
-    timeout: str | None = _TIMEOUT,
-    prom: Path | None = _PROM,
-) -> int:
+) -> Build:
     """Every [[watch.job]], [[watch.log]], [[watch.disk]], [[watch.memory]], [[watch.run]]
     and [[watch.cron]] entry of the config in one sweep; the worst status is the exit code.
 
@@ -280,10 +251,11 @@ def all_cmd(
     def build(t: float) -> list[Watchdog]:
         return [*from_config(cfg.watch.model_copy(update={"timeout": t}), cfg)]
 
-    return _run(ctx, build, json_out, no_notify, tee, timeout, prom)
+    return build
 
 
 @app.command("run")
+@command
 def run_cmd(
     ctx: typer.Context,
     run: str = typer.Argument(..., help="The run (rtool submit --run; default the job name)."),
@@ -311,12 +283,7 @@ def run_cmd(
     no_accounting: bool = typer.Option(
         False, "--no-accounting", help="Do not ask sacct (degraded mode)."
     ),
-    json_out: bool = _JSON,
-    no_notify: bool = _NO_NOTIFY,
-    tee: Path | None = _TEE,
-    timeout: str | None = _TIMEOUT,
-    prom: Path | None = _PROM,
-) -> int:
+) -> Build:
     """Is the run progressing across its attempts (array tasks, requeues, chained jobs)?
 
     CRITICAL crash loop (and the rest of the array held), stalled, or exhausted without
@@ -343,12 +310,4 @@ def run_cmd(
         "accounting": "off" if no_accounting else None,
     }
     spec = _spec(RunWatch, **{**base, **{k: v for k, v in flags.items() if v is not None}})
-    return _run(
-        ctx,
-        lambda t: [RunWatchdog([spec], t).configure(cfg)],
-        json_out,
-        no_notify,
-        tee,
-        timeout,
-        prom,
-    )
+    return lambda t: [RunWatchdog([spec], t).configure(cfg)]

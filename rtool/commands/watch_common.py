@@ -4,6 +4,7 @@ them)."""
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,6 +31,37 @@ PROM = typer.Option(
 TIMEOUT = typer.Option(
     None, "--timeout", help="Timeout of every probe (default: watch.timeout in the config, 10s)."
 )
+
+#: (name, typer parameter, type) of the options every `rtool watch` command has, last.
+COMMON = (
+    ("json_out", JSON, bool),
+    ("no_notify", NO_NOTIFY, bool),
+    ("tee", TEE, Path | None),
+    ("timeout", TIMEOUT, str | None),
+    ("prom", PROM, Path | None),
+)
+
+#: What a command body returns: its watchdogs, built with the probe timeout.
+Build = Callable[[float], "list[Watchdog]"]
+
+
+def command(body: Callable[..., Build]) -> Callable[..., int]:
+    """The `rtool watch` command of `body`, a function of the context and the command's own
+    options (its signature and docstring are the command's) that returns how to build its
+    watchdogs: the COMMON options are added after its own, and the watchdogs are run."""
+
+    def watch(ctx: typer.Context, **given: Any) -> int:
+        common = {key: given.pop(key) for key, _, _ in COMMON}
+        return run(ctx, body(ctx, **given), **common)
+
+    own = inspect.signature(body, eval_str=True)
+    kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    params = [*own.parameters.values()]
+    params += [inspect.Parameter(k, kind, default=opt, annotation=t) for k, opt, t in COMMON]
+    watch.__signature__ = own.replace(parameters=params, return_annotation=int)  # type: ignore[attr-defined]
+    watch.__doc__ = body.__doc__
+    watch.__name__ = body.__name__
+    return watch
 
 
 def make_spec(model: type[BaseModel], **values: Any) -> Any:
