@@ -103,18 +103,20 @@ def name(value: object, what: str = "name") -> str:
     return text
 
 
-def user(value: object, what: str = "user name") -> str:
+def _matching(pattern: re.Pattern[str], value: object, what: str, expected: str) -> str:
+    """`value` as text when `pattern` matches all of it; else ArgvError saying `expected`."""
     text = _text(value, what)
-    if _USER.fullmatch(text):
+    if pattern.fullmatch(text):
         return text
-    raise ArgvError(f"{what} {text!r}: expected a login name (letters, digits, _ . -)")
+    raise ArgvError(f"{what} {text!r}: {expected}")
+
+
+def user(value: object, what: str = "user name") -> str:
+    return _matching(_USER, value, what, "expected a login name (letters, digits, _ . -)")
 
 
 def node(value: object, what: str = "node name") -> str:
-    text = _text(value, what)
-    if _NODE.fullmatch(text):
-        return text
-    raise ArgvError(f"{what} {text!r}: expected a host name such as node01")
+    return _matching(_NODE, value, what, "expected a host name such as node01")
 
 
 def hostlist(value: object, what: str = "node list") -> str:
@@ -134,18 +136,12 @@ def signal_name(value: object, what: str = "signal") -> str:
 
 
 def states(value: object, what: str = "job states") -> str:
-    text = _text(value, what)
-    if _STATES.fullmatch(text):
-        return text
-    raise ArgvError(f"{what} {text!r}: expected state names such as RUNNING,PENDING")
+    return _matching(_STATES, value, what, "expected state names such as RUNNING,PENDING")
 
 
 def word(value: object, what: str = "value") -> str:
     """A partition, account, QOS or other identifier."""
-    text = _text(value, what)
-    if _WORD.fullmatch(text):
-        return text
-    raise ArgvError(f"{what} {text!r}: only letters, digits, '_', '.', '-'")
+    return _matching(_WORD, value, what, "only letters, digits, '_', '.', '-'")
 
 
 def words(value: object, what: str = "value") -> str:
