@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -51,24 +52,26 @@ def _nodes_of(slurm: Slurm, job_id: str) -> list[tuple[str, str, tuple[str, ...]
     return [(r.job_id, r.state, r.nodes) for r in slurm.sacct(job_ids=[job_id])]
 
 
+def _submit(cli: Any, job_name: str, *flags: str) -> str:
+    """`rtool submit job.slurm` as JOB_NAME for 20 minutes with `flags`: its job id."""
+    res = cli(
+        "submit", "job.slurm", "--job-name", job_name, "--time", "20:00", "--parsable", *flags
+    )
+    assert res.code == 0, res.err
+    return str(res.out.strip())
+
+
+def _running(slurm: Slurm, job_name: str) -> Any:
+    """The running job named JOB_NAME, or None."""
+    return next((j for j in slurm.squeue(names=[job_name]) if j.state == "RUNNING"), None)
+
+
 def test_preflight_failure_on_n2_requeues_away(slurm_cluster, slurm, job_name, workdir, cli):
     Path("job.slurm").write_text('#!/bin/bash\necho "trained on $SLURMD_NODENAME"\n')
     for n in ("n1", "n3"):  # the first attempt can only land on n2
         slurm_cluster.drain_node(n, "rtool test: keep n2 first")
     try:
-        res = cli(
-            "submit",
-            "job.slurm",
-            "--job-name",
-            job_name,
-            "--array",
-            "1-2%1",
-            "--time",
-            "20:00",
-            "--parsable",
-        )
-        assert res.code == 0, res.err
-        job_id = res.out.strip()
+        job_id = _submit(cli, job_name, "--array", "1-2%1")
         wait_for(
             lambda: any(r[2] == ("n2",) for r in _nodes_of(slurm, job_id)),
             timeout=60,
@@ -115,22 +118,9 @@ def test_node_failed_mid_run_is_excluded_from_next_attempt(
 ):
     Path("rtool.toml").write_text('[nodes]\nmax_excluded = "50%"\n')
     Path("job.slurm").write_text("#!/bin/bash\nsleep 30\n")
-    res = cli(
-        "submit",
-        "job.slurm",
-        "--job-name",
-        job_name,
-        "--array",
-        "1-2%1",
-        "--requeue",
-        "--time",
-        "20:00",
-        "--parsable",
-    )
-    assert res.code == 0, res.err
-    job_id = res.out.strip()
+    job_id = _submit(cli, job_name, "--array", "1-2%1", "--requeue")
     running = wait_for(
-        lambda: next((j for j in slurm.squeue(names=[job_name]) if j.state == "RUNNING"), None),
+        lambda: _running(slurm, job_name),
         timeout=60,
         what="the first attempt to run",
     )
@@ -155,7 +145,7 @@ def test_node_failed_mid_run_is_excluded_from_next_attempt(
     finally:
         slurm_cluster.revive_node(node)
     nxt = wait_for(
-        lambda: next((j for j in slurm.squeue(names=[job_name]) if j.state == "RUNNING"), None),
+        lambda: _running(slurm, job_name),
         timeout=90,
         what="the next attempt to run",
     )
@@ -170,18 +160,7 @@ def test_drained_node_under_a_pending_and_a_running_job(
     Path("job.slurm").write_text("#!/bin/bash\nsleep 60\n")
     slurm_cluster.drain_node("n3", "GPU 3 ECC errors")
     try:
-        res = cli(
-            "submit",
-            "job.slurm",
-            "--job-name",
-            job_name,
-            "--time",
-            "20:00",
-            "--parsable",
-            "--",
-            "--nodelist=n3",
-        )
-        assert res.code == 0, res.err
+        _submit(cli, job_name, "--", "--nodelist=n3")
         wait_for(
             lambda: any(
                 "n3" in (j.reason or "") or "DRAINED" in (j.reason or "")
@@ -202,7 +181,7 @@ def test_drained_node_under_a_pending_and_a_running_job(
     finally:
         slurm.scontrol("update", "nodename=n3", "state=resume")
     wait_for(
-        lambda: any(j.state == "RUNNING" for j in slurm.squeue(names=[job_name])),
+        lambda: _running(slurm, job_name),
         timeout=60,
         what="the job to run on n3",
     )
