@@ -2,16 +2,16 @@
 
     from rtool.shim import Guard
 
-    guard = Guard.from_env(save=save_checkpoint)
-    guard.exit_if_killed()
+    guard = Guard.from_env(save=save_checkpoint)  # reads the RTOOL_* variables (options.py)
+    guard.exit_if_killed()                        # kill switch present: exit 0 before training
     for step in range(start_step, total_steps):
         loss = train_step()
-        if not guard.check_loss(loss):
+        if not guard.check_loss(loss):            # non-finite: skip the optimizer step
             continue
-        guard.step(step)
-    guard.finished()
+        guard.step(step)                          # may call save_checkpoint(step), then exit
+    guard.finished()                              # done marker, cancel the array's pending tasks
 
-    sys.exit(guard.exit_code)                  # with exit=False: the code the guard decided
+    sys.exit(guard.exit_code)                     # with exit=False: the code the guard decided
 
 Modules: guard (the Guard), options (GuardOptions: every setting, and the RTOOL_*
 environment), decision (Decision, exit codes), monitor (the polling thread), stopping (save,

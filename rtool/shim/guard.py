@@ -1,25 +1,10 @@
-"""rtool.shim: the in-loop guard: kill switch, save switch, signals, time limit, memory, NaN.
-
-    from rtool.shim import Guard
-
-    guard = Guard.from_env(save=save_checkpoint)  # reads the RTOOL_* variables (options.py)
-    guard.exit_if_killed()                        # kill switch present: exit 0 before training
-    for step in range(start_step, total_steps):
-        loss = train_step()
-        if not guard.check_loss(loss):            # non-finite: skip the optimizer step
-            continue
-        guard.step(step)                          # may call save_checkpoint(step), then exit
-    guard.finished()                              # done marker, cancel the array's pending tasks
+"""The Guard: the in-loop object a training loop drives (usage: the `rtool.shim` docstring).
 
 `save(step)` is called with the step just completed, on EVERY rank (resume at step + 1).
 `guard.step()` costs ~0.1 µs: it stores the step and reads one flag. Files, memory and the clock
 are polled by a daemon thread (monitor.py, every `poll_interval`); signal handlers only set a
 flag. With `exit=False` (the framework adapters) the guard never raises SystemExit: the caller
 stops its loop on `Decision.stopping` and ends with `sys.exit(guard.exit_code)`.
-
-Pieces: options.GuardOptions (every setting, typed), monitor (the thread: switches, memory,
-deadline, heartbeat), stopping (save/stop/hold at a step boundary), report (heartbeat records,
-crashes), distributed (all ranks agree), signals, forced_exit (save timeout, unresponsive).
 
 REQUEUE: the shim never runs `scontrol requeue` itself; it exits REQUEUE_EXIT_CODE (85) and the
 batch script requeues. The scontrol/scancel calls (EndTime, hold, cancel) live in
@@ -42,10 +27,6 @@ from rtool.shim.crash import error_info
 from rtool.shim.decision import (
     CONTINUE,
     KILLED,
-    NONFINITE_EXIT_CODE,
-    REQUEUE_EXIT_CODE,
-    SAVE_FAILED_EXIT_CODE,
-    SAVE_TIMEOUT_EXIT_CODE,
     SIGNAL,
     Decision,
 )
@@ -58,16 +39,7 @@ from rtool.shim.report import Reporter
 from rtool.shim.signals import SignalFlags
 from rtool.shim.stopping import Stopper
 
-__all__ = [
-    "NONFINITE_EXIT_CODE",
-    "REQUEUE_EXIT_CODE",
-    "SAVE_FAILED_EXIT_CODE",
-    "SAVE_TIMEOUT_EXIT_CODE",
-    "Decision",
-    "Guard",
-    "GuardOptions",
-    "ShimConfigError",
-]
+__all__ = ["Guard"]
 
 log = logging.getLogger("rtool.shim")
 
