@@ -29,46 +29,35 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from rtool.shim import Decision, Guard
+from rtool.shim import Guard
+from rtool.shim.integrations.common import (
+    DEFAULT_MAX_NONFINITE,
+    GuardCallback,
+    guard_from_env,
+    summed_loss,
+)
 
 try:
-    import torch
+    import torch  # noqa: F401  (common.summed_loss needs it: fail here, with the hint)
     from transformers import TrainerCallback
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError(
         "rtool.shim.integrations.hf needs transformers (pip install 'rtool[hf]')"
     ) from exc
 
-#: Non-finite steps in a row before the stop (the Trainer has no step to skip them itself).
-DEFAULT_MAX_NONFINITE = 3
+__all__ = ["DEFAULT_MAX_NONFINITE", "RtoolCallback"]
 
 
-class RtoolCallback(TrainerCallback):  # type: ignore[misc]
+class RtoolCallback(GuardCallback, TrainerCallback):  # type: ignore[misc]
     """Drives a Guard (default: `Guard.from_env(save=None, exit=False)`) from Trainer events."""
 
     def __init__(self, guard: Guard | None = None, **options: Any) -> None:
-        import os
-
-        if guard is None:
-            if "RTOOL_MAX_NONFINITE" not in os.environ:
-                options.setdefault("max_nonfinite", DEFAULT_MAX_NONFINITE)
-            guard = Guard.from_env(save=None, exit=False, **options)
-        self.guard = guard
+        self.guard = guard if guard is not None else guard_from_env(None, options)
         self.update_skipped = False  # the last optimizer step was dropped (non-finite, killed)
         self._losses: list[Any] = []
         self._hook: Any = None
         self._killed_at_start = False
         self._t0 = time.monotonic()
-
-    @property
-    def stopped(self) -> Decision | None:
-        """The guard's stop decision (reason, exit_code), or None."""
-        return self.guard.stopping
-
-    @property
-    def exit_code(self) -> int:
-        """`sys.exit(cb.exit_code)` after `trainer.train()`: 0, 85 to requeue, 86 ..."""
-        return self.guard.exit_code
 
     def check_loss(self, loss: Any) -> None:
         """Add a loss of this step by hand (a custom compute_loss with no `loss` output)."""
@@ -96,8 +85,7 @@ class RtoolCallback(TrainerCallback):  # type: ignore[misc]
         losses, self._losses = self._losses, []
         finite = True
         if losses:
-            value = float(torch.stack([x.float().sum() for x in losses]).sum())
-            finite = self.guard.check_loss(value)
+            finite = self.guard.check_loss(summed_loss(losses))
         self.update_skipped = self._killed_at_start or not finite
         optimizer = kwargs.get("optimizer")
         if self.update_skipped and optimizer is not None:
@@ -135,10 +123,7 @@ class RtoolCallback(TrainerCallback):  # type: ignore[misc]
         if self._hook is not None:
             self._hook.remove()
             self._hook = None
-        if self.guard.stopping is None:
-            self.guard.finished(state.global_step)
-        else:
-            self.guard.close()
+        self._training_ended(state.global_step)
 
     @staticmethod
     def _no_save(control: Any) -> Any:

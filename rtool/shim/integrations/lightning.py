@@ -31,23 +31,27 @@ import logging
 import os
 from typing import Any
 
-from rtool.shim import Decision, Guard
+from rtool.shim.integrations.common import (
+    DEFAULT_MAX_NONFINITE,
+    GuardCallback,
+    guard_from_env,
+    summed_loss,
+)
 
 try:
-    import torch
+    import torch  # noqa: F401  (common.summed_loss needs it: fail here, with the hint)
     from lightning.pytorch.callbacks import Callback
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError(
         "rtool.shim.integrations.lightning needs lightning (pip install 'rtool[lightning]')"
     ) from exc
 
+__all__ = ["DEFAULT_MAX_NONFINITE", "RtoolCallback"]
+
 log = logging.getLogger("rtool.shim")
 
-#: Non-finite steps in a row before the stop.
-DEFAULT_MAX_NONFINITE = 3
 
-
-class RtoolCallback(Callback):  # type: ignore[misc]
+class RtoolCallback(GuardCallback, Callback):  # type: ignore[misc]
     """Drives a Guard that saves to `ckpt_path` through the running Trainer."""
 
     def __init__(
@@ -58,18 +62,7 @@ class RtoolCallback(Callback):  # type: ignore[misc]
         self.update_skipped = False
         self._trainer: Any = None
         self._losses: list[Any] = []
-        if "RTOOL_MAX_NONFINITE" not in os.environ:
-            options.setdefault("max_nonfinite", DEFAULT_MAX_NONFINITE)
-        self.guard = Guard.from_env(save=self._save, exit=False, **options)
-
-    @property
-    def stopped(self) -> Decision | None:
-        return self.guard.stopping
-
-    @property
-    def exit_code(self) -> int:
-        """`sys.exit(cb.exit_code)` after `trainer.fit()`."""
-        return self.guard.exit_code
+        self.guard = guard_from_env(self._save, options)
 
     def _save(self, step: int) -> None:
         self._trainer.save_checkpoint(self.ckpt_path)
@@ -98,8 +91,7 @@ class RtoolCallback(Callback):  # type: ignore[misc]
         if not losses:
             self.update_skipped = False
             return
-        value = float(torch.stack([x.float().sum() for x in losses]).sum())
-        self.update_skipped = not self.guard.check_loss(value)
+        self.update_skipped = not self.guard.check_loss(summed_loss(losses))
         if self.update_skipped:
             optimizer.zero_grad(set_to_none=True)  # the step's update is dropped
 
@@ -115,10 +107,7 @@ class RtoolCallback(Callback):  # type: ignore[misc]
             trainer.should_stop = True
 
     def on_train_end(self, trainer: Any, pl_module: Any) -> None:
-        if self.guard.stopping is None:
-            self.guard.finished(trainer.global_step)
-        else:
-            self.guard.close()
+        self._training_ended(trainer.global_step)
 
     @staticmethod
     def _checkpoints_done(trainer: Any) -> None:
