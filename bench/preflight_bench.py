@@ -30,15 +30,17 @@ for i in 0 1 2 3 4 5 6 7; do echo "$i, 00000000:1$i:00.0, NVIDIA H100 80GB HBM3,
 
 
 def delays(work: Path, preflight: bool, repeat: int) -> list[float]:
-    """Seconds from each job's StartTime to its body's first line."""
+    """Seconds from each job's StartTime to its body's first line. With the pre-flight, each
+    job's output must show it ran (`rtool: pre-flight OK ...`), not that it could not run."""
     slurm = Slurm(timeout=30)
-    ids = []
+    ids, names = [], {}
     for i in range(repeat):
         name = f"pf-bench-{'on' if preflight else 'off'}-{i}"
         argv = [sys.executable, "-m", "rtool", "submit", "body.slurm", "--job-name", name]
         argv += ["--time", "20:00", "--parsable"] + ([] if preflight else ["--no-preflight"])
         out = subprocess.run(argv, cwd=work, capture_output=True, text=True, check=True)
         ids.append(out.stdout.strip())
+        names[ids[-1]] = name
     deadline = time.monotonic() + 180
     result = []
     for job_id in ids:
@@ -48,6 +50,12 @@ def delays(work: Path, preflight: bool, repeat: int) -> list[float]:
         start = slurm.show_job(job_id)[0]["StartTime"]
         began = datetime.fromisoformat(start).timestamp()
         result.append(float(stamp.read_text()) - began)
+        if preflight:
+            text = (work / f"{names[job_id]}-{job_id}.out").read_text(errors="replace")
+            said = [line for line in text.splitlines() if line.startswith("rtool: pre-flight")]
+            if not said or "could not run" in said[0]:
+                raise SystemExit(f"job {job_id}: the pre-flight did not run: {said or text[-300:]}")
+            print(f"  job {job_id}: {said[0]}")
     return result
 
 
