@@ -54,3 +54,15 @@ def test_watch_disk_imports_only_what_it_uses(tmp_path) -> None:
 def test_a_typo_suggests_the_command(cli) -> None:
     r = cli("wach")
     assert r.code == 2 and "Did you mean 'watch'?" in r.err
+
+
+def test_a_group_converts_only_the_subcommand_run() -> None:
+    group = lazy.load("watch")
+    assert group.commands == {}  # nothing converted yet
+    written = list(group.command_order)
+    assert written[:4] == ["job", "log", "disk", "memory"]
+    disk = group.get_command(None, "disk")
+    assert disk.name == "disk" and list(group.commands) == ["disk"]
+    assert group.get_command(None, "disk") is disk  # converted once
+    assert group.list_commands(None)[: len(written)] == written  # help keeps the order
+    assert group.get_command(None, "no-such") is None
