@@ -8,6 +8,7 @@ a generated one (watch_auto.py); write one only to tune its flags.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -292,11 +293,6 @@ def run_cmd(
 
     Example: rtool watch run llama-7b --heartbeat ckpt/heartbeat.json --log 'logs/llama-%A_%a.out'
     """
-    from runs.config import RunWatch
-    from watchdogs.run import RunWatchdog
-
-    cfg = get_context(ctx).config
-    base = next((r.model_dump() for r in cfg.watch.run if r.name == run), {"name": run})
     flags = {
         "job_name": job_name,
         "heartbeat": heartbeat,
@@ -309,5 +305,15 @@ def run_cmd(
         "restart_storm": restart_storm,
         "accounting": "off" if no_accounting else None,
     }
+    return _run_build(ctx, run, flags)
+
+
+def _run_build(ctx: typer.Context, run: str, flags: Mapping[str, object]) -> Build:
+    """The run watchdog: the [[watch.run]] entry of that name, the flags over it."""
+    from runs.config import RunWatch
+    from watchdogs.run import RunWatchdog
+
+    cfg = get_context(ctx).config
+    base = next((r.model_dump() for r in cfg.watch.run if r.name == run), {"name": run})
     spec = _spec(RunWatch, **{**base, **{k: v for k, v in flags.items() if v is not None}})
     return lambda t: [RunWatchdog([spec], t).configure(cfg)]
