@@ -84,6 +84,84 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def _submit(rtool: RtoolRun, run: Path, job_name: str) -> str:
+    torchrun = Path(sys.executable).with_name("torchrun")
+    launcher = (
+        f"{torchrun} --nnodes 2 --nproc-per-node 1 --rdzv-backend c10d "
+        f"--rdzv-endpoint 127.0.0.1:{_free_port()} --rdzv-id {job_name}"
+    )
+    env = {
+        "DDP_DIR": str(run),
+        "DDP_STEPS": str(STEPS),
+        "DDP_STEP_SECONDS": "0.1",
+        "DDP_CKPT_EVERY": str(CKPT_EVERY),
+        "OMP_NUM_THREADS": "1",
+    }
+    return rtool(
+        *("submit", str(DDP), "--job-name", job_name, "--nodes", "2", "--launcher", launcher),
+        *("--array", "1-8%1", "--time", "0:01:00", "--signal", "B:USR1@40", "--requeue"),
+        *("--exit-before-end", "off", "--parsable"),
+        env=env,
+    ).stdout.strip()
+
+
+def _attempt_underway(run: Path) -> tuple[tuple[str, str], str] | None:
+    """(attempt, a node of it) once the running attempt trained 25 steps and did not stop."""
+    lines = read(run / "steps-1.log")
+    if not lines:
+        return None
+    cur = lines[-1].attempt
+    mine = [ln for ln in lines if ln.attempt == cur]
+    stopped = any(s.attempt == cur and s.reason != "periodic" for s in read(run / "saves.log"))
+    return (cur, mine[-1].node) if len(mine) >= 25 and not stopped else None
+
+
+def _check_failure(
+    run: Path, failed: tuple[str, str], victim: str, t_fail: float
+) -> tuple[int, list[int]]:
+    """The failed attempt's last checkpoint and the steps trained after it (lost); the attempt
+    after it resumes right after the checkpoint on nodes without the failed one."""
+    steps = {r: read(run / f"steps-{r}.log") for r in (0, 1)}
+    saves = read(run / "saves.log")
+    ckpt = max(s.step for s in saves if s.attempt == failed and s.rank == 0)
+    lost = sorted({ln.step for ln in steps[0] if ln.attempt == failed and ln.step > ckpt})
+    after = sorted(
+        (ln for r in (0, 1) for ln in steps[r] if ln.attempt != failed and ln.t > t_fail),
+        key=lambda ln: ln.t,
+    )
+    assert after and after[0].step == ckpt + 1
+    assert victim not in {ln.node for ln in after}
+    assert len(lost) <= CKPT_EVERY
+    print(
+        f"\nnode {victim} failed {len(lost)} step(s) after the checkpoint at step "
+        f"{ckpt}: {len(lost)} step(s) lost; training again {after[0].t - t_fail:.1f} s after "
+        f"the failure, on {sorted({ln.node for ln in after})}"
+    )
+    # Every step exactly once on every rank, the lost ones apart (they ran twice).
+    for r in (0, 1):
+        once = [ln.step for ln in steps[r] if not (ln.attempt == failed and ln.step > ckpt)]
+        assert sorted(once) == list(range(STEPS)), f"rank {r}"
+    return ckpt, lost
+
+
+def _check_signal_stops(run: Path) -> None:
+    """In some attempt both ranks got USR1 on their own node, both saved at the same step, and
+    the next attempt started at the next step."""
+    steps0, saves = read(run / "steps-0.log"), read(run / "saves.log")
+    signals = read(run / "signals.log")
+    stops = [s for s in saves if s.reason == "stop"]
+    by_attempt = {s.attempt for s in stops}
+    assert by_attempt, f"no signal stop: {saves}"
+    for att in by_attempt:
+        got = {(s.rank, s.node) for s in signals if s.attempt == att}
+        assert {r for r, _ in got} == {0, 1} and len({n for _, n in got}) == 2, got
+        at = {s.step for s in stops if s.attempt == att}
+        assert len(at) == 1 and {s.rank for s in stops if s.attempt == att} == {0, 1}
+        [saved] = at
+        nxt = [ln for ln in steps0 if ln.step == saved + 1]
+        assert nxt and nxt[0].attempt != att, f"step {saved + 1} not resumed by another attempt"
+
+
 @pytest.mark.slurm
 @pytest.mark.timeout(420)
 def test_two_node_ddp_survives_time_limits_and_a_node_failure(
@@ -97,38 +175,8 @@ def test_two_node_ddp_survives_time_limits_and_a_node_failure(
     (tmp_path / "rtool.toml").write_text(f'[state]\ndir = "{tmp_path / "state"}"\n')
     run = tmp_path / "run"
     run.mkdir()
-    torchrun = Path(sys.executable).with_name("torchrun")
-    launcher = (
-        f"{torchrun} --nnodes 2 --nproc-per-node 1 --rdzv-backend c10d "
-        f"--rdzv-endpoint 127.0.0.1:{_free_port()} --rdzv-id {job_name}"
-    )
-    env = {
-        "DDP_DIR": str(run),
-        "DDP_STEPS": str(STEPS),
-        "DDP_STEP_SECONDS": "0.1",
-        "DDP_CKPT_EVERY": str(CKPT_EVERY),
-        "OMP_NUM_THREADS": "1",
-    }
-    job = rtool(
-        *("submit", str(DDP), "--job-name", job_name, "--nodes", "2", "--launcher", launcher),
-        *("--array", "1-8%1", "--time", "0:01:00", "--signal", "B:USR1@40", "--requeue"),
-        *("--exit-before-end", "off", "--parsable"),
-        env=env,
-    ).stdout.strip()
-
-    # Fail a node of the attempt that runs once it has trained 25 steps past its start.
-    def attempt_underway() -> tuple[tuple[str, str], str, int] | None:
-        lines = read(run / "steps-1.log")
-        if not lines:
-            return None
-        cur = lines[-1].attempt
-        mine = [ln for ln in lines if ln.attempt == cur]
-        stopped = any(s.attempt == cur and s.reason != "periodic" for s in read(run / "saves.log"))
-        if len(mine) >= 25 and not stopped:
-            return cur, mine[-1].node, mine[-1].step
-        return None
-
-    failed_attempt, victim, _ = wait_for(attempt_underway, 150, 0.2, "an attempt 25 steps in")  # type: ignore[misc]
+    job = _submit(rtool, run, job_name)
+    failed, victim = wait_for(lambda: _attempt_underway(run), 150, 0.2, "an attempt 25 steps in")  # type: ignore[misc]
     victim_back.append(victim)
     t_fail = time.time()
     slurm_cluster.fail_node(victim, "rtool test: node failure mid-run")
@@ -138,46 +186,8 @@ def test_two_node_ddp_survives_time_limits_and_a_node_failure(
         1,
         "the array to finish",
     )
-    steps = {r: read(run / f"steps-{r}.log") for r in (0, 1)}
-    saves, signals = read(run / "saves.log"), read(run / "signals.log")
-
-    # The failed attempt: its last checkpoint, the steps trained after it (lost), and the attempt
-    # after it, which resumes right after the checkpoint on nodes without the failed one.
-    ckpt = max(s.step for s in saves if s.attempt == failed_attempt and s.rank == 0)
-    lost = sorted({ln.step for ln in steps[0] if ln.attempt == failed_attempt and ln.step > ckpt})
-    after = [
-        ln for r in (0, 1) for ln in steps[r] if ln.attempt != failed_attempt and ln.t > t_fail
-    ]
-    after.sort(key=lambda ln: ln.t)
-    assert after and after[0].step == ckpt + 1
-    assert victim not in {ln.node for ln in after}
-    assert len(lost) <= CKPT_EVERY
-    print(
-        f"\nnode {victim} failed {len(lost)} step(s) after the checkpoint at step "
-        f"{ckpt}: {len(lost)} step(s) lost; training again {after[0].t - t_fail:.1f} s after "
-        f"the failure, on {sorted({ln.node for ln in after})}"
-    )
-
-    # Every step exactly once on every rank, the lost ones apart (they ran twice).
-    for r in (0, 1):
-        once = [ln.step for ln in steps[r] if not (ln.attempt == failed_attempt and ln.step > ckpt)]
-        assert sorted(once) == list(range(STEPS)), f"rank {r}"
-        assert len(once) == STEPS
-
-    # The time-limit signal: in some attempt both ranks got USR1 on their own node, both saved at
-    # the same step, and the next attempt started at the next step.
-    stops = [s for s in saves if s.reason == "stop"]
-    by_attempt = {s.attempt for s in stops}
-    assert by_attempt, f"no signal stop: {saves}"
-    for att in by_attempt:
-        got = {(s.rank, s.node) for s in signals if s.attempt == att}
-        assert {r for r, _ in got} == {0, 1} and len({n for _, n in got}) == 2, got
-        at = {s.step for s in stops if s.attempt == att}
-        assert len(at) == 1 and {s.rank for s in stops if s.attempt == att} == {0, 1}
-        [saved] = at
-        nxt = [ln for ln in steps[0] if ln.step == saved + 1]
-        assert nxt and nxt[0].attempt != att, f"step {saved + 1} not resumed by another attempt"
-
+    _check_failure(run, failed, victim, t_fail)
+    _check_signal_stops(run)
     # Accounting saw it: the NODE_FAIL attempt on the failed node, then the rest on the others.
     recs = slurm.sacct(job_ids=[job])
     fails = [r for r in recs if r.state == "NODE_FAIL"]
