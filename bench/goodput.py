@@ -15,7 +15,14 @@ cron-like loop). Printed side by side: steps lost, time from each fault to rtool
 its ledger showing the attempt) and to training again, and goodput = unique steps × STEP_S /
 allocated time (sacct's elapsed of every attempt until the training finished).
 
-    python bench/goodput.py            # ~13 min; starts its own 3-node Slurm with accounting
+A third setup, ideal, is the rtool one with no fault but the time-limit restarts (the same task
+time limits): its goodput is the ideal-achievable one, and its attempts give the start-up
+latency (sacct Start to the first step). Printed last, the target of issue #14
+(bench/goodput_target.py): rtool's goodput as a fraction of the ideal (>= 0.9), and each fault's
+time back to training minus the start-up latency (<= 5 s).
+
+    python bench/goodput.py                        # ~18 min; its own 3-node Slurm with accounting
+    python bench/goodput.py --setups rtool,ideal   # the target only (~11 min)
 """
 
 from __future__ import annotations
@@ -37,6 +44,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.goodput_target import (
+    Latency,
+    first_step_times,
+    fraction_line,
+    goodput,
+    startup_latencies,
+    target_lines,
+)
 from rtool.core.slurm import Slurm
 from rtool.testing import localslurm
 
@@ -46,6 +61,8 @@ HANG_AT, CRASH_AT, NODE_AT = 850, 1550, 2270  # not on a checkpoint boundary
 TASKS = "0-19%1"
 TICK = 2.0
 LIMIT_S = 1200.0
+SETUPS = ("plain", "rtool", "ideal")
+FAULTS = ("hang", "crash", "node failure")
 
 
 @dataclass
@@ -65,6 +82,11 @@ class Outcome:
     finished_at: float | None = None
     restarts: list[tuple[str, int, float]] = field(default_factory=list)  # cause, lost, gap
     revive: dict[str, float] = field(default_factory=dict)  # failed node -> when to revive
+    starts: list[float] = field(default_factory=list)  # sacct Start of every attempt
+
+    @property
+    def goodput(self) -> float | None:
+        return goodput(len({s.step for s in self.steps}), STEP_S, self.allocated)
 
 
 def read_steps(path: Path) -> list[Step]:
@@ -182,12 +204,13 @@ def run_setup(mode: str, cluster, base: Path) -> Outcome:  # type: ignore[no-unt
     t0 = time.time()
     next_watch = 0.0
     while time.time() - t0 < LIMIT_S and not (d / "finished").exists():
-        inject(out, d, read_steps(d / "steps.log"), slurm, cluster, name)
+        if mode != "ideal":
+            inject(out, d, read_steps(d / "steps.log"), slurm, cluster, name)
         for node, when in list(out.revive.items()):
             if time.time() >= when:
                 cluster.revive_node(node)
                 del out.revive[node]
-        if mode == "rtool" and time.time() >= next_watch:
+        if mode != "plain" and time.time() >= next_watch:
             next_watch = time.time() + TICK
             watch(out, d, name, cfg)
         time.sleep(0.5)
@@ -205,6 +228,7 @@ def run_setup(mode: str, cluster, base: Path) -> Outcome:  # type: ignore[no-unt
         for r in recs
         if r.start is not None and r.start < end
     )
+    out.starts = [r.start for r in recs if r.start is not None and r.start < end]
     out.restarts = restarts(out)
     return out
 
@@ -224,56 +248,90 @@ def fmt(x: float | None) -> str:
     return "-" if x is None else f"{x:.1f}s"
 
 
-def report(plain: Outcome, rt: Outcome) -> None:
-    def row(o: Outcome, cause: str, i: int) -> str:
-        hits = [r for r in o.restarts if r[0] == cause]
-        if i >= len(hits):
-            return f"{'':>6} {'':>9} {'':>9}"
-        _, lost, gap = hits[i]
-        t = o.faults.get(cause)
-        alert = o.seen.get(cause)
-        to_alert = fmt(alert - t) if alert and t else "-"
-        return f"{lost:>6} {to_alert:>9} {fmt(gap):>9}"
+def row(o: Outcome, cause: str, i: int) -> str:
+    hits = [r for r in o.restarts if r[0] == cause]
+    if i >= len(hits):
+        return f"{'':>6} {'':>9} {'':>9}"
+    _, lost, gap = hits[i]
+    t = o.faults.get(cause)
+    alert = o.seen.get(cause)
+    to_alert = fmt(alert - t) if alert and t else "-"
+    return f"{lost:>6} {to_alert:>9} {fmt(gap):>9}"
 
-    print(f"{'fault':<16} | {'plain: lost':>6} {'to alert':>9} {'to train':>9} "
-          f"| {'rtool: lost':>6} {'to alert':>9} {'to train':>9}")  # fmt: skip
-    for cause in ("time limit", "hang", "crash", "node failure"):
-        n = max(sum(r[0] == cause for r in o.restarts) for o in (plain, rt))
+
+def report(runs: dict[str, Outcome]) -> None:
+    """The side-by-side table, one summary line per setup, the ratio to plain."""
+    outs = list(runs.values())
+    print(f"{'fault':<16} | " + " | ".join(
+        f"{o.mode + ': lost':>6} {'to alert':>9} {'to train':>9}" for o in outs))  # fmt: skip
+    for cause in ("time limit", *FAULTS):
+        n = max(sum(r[0] == cause for r in o.restarts) for o in outs)
         for i in range(max(n, 1)):
             label = f"{cause} #{i + 1}" if n > 1 else cause
-            print(f"{label:<16} | {row(plain, cause, i)}      | {row(rt, cause, i)}")
-    for o in (plain, rt):
+            print(f"{label:<16} | " + "      | ".join(row(o, cause, i) for o in outs))
+    for o in outs:
         uniq = len({s.step for s in o.steps})
         lost = len(o.steps) - uniq
-        good = uniq * STEP_S / o.allocated if o.allocated else float("nan")
+        good = f"{o.goodput:.3f}" if o.goodput is not None else "-"
         wall = (o.finished_at - o.steps[0].t) if o.finished_at and o.steps else float("nan")
         print(
             f"{o.mode:>6}: {uniq}/{STEPS} steps, {lost} done twice, {len(o.restarts)} restarts, "
-            f"allocated {o.allocated:.0f}s, wall {wall:.0f}s, goodput {good:.3f}"
+            f"allocated {o.allocated:.0f}s, wall {wall:.0f}s, goodput {good}"
         )
-    gp = [len({s.step for s in o.steps}) * STEP_S / o.allocated for o in (plain, rt) if o.allocated]
-    if len(gp) == 2:
-        print(f"goodput ratio rtool/plain: {gp[1] / gp[0]:.2f}")
+    plain, rt = runs.get("plain"), runs.get("rtool")
+    if plain and rt and plain.goodput and rt.goodput:
+        print(f"goodput ratio rtool/plain: {rt.goodput / plain.goodput:.2f}")
+
+
+def report_target(runs: dict[str, Outcome]) -> None:
+    """Issue #14's target: rtool vs the ideal run, each fault vs the start-up latency."""
+    rt, ideal = runs.get("rtool"), runs.get("ideal")
+    latency = Latency(())
+    if ideal:
+        firsts = first_step_times((s.t, s.pid) for s in ideal.steps)
+        latency = startup_latencies(ideal.starts, firsts)
+    print(fraction_line(rt.goodput if rt else None, ideal.goodput if ideal else None))
+    gaps = [(cause, gap) for cause, _, gap in rt.restarts if cause in FAULTS] if rt else []
+    missing = [f for f in FAULTS if rt and f not in {g[0] for g in gaps}]
+    for line in target_lines(gaps, latency):
+        print(line)
+    if missing:
+        print(f"  not back to training (no restart seen): {', '.join(missing)}")
+
+
+def parse_setups(text: str) -> list[str]:
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    bad = [n for n in names if n not in SETUPS]
+    if bad or not names:
+        raise argparse.ArgumentTypeError(f"setups are {','.join(SETUPS)}; got {text!r}")
+    return [n for n in SETUPS if n in names]  # run in the fixed order
 
 
 def main() -> int:
     doc = __doc__ or ""
-    argparse.ArgumentParser(
+    ap = argparse.ArgumentParser(
         description=doc.splitlines()[0],
-        epilog="No options: the fault script is fixed (see the module docstring).",
-    ).parse_args()
+        epilog="The fault script is fixed (see the module docstring).",
+    )
+    ap.add_argument(
+        "--setups",
+        type=parse_setups,
+        default=list(SETUPS),
+        help="comma-separated subset of plain,rtool,ideal (default: all three)",
+    )
+    setups: list[str] = ap.parse_args().setups
     # a SIGTERM (timeout, Ctrl-C from a wrapper) still stops the cluster: `finally` runs
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     base = Path(tempfile.mkdtemp(prefix="rtool-goodput-"))
     cluster = localslurm.up(base / "slurm", nodes=3, accounting=True)
     os.environ["SLURM_CONF"] = str(cluster.conf)
     try:
-        plain = run_setup("plain", cluster, base)
-        rt = run_setup("rtool", cluster, base)
+        runs = {mode: run_setup(mode, cluster, base) for mode in setups}
     finally:
         localslurm.down(base / "slurm")
     print(f"toy: {STEPS} steps of {STEP_S}s, 1-minute tasks; plain checkpoints every {EVERY}")
-    report(plain, rt)
+    report(runs)
+    report_target(runs)
     return 0
 
 
