@@ -85,7 +85,7 @@ def target_lines(gaps: Sequence[tuple[str, float]], latency: Latency) -> list[st
     if med is None:
         return ["start-up latency: - (needs the ideal setup)"]
     lines = [
-        f"start-up latency (ideal, {len(latency.samples)} attempts): median {med:.1f}s, "
+        f"start-up latency (ideal, {len(latency.samples)} attempt(s)): median {med:.1f}s, "
         f"min {min(latency.samples):.1f}s, max {max(latency.samples):.1f}s"
     ]
     for label, gap in gaps:

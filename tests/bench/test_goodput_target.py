@@ -51,7 +51,7 @@ def test_back_to_training_within_latency_plus_slack() -> None:
     extra, ok = back_to_training(10.7, 2.5)
     assert extra == pytest.approx(8.2) and not ok
     lines = target_lines([("hang", 10.7), ("crash", 0.5)], Latency((2.0, 2.5, 3.0)))
-    assert lines[0].startswith("start-up latency (ideal, 3 attempts): median 2.5s")
+    assert lines[0].startswith("start-up latency (ideal, 3 attempt(s)): median 2.5s")
     assert "+8.2s (OVER" in lines[1] and "-2.0s (ok" in lines[2]
     assert f"+{SLACK_S:.0f}s" in lines[1]
     assert target_lines([("hang", 1.0)], Latency(())) == [
