@@ -1,6 +1,6 @@
 """Goodput of a toy training under one fault script, with rtool and with the plain setup.
 
-The same training (bench/goodput_toy.py: STEPS steps of STEP_S seconds) runs twice on the local
+The same training (bench/goodput_toy.py: STEPS steps of STEP_S seconds) runs on the local
 3-node Slurm with accounting, through an array of 1-minute tasks (%1), under the same faults,
 injected at the same training progress:
 
