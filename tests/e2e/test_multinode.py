@@ -32,8 +32,9 @@ DDP = Path(__file__).with_name("ddp_toy.py")
 # pending by the batch script until the training's handler is in place). The shim takes USR1 as
 # a deadline signal: it trains on until ~10 s before the limit, then all ranks save at the same
 # step. So: the node failure (25 steps into the first attempt), then an attempt that trains until
-# its deadline (450 steps, ~50 s of training, cannot end before it), then one that completes.
-STEPS = 450
+# its deadline (700 steps of 0.1 s are 70 s of training: it cannot end inside a 1-minute limit,
+# even on a quiet machine), then one that completes.
+STEPS = 700
 CKPT_EVERY = 20
 LINE = re.compile(r"(\w+)=(\S+)")
 
