@@ -78,7 +78,7 @@ def counting(self, args, *rest, **kw):
     started.append(args)
     return real(self, args, *rest, **kw)
 subprocess.Popen._execute_child = counting
-from rtool.cli import main
+from rtool.app.cli import main
 code = main(sys.argv[1:])
 print(f"children={len(started)}", file=sys.stderr)
 sys.exit(code)

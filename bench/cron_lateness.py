@@ -26,13 +26,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from cron import manage
-from cron.store import CronStore, chain_name, resolve_dir
-from cron.tick import TickEnv
-from rtool.appconfig import load_config
+from rtool.app.appconfig import load_config
 from rtool.core.proc import run
 from rtool.core.slurm import Slurm
 from rtool.core.state import StateDir
+from rtool.cron import manage
+from rtool.cron.store import CronStore, chain_name, resolve_dir
+from rtool.cron.tick import TickEnv
 from rtool.testing import localslurm
 
 BASELINE = """#!/bin/bash

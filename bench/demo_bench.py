@@ -24,10 +24,10 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._common import slurm_conf
+from rtool.app.demo.workspace import Timing
 from rtool.core.slurm import Slurm
-from rtool.demo.workspace import Timing
 
-ENTRY = "import sys; from rtool.cli import app; app(sys.argv[1:])"
+ENTRY = "import sys; from rtool.app.cli import app; app(sys.argv[1:])"
 
 
 def bare_array(tasks: int) -> float:

@@ -101,7 +101,7 @@ def read_steps(path: Path) -> list[Step]:
 
 def rtool_json(*args: str) -> dict | None:  # type: ignore[type-arg]
     """Run the rtool CLI in-process; its --json output."""
-    from rtool.cli import main
+    from rtool.app.cli import main
 
     buf = io.StringIO()
     quiet = io.StringIO()
@@ -134,7 +134,7 @@ def submit(mode: str, name: str, d: Path, cfg: Path) -> None:
         return
     args = shlex.join([*toy[2:], "--every", str(EVERY)])
     subprocess.run(
-        [sys.executable, "-c", "import sys; from rtool.cli import app; app(sys.argv[1:])",
+        [sys.executable, "-c", "import sys; from rtool.app.cli import app; app(sys.argv[1:])",
          "--config", str(cfg), "submit", str(TOY), "--job-name", name, "--array", TASKS,
          "--time", "0:01:00", "--signal", "B:USR1@30", "--exit-before-end", "3s",
          "--requeue", "--heartbeat", str(d / "hb.json"), "--python", sys.executable,
@@ -180,7 +180,7 @@ def watch(out: Outcome, d: Path, name: str, cfg: Path) -> None:
     rtool_json(*c, "watch", "run", name, "--heartbeat", str(d / "hb.json"), "--log",
                f"{d}/{name}-%A_%a.out", "--no-notify", "--json")  # fmt: skip
     from rtool.core.state import StateDir
-    from runs import store
+    from rtool.runs import store
 
     led = store.load(StateDir(d / "state"), name)
     for a in led.attempts if led else []:

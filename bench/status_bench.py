@@ -26,14 +26,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench._common import median_seconds, slurm_conf  # noqa: E402
-from cron.store import CronStore  # noqa: E402
-from rtool.appconfig import load_config  # noqa: E402
+from rtool.app.appconfig import load_config  # noqa: E402
+from rtool.app.status.view import gather  # noqa: E402
 from rtool.core.alert import Alert, Status  # noqa: E402
 from rtool.core.proc import run  # noqa: E402
 from rtool.core.slurm import Slurm  # noqa: E402
 from rtool.core.state import StateDir  # noqa: E402
-from rtool.status.view import gather  # noqa: E402
-from watchdogs import history  # noqa: E402
+from rtool.cron.store import CronStore  # noqa: E402
+from rtool.watchdogs import history  # noqa: E402
 
 
 def median_ms(fn: Callable[[], object], repeat: int) -> float:
@@ -53,7 +53,7 @@ def make_config(base: Path, jobs: int) -> Path:
 
 def fill_state(cfg_path: Path) -> None:
     """Real state written by the real code paths: alerts, disk histories, a cron heartbeat."""
-    from notify import process
+    from rtool.notify import process
 
     cfg = load_config(cfg_path)
     state = StateDir(cfg.state.dir)
@@ -94,7 +94,7 @@ def main() -> int:
                 f"gather: {jobs:2d} watched job(s), 20 alerts, 5 disks  {ms:7.1f} ms  "
                 f"({ms / base_ms:.1f}x baseline), squeue calls: {calls}"
             )
-        entry = "import sys; from rtool.cli import app; app(sys.argv[1:])"
+        entry = "import sys; from rtool.app.cli import app; app(sys.argv[1:])"
         cli = [sys.executable, "-c", entry, "--config", str(cfg_path), "status", "--json"]
         check = [*cli[:-2], "config", "check"]
         env = {**os.environ, "PYTHONPATH": str(ROOT)}

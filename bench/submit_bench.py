@@ -18,7 +18,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from slurm_templates import TrainingJob, render_job, validate_signal
+from rtool.slurm_templates import TrainingJob, render_job, validate_signal
 
 
 def job() -> TrainingJob:

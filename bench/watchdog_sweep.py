@@ -28,14 +28,14 @@ sys.path.insert(0, str(ROOT))
 from bench._common import median_seconds, slurm_conf  # noqa: E402
 from rtool.core.slurm import Slurm  # noqa: E402
 from rtool.core.state import StateDir  # noqa: E402
-from watchdogs.base import ProbeEnv, Watchdog  # noqa: E402
-from watchdogs.config import DiskWatch, JobWatch, LogWatch, MemoryWatch  # noqa: E402
-from watchdogs.disk import DiskWatchdog  # noqa: E402
-from watchdogs.job import JobWatchdog  # noqa: E402
-from watchdogs.log import LogWatchdog  # noqa: E402
-from watchdogs.memory import MemoryWatchdog  # noqa: E402
-from watchdogs.probes import child  # noqa: E402
-from watchdogs.runner import query_for, sweep  # noqa: E402
+from rtool.watchdogs.base import ProbeEnv, Watchdog  # noqa: E402
+from rtool.watchdogs.config import DiskWatch, JobWatch, LogWatch, MemoryWatch  # noqa: E402
+from rtool.watchdogs.disk import DiskWatchdog  # noqa: E402
+from rtool.watchdogs.job import JobWatchdog  # noqa: E402
+from rtool.watchdogs.log import LogWatchdog  # noqa: E402
+from rtool.watchdogs.memory import MemoryWatchdog  # noqa: E402
+from rtool.watchdogs.probes import child  # noqa: E402
+from rtool.watchdogs.runner import query_for, sweep  # noqa: E402
 
 HUNG_FUSE = ROOT / "tests" / "watchdogs" / "hung_fuse.py"
 

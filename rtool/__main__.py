@@ -1,5 +1,5 @@
 """`python -m rtool ...` = the `rtool` command (the batch script runs the pre-flight this way)."""
 
-from rtool.cli import app
+from rtool.app.cli import app
 
 app()

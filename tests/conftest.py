@@ -107,7 +107,7 @@ class CliResult:
 @pytest.fixture
 def cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., CliResult]:
     """Run `rtool ARGS...` in-process: cli("config", "check") -> CliResult(code, out, err)."""
-    from rtool.cli import main
+    from rtool.app.cli import main
 
     def run(*args: str) -> CliResult:
         capsys.readouterr()

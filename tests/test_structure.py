@@ -15,36 +15,40 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-#: Top-level packages of the distribution (pyproject.toml: tool.setuptools.packages.find).
-PACKAGES = ("rtool", "watchdogs", "runs", "nodes", "cron", "slurm_templates", "notify")
-#: The layers: a unit may import units of its own rank or lower, never higher; `rtool.*`
-#: modules not listed are the application layer. A new feature package gets a rank here.
+#: The one top-level package of the distribution (pyproject.toml: tool.setuptools.packages.find).
+PACKAGES = ("rtool",)
+#: The floors: a unit may import units of its own rank or lower, never higher. Every folder
+#: directly under rtool/ is a unit and needs a rank here; `rtool/__init__.py` (the version) is
+#: the ground floor, `rtool/__main__.py` (python -m rtool) the top.
 RANKS = {
+    "rtool": 0,
     "rtool.core": 0,
     "rtool.shim": 1,
-    "notify": 1,
-    "slurm_templates": 1,
-    "runs": 1,
-    "nodes": 1,
-    "cron": 2,
-    "watchdogs": 3,
-    "app": 4,
+    "rtool.notify": 1,
+    "rtool.slurm_templates": 1,
+    "rtool.runs": 1,
+    "rtool.nodes": 1,
+    "rtool.cron": 2,
+    "rtool.watchdogs": 3,
+    "rtool.testing": 4,
+    "rtool.app": 5,
+    "rtool.__main__": 6,
 }
 #: rtool.shim runs inside the training: of rtool it may use only rtool.core.
-SHIM_MAY_IMPORT = {"rtool.core", "rtool.shim"}
+SHIM_MAY_IMPORT = {"rtool", "rtool.core", "rtool.shim"}
+#: rtool.testing (the local Slurm, fake servers) stands on its own: tests and the demo use it.
+TESTING_MAY_IMPORT = {"rtool", "rtool.core", "rtool.testing"}
 MAX_MODULE, MAX_CLASS, MAX_FUNCTION = 400, 250, 60
 #: Trees whose sizes are checked (tests and benchmarks too).
 SIZED = (*PACKAGES, "tests", "bench")
 
 
 def unit(module: str) -> str:
-    """The layer unit of a dotted module name: `rtool.core`, `rtool.shim`, a feature, `app`."""
+    """The floor unit of a dotted module name: `rtool.core`, `rtool.watchdogs`, `rtool.app`..."""
     parts = module.split(".")
-    if parts[0] != "rtool":
+    if parts[0] != "rtool" or len(parts) == 1:
         return parts[0]
-    if len(parts) > 1 and parts[1] in ("core", "shim"):
-        return f"rtool.{parts[1]}"
-    return "app"
+    return f"rtool.{parts[1]}"
 
 
 def modules(root: str) -> Iterator[tuple[str, Path]]:
@@ -115,6 +119,22 @@ def test_shim_imports_only_core() -> None:
     assert not bad, "\n".join(bad)
 
 
+def test_testing_imports_only_core() -> None:
+    bad = [
+        where
+        for src, dst, where in edges()
+        if src == "rtool.testing" and dst not in TESTING_MAY_IMPORT
+    ]
+    assert not bad, "\n".join(bad)
+
+
+def test_every_folder_is_a_unit_with_a_rank() -> None:
+    folders = {
+        f"rtool.{p.name}" for p in (ROOT / "rtool").iterdir() if (p / "__init__.py").exists()
+    }
+    assert folders <= set(RANKS), f"give these a rank in RANKS: {folders - set(RANKS)}"
+
+
 def test_no_cycles_between_packages() -> None:
     graph: dict[str, set[str]] = defaultdict(set)
     for src, dst, _ in edges():
@@ -148,8 +168,8 @@ def _find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
 def test_the_checker_sees_cycles_and_upward_imports() -> None:
     assert _find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert _find_cycle({"a": {"b"}, "b": set()}) is None
-    assert unit("rtool.core.slurm.cmd") == "rtool.core" and unit("rtool.cli") == "app"
-    assert unit("rtool.commands.watch_cmd") == "app" and unit("watchdogs.disk") == "watchdogs"
+    assert unit("rtool.core.slurm.cmd") == "rtool.core" and unit("rtool.app.cli") == "rtool.app"
+    assert unit("rtool.watchdogs.disk") == "rtool.watchdogs" and unit("rtool") == "rtool"
 
 
 @cache

@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rtool.testing import nodeops
-from rtool.testing.daemons import LocalSlurmError, pid_alive, read_pid, sh, stop_pid, tail
+from rtool.testing.cluster import ClusterFiles
+from rtool.testing.daemons import LocalSlurmError, read_pid, sh, stop_pid, tail
 from rtool.testing.slurmconf import Layout, sbin, write_slurm_conf
 from rtool.testing.slurmdb import accounting_pids, start_database, start_slurmdbd
 
@@ -40,39 +41,8 @@ READY = ("idle", "mixed", "allocated")
 
 
 @dataclass
-class Cluster:
-    dir: Path
-
-    @property
-    def layout(self) -> Layout | None:
-        return Layout.load(self.dir)
-
-    @property
-    def nodes(self) -> list[str]:
-        layout = self.layout
-        return layout.nodes if layout else []
-
-    @property
-    def accounting(self) -> bool:
-        layout = self.layout
-        return bool(layout and layout.accounting)
-
-    @property
-    def conf(self) -> Path:
-        return self.dir / "slurm.conf"
-
-    @property
-    def env(self) -> dict[str, str]:
-        return {"SLURM_CONF": str(self.conf)}
-
-    def pid(self, daemon: str) -> int | None:
-        """Pid of `slurmctld`, `slurmd-n1`, `slurmdbd`, `mariadbd` (`slurmd`: the first node)."""
-        if daemon == "slurmd" and self.nodes:
-            daemon = f"slurmd-{self.nodes[0]}"
-        return read_pid(self.dir / f"{daemon}.pid")
-
-    def alive(self, daemon: str) -> bool:
-        return pid_alive(self.pid(daemon))
+class Cluster(ClusterFiles):
+    """A running local cluster, with bounded test helpers (nodeops.py)."""
 
     # -- test helpers (bounded in time; see nodeops.py) ---------------------------------------
     def fail_node(self, name: str, reason: str = "rtool test: node failure") -> list[int]:

@@ -16,7 +16,7 @@ import re
 import signal
 import time
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import psutil
 
@@ -24,7 +24,9 @@ from rtool.testing.daemons import LocalSlurmError, pid_is, sh, wait_until
 from rtool.testing.slurmconf import sbin
 
 if TYPE_CHECKING:
-    from rtool.testing.localslurm import Cluster
+    from rtool.testing.cluster import ClusterFiles as Cluster
+
+C = TypeVar("C", bound="Cluster")
 
 _NODE = re.compile(r"[A-Za-z][\w-]*")
 _JOB = re.compile(r"\d+(?:_\d+)?")
@@ -60,7 +62,7 @@ def _scontrol(cluster: Cluster, *args: str, check: bool = True) -> str:
     return sh(["scontrol", *args], env=cluster.env, timeout=20, check=check).stdout
 
 
-def wait_ready(cluster: Cluster, timeout: float, ready: Callable[[Cluster], bool]) -> bool:
+def wait_ready(cluster: C, timeout: float, ready: Callable[[C], bool]) -> bool:
     """Wait until `ready(cluster)`; nodes left down or drained by an earlier run are resumed."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

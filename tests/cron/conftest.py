@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from cron import manage
-from cron.store import CronStore, chain_name, resolve_dir
-from rtool.appconfig import load_config
+from rtool.app.appconfig import load_config
 from rtool.core.slurm import Slurm
 from rtool.core.state import StateDir
+from rtool.cron import manage
+from rtool.cron.store import CronStore, chain_name, resolve_dir
 
 
 @dataclass

@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from cron import chain, manage
-from cron.tick import TickEnv
-from rtool.appconfig import load_config
+from rtool.app.appconfig import load_config
 from rtool.core.slurm import Slurm
 from rtool.core.state import StateDir
+from rtool.cron import chain, manage
+from rtool.cron.tick import TickEnv
 from tests.cron.conftest import CronSetup
 from tests.helpers import wait_for
 

@@ -6,11 +6,11 @@ import os
 import time
 from pathlib import Path
 
-from cron import manage
-from cron.cleanup import expired, remove_old_logs
-from cron.jobs import scan
-from cron.runner import log_slug, slurm_outcome
-from cron.status import format_status
+from rtool.cron import manage
+from rtool.cron.cleanup import expired, remove_old_logs
+from rtool.cron.jobs import scan
+from rtool.cron.runner import log_slug, slurm_outcome
+from rtool.cron.status import format_status
 
 
 def make_dir(tmp_path: Path) -> Path:

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from cron.outcomes import NO_ACCOUNTING, from_sacct, resolve
 from rtool.core.slurm import Slurm, parse_sacct
+from rtool.cron.outcomes import NO_ACCOUNTING, from_sacct, resolve
 from rtool.testing import localslurm
 
 SACCT = """\

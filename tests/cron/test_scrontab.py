@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from cron import scron
-from cron.chain import active_jobs
-from cron.config import CronConfig
-from cron.store import CronStore, chain_key, chain_name
 from rtool.core.errors import UsageError
 from rtool.core.slurm import Slurm
 from rtool.core.state import StateDir
+from rtool.cron import scron
+from rtool.cron.chain import active_jobs
+from rtool.cron.config import CronConfig
+from rtool.cron.store import CronStore, chain_key, chain_name
 from rtool.testing import localslurm
 from rtool.testing.scrontab import ScrontabBuildError, build
 from tests.helpers import wait_for

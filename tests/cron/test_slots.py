@@ -6,8 +6,8 @@ import calendar
 
 import pytest
 
-from cron.config import CronConfig
-from cron.slots import (
+from rtool.cron.config import CronConfig
+from rtool.cron.slots import (
     due_periods,
     initial_slots,
     lateness,

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from cron import chain
 from rtool.core.slurm import Slurm
+from rtool.cron import chain
 from tests.cron.conftest import CronSetup
 from tests.helpers import wait_for
 

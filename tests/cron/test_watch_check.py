@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from cron.store import chain_name
 from rtool.core.alert import Status
 from rtool.core.slurm import SqueueJob
-from watchdogs.cron import ChainObservation, check_cron
+from rtool.cron.store import chain_name
+from rtool.watchdogs.cron import ChainObservation, check_cron
 
 
 def job(state: str, name: str) -> SqueueJob:

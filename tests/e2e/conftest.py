@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from rtool.demo.observe import OutputInfo, StepLine, parse_output, parse_steps
+from rtool.app.demo.observe import OutputInfo, StepLine, parse_output, parse_steps
 from tests.servers.fixtures import slack_server, smtp_server
 
 __all__ = ["slack_server", "smtp_server"]
 
 ROOT = Path(__file__).resolve().parents[2]
 TOY = ROOT / "examples" / "train_toy.py"
-ENTRY = "import sys; from rtool.cli import app; app(sys.argv[1:])"
+ENTRY = "import sys; from rtool.app.cli import app; app(sys.argv[1:])"
 
 RtoolRun = Callable[..., subprocess.CompletedProcess[str]]
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from rtool.demo.workspace import Timing
+from rtool.app.demo.workspace import Timing
 from rtool.testing import localslurm
 from tests.e2e.conftest import ENTRY
 

@@ -134,8 +134,8 @@ def test_heartbeat_job_id_state_running_never_reaches_scancel(
 
 
 def test_cron_state_job_ids_that_are_not_job_ids_are_dropped(tmp_path: Path) -> None:
-    from cron.store import CronStore
     from rtool.core.state import StateDir
+    from rtool.cron.store import CronStore
 
     store = CronStore(StateDir(tmp_path / "state"), tmp_path / "cron")
     forged = {"--state=RUNNING": {"name": "x"}, "123": {"start": "soon"}, "124": "junk"}

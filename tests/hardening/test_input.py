@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from rtool.core import units
-from slurm_templates import specs
+from rtool.slurm_templates import specs
 from tests.hardening.conftest import no_traceback
 
 

@@ -17,7 +17,6 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from cron.crontab import parse_cron_file
 from rtool.core import units
 from rtool.core.heartbeat import Heartbeat, HeartbeatFormatError
 from rtool.core.slurm.parse import (
@@ -27,10 +26,11 @@ from rtool.core.slurm.parse import (
     parse_slurm_duration,
     parse_squeue,
 )
-from slurm_templates import specs
-from slurm_templates.jobs import validate_begin
+from rtool.cron.crontab import parse_cron_file
+from rtool.slurm_templates import specs
+from rtool.slurm_templates.jobs import validate_begin
+from rtool.watchdogs.quota import QuotaParseError, parse_quota
 from tests.hardening.conftest import no_traceback
-from watchdogs.quota import QuotaParseError, parse_quota
 
 # Values people type by mistake, and values an attacker would try.
 NASTY = st.sampled_from(

@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 
-from cron.jobs import scan
-from cron.tick import TickEnv, tick
-from rtool.appconfig import load_config
+from rtool.app.appconfig import load_config
 from rtool.core.slurm import Slurm
 from rtool.core.state import StateDir
-from slurm_templates.renderer import TemplateError, render
+from rtool.cron.jobs import scan
+from rtool.cron.tick import TickEnv, tick
+from rtool.slurm_templates.renderer import TemplateError, render
 from tests.cron.conftest import CronSetup, make_cron  # noqa: F401  (fixture)
 from tests.hardening.conftest import OTHER_UID, no_traceback
 

@@ -7,8 +7,8 @@ import subprocess
 import time
 from pathlib import Path
 
-from nodes.store import Evidence, EvidenceKind, SuspectStore
 from rtool.core.state import StateDir, default_state_dir
+from rtool.nodes.store import Evidence, EvidenceKind, SuspectStore
 
 
 def test_nodes_list_forget_and_bad_input(cli, tmp_path, monkeypatch):

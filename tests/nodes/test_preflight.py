@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from nodes.preflight import ecc, gpus
-from nodes.preflight.base import NodeContext
-from nodes.preflight.node import from_line, run_checks, to_line
-from nodes.preflight.smi import parse_csv
+from rtool.nodes.preflight import ecc, gpus
+from rtool.nodes.preflight.base import NodeContext
+from rtool.nodes.preflight.node import from_line, run_checks, to_line
+from rtool.nodes.preflight.smi import parse_csv
 
 DATA = Path(__file__).parent / "nvidia_smi"
 
@@ -108,7 +108,16 @@ def test_report_line_round_trip_and_module_entry(tmp_path):
     env = {**os.environ, "RTOOL_NVIDIA_SMI": smi, "SLURMD_NODENAME": "n2"}
     env.pop("CUDA_VISIBLE_DEVICES", None)
     res = subprocess.run(
-        [sys.executable, "-m", "nodes.preflight", "--gpus", "8", "--json", "--timeout", "10s"],
+        [
+            sys.executable,
+            "-m",
+            "rtool.nodes.preflight",
+            "--gpus",
+            "8",
+            "--json",
+            "--timeout",
+            "10s",
+        ],
         capture_output=True,
         text=True,
         env=env,

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import time
 
-from nodes.exclude import Cap, plan
-from nodes.store import Evidence, EvidenceKind, SuspectStore
 from rtool.core.slurm.nodes import parse_sinfo_nodes, unavailable_nodes, waits_for_nodes
 from rtool.core.state import StateDir
+from rtool.nodes.exclude import Cap, plan
+from rtool.nodes.store import Evidence, EvidenceKind, SuspectStore
 
 SINFO = """n1|debug*|idle|Unknown|Unknown|none
 n2|debug*|drained|2026-11-23T14:59:27|root|GPU 3 ECC errors
@@ -65,7 +65,7 @@ def test_sinfo_and_pending_reasons():
 
 
 def test_signature_blames_the_node():
-    from nodes.signatures import blamed
+    from rtool.nodes.signatures import blamed
 
     assert blamed(("n2",), "xid", "NVRM: Xid (PCI:0000:5d:00): 79, GPU has fallen off the bus") == [
         "n2"

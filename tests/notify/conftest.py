@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from notify.config import NotifyConfig
 from rtool.core.alert import Alert, Status
 from rtool.core.state import StateDir
+from rtool.notify.config import NotifyConfig
 from rtool.testing.servers import SlackLikeServer, SmtpServer
 from tests.servers.fixtures import down_port, slack_server, smtp_server
 

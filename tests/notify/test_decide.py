@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from notify.decide import KeyState, decide
 from rtool.core.alert import Status
+from rtool.notify.decide import KeyState, decide
 from tests.notify.conftest import T0, alert
 
 H = 3600.0
@@ -70,7 +70,7 @@ def test_text_is_not_identity() -> None:
 
 
 def test_subject_does_not_repeat_the_watched_thing() -> None:
-    from notify.model import Notification, subject
+    from rtool.notify.model import Notification, subject
 
     def subj(key: str, summary: str) -> str:
         return subject(Notification("i", key, "alert", "CRITICAL", summary))

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from notify import flush, process
-from notify.outbox import Outbox
 from rtool.core.alert import Status
 from rtool.core.state import StateDir
+from rtool.notify import flush, process
+from rtool.notify.outbox import Outbox
 from rtool.testing.servers import SlackLikeServer, SmtpServer
 from tests.helpers import wait_for
 from tests.notify.conftest import (
@@ -154,8 +154,8 @@ def test_process_killed_mid_send_loses_nothing(state: StateDir, tmp_path: Path) 
         script = tmp_path / "child.py"
         script.write_text(
             textwrap.dedent(f"""
-            from notify import process
-            from notify.config import NotifyConfig
+            from rtool.notify import process
+            from rtool.notify.config import NotifyConfig
             from rtool.core.alert import Alert, Status
             from rtool.core.state import StateDir
             cfg = NotifyConfig.model_validate({{"email": {email_cfg(smtp, timeout="60s")!r}}})

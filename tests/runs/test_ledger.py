@@ -7,10 +7,10 @@ from datetime import datetime
 
 from rtool.core.heartbeat import ErrorInfo, Heartbeat, RunState
 from rtool.core.slurm import parse_sacct, parse_squeue
-from runs import health, ledger
-from runs.records import parse_records
-from runs.render import table
-from runs.totals import totals
+from rtool.runs import health, ledger
+from rtool.runs.records import parse_records
+from rtool.runs.render import table
+from rtool.runs.totals import totals
 
 # JobID|JobIDRaw|State|ExitCode|NodeList|Submit|Start|End|ElapsedRaw|Partition|JobName
 SACCT = """\

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from rtool.core.alert import Status
 from rtool.core.slurm import parse_squeue
-from runs.config import RunWatch
-from runs.model import Attempt, Ledger, Signature
-from watchdogs.base import ActionKind
-from watchdogs.run import RunObservation, check_one
+from rtool.runs.config import RunWatch
+from rtool.runs.model import Attempt, Ledger, Signature
+from rtool.watchdogs.base import ActionKind
+from rtool.watchdogs.run import RunObservation, check_one
 
 PENDING = "50_[3-9%1]|50|3-9%1|PENDING|JobArrayTaskLimit|me|debug|1|0:00|10:00|N/A|2026-11-23T14:00:00||llm\n"
 RUNNING = (

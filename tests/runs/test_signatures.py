@@ -6,9 +6,9 @@ import os
 
 import pytest
 
-from runs import describe, signatures
-from runs.logtail import UntrustedFile, read_tail, tail_lines
-from runs.model import Attempt, Ledger, Signature, Source
+from rtool.runs import describe, signatures
+from rtool.runs.logtail import UntrustedFile, read_tail, tail_lines
+from rtool.runs.model import Attempt, Ledger, Signature, Source
 
 CUDA_OOM = """\
 Traceback (most recent call last):

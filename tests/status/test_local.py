@@ -8,9 +8,9 @@ import os
 import time
 from pathlib import Path
 
-from notify import process
+from rtool.app.status.view import SCHEMA, failing_cron_jobs
 from rtool.core.alert import Alert, Status
-from rtool.status.view import SCHEMA, failing_cron_jobs
+from rtool.notify import process
 from tests.servers.fixtures import down_port
 from tests.status.conftest import Setup
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from cron.store import chain_name, resolve_dir
 from rtool.core.slurm import Slurm
+from rtool.cron.store import chain_name, resolve_dir
 from tests.helpers import wait_for
 from tests.status.conftest import Setup
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from slurm_templates import (
+from rtool.slurm_templates import (
     ShellCode,
     SpecError,
     TemplateError,

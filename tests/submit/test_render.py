@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from slurm_templates import (
+from rtool.slurm_templates import (
     CronSchedulerJob,
     TemplateError,
     TrainingJob,
@@ -23,8 +23,8 @@ from slurm_templates import (
     render_job,
     validate_signal,
 )
-from slurm_templates.config import SubmitConfig, SwitchesConfig
-from slurm_templates.submit import SubmitRequest, build_job
+from rtool.slurm_templates.config import SubmitConfig, SwitchesConfig
+from rtool.slurm_templates.submit import SubmitRequest, build_job
 
 GOLDEN = Path(__file__).parent / "golden"
 #: Read at import: the autouse fixture clears RTOOL_* variables before each test.
@@ -159,7 +159,7 @@ def test_unquoted_value_or_missing_value_fails(tmp_path: Path) -> None:
 
 def test_requeue_exit_code_matches_the_shim() -> None:
     shim = pytest.importorskip("rtool.shim")
-    from slurm_templates import REQUEUE_EXIT_CODE
+    from rtool.slurm_templates import REQUEUE_EXIT_CODE
 
     assert shim.REQUEUE_EXIT_CODE == REQUEUE_EXIT_CODE
     job = training(exit_before_end="10m")

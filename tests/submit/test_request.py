@@ -1,5 +1,6 @@
-"""Submit's fields are declared once (slurm_templates/request.py): the CLI, the `#SBATCH` lines,
-the shim variables and the overridden lines of a user's script all come from the declaration."""
+"""Submit's fields are declared once (rtool/slurm_templates/request.py): the CLI, the
+`#SBATCH` lines, the shim variables and the overridden lines of a user's script all come from
+the declaration."""
 
 from __future__ import annotations
 
@@ -9,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from slurm_templates import render_job
-from slurm_templates.config import SubmitConfig, SwitchesConfig
-from slurm_templates.request import SubmitRequest, Use, declared, option
-from slurm_templates.specs import SpecError, validate_words
-from slurm_templates.submit import build_job
+from rtool.slurm_templates import render_job
+from rtool.slurm_templates.config import SubmitConfig, SwitchesConfig
+from rtool.slurm_templates.request import SubmitRequest, Use, declared, option
+from rtool.slurm_templates.specs import SpecError, validate_words
+from rtool.slurm_templates.submit import build_job
 from tests.conftest import CliResult
 
 Cli = Callable[..., CliResult]

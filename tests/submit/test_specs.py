@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from slurm_templates import specs
-from slurm_templates.batchfile import override, parse_batch_script, sbatch_option
-from slurm_templates.jobs import validate_begin
+from rtool.slurm_templates import specs
+from rtool.slurm_templates.batchfile import override, parse_batch_script, sbatch_option
+from rtool.slurm_templates.jobs import validate_begin
 
 
 @pytest.mark.parametrize(

@@ -12,12 +12,12 @@ import pytest
 
 from rtool.core.alert import Status
 from rtool.core.state import StateDir
+from rtool.watchdogs.base import ProbeEnv
+from rtool.watchdogs.config import DiskWatch
+from rtool.watchdogs.disk import DiskWatchdog
+from rtool.watchdogs.probes import child
+from rtool.watchdogs.probes.child import STUCK_FILE, mount_of, mount_points
 from tests.watchdogs.conftest import fill
-from watchdogs.base import ProbeEnv
-from watchdogs.config import DiskWatch
-from watchdogs.disk import DiskWatchdog
-from watchdogs.probes import child
-from watchdogs.probes.child import STUCK_FILE, mount_of, mount_points
 
 
 def sweep(specs: list[DiskWatch], state: StateDir, timeout: float = 5.0):

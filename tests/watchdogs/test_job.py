@@ -14,12 +14,12 @@ import pytest
 from rtool.core.alert import Status
 from rtool.core.slurm import Slurm
 from rtool.core.state import StateDir
+from rtool.watchdogs.base import Action, ProbeEnv
+from rtool.watchdogs.config import JobWatch, LogWatch
+from rtool.watchdogs.job import JobWatchdog
+from rtool.watchdogs.log import LogWatchdog
+from rtool.watchdogs.runner import query_for, sweep
 from tests.helpers import wait_for
-from watchdogs.base import Action, ProbeEnv
-from watchdogs.config import JobWatch, LogWatch
-from watchdogs.job import JobWatchdog
-from watchdogs.log import LogWatchdog
-from watchdogs.runner import query_for, sweep
 
 pytestmark = pytest.mark.slurm
 
@@ -137,7 +137,7 @@ def test_stack_dump_srun_targets_an_array_task_by_its_numeric_id(slurm, job_name
     """`srun --jobid=A_T` is rejected ("Invalid numeric value"): the dump resolves the task's
     own JobId, and srun with that argv really runs inside the task."""
     from rtool.core.proc import run
-    from watchdogs.actions import dump_argv
+    from rtool.watchdogs.actions import dump_argv
 
     array = submit(slurm, job_name, "--array=0-1")
     tasks = [f"{array}_0", f"{array}_1"]
@@ -161,7 +161,7 @@ def test_stack_dump_srun_targets_an_array_task_by_its_numeric_id(slurm, job_name
 def test_stack_dump_of_a_job_shows_its_hung_python_and_no_other(slurm, job_name, tmp_path):
     """`dump:job:J` runs py-spy (rtool's dependency) through srun inside the job, on the
     python processes of that job only (not every python process of the user on the node)."""
-    from watchdogs.actions import dump_stacks
+    from rtool.watchdogs.actions import dump_stacks
 
     script = tmp_path / "hung.py"
     script.write_text(

@@ -14,9 +14,9 @@ import pytest
 
 from rtool.core.alert import Status
 from rtool.core.state import StateDir
-from watchdogs.base import ProbeEnv
-from watchdogs.config import LogWatch
-from watchdogs.log import LogWatchdog
+from rtool.watchdogs.base import ProbeEnv
+from rtool.watchdogs.config import LogWatch
+from rtool.watchdogs.log import LogWatchdog
 
 
 def age(path: Path, seconds: float) -> None:

@@ -9,9 +9,9 @@ from pathlib import Path
 
 from rtool.core.alert import Status
 from rtool.core.state import StateDir
-from watchdogs.base import ProbeEnv
-from watchdogs.config import MemoryWatch
-from watchdogs.memory import MemoryWatchdog
+from rtool.watchdogs.base import ProbeEnv
+from rtool.watchdogs.config import MemoryWatch
+from rtool.watchdogs.memory import MemoryWatchdog
 
 GROWER = """
 import sys, time

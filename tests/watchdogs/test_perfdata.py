@@ -10,10 +10,10 @@ import time
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from watchdogs import perfdata
-from watchdogs.metrics import Measure, Metric
+from rtool.watchdogs import perfdata
+from rtool.watchdogs.metrics import Measure, Metric
 
-# The guidelines' item, written independently of watchdogs/perfdata.py:
+# The guidelines' item, written independently of rtool/watchdogs/perfdata.py:
 # 'label'=value[UOM];[warn];[crit];[min];[max]  (label quoted; '' is a quote inside)
 GUIDELINE = re.compile(
     r"'(?:[^'=]|'')+'=(?:U|-?\d+(?:\.\d+)?(?:s|us|ms|%|B|KB|MB|GB|TB|c)?)"

@@ -17,16 +17,16 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from cron.store import CronStore
 from rtool.core.alert import Status
 from rtool.core.heartbeat import Heartbeat, RunState
 from rtool.core.state import StateDir
+from rtool.cron.store import CronStore
+from rtool.runs.model import Attempt, Ledger
+from rtool.runs.store import save as save_ledger
 from rtool.testing.servers import free_port
-from runs.model import Attempt, Ledger
-from runs.store import save as save_ledger
-from watchdogs import prometheus
-from watchdogs.base import CheckResult
-from watchdogs.metrics import Metric
+from rtool.watchdogs import prometheus
+from rtool.watchdogs.base import CheckResult
+from rtool.watchdogs.metrics import Metric
 
 DASHBOARD = Path(__file__).parents[2] / "docs" / "grafana-rtool.json"
 
@@ -148,7 +148,7 @@ def seed_state(cron_dir: Path, now: float) -> None:
     data = store.load()
     data["jobs"]["cron.hourly/clean.sh"] = {"start": now - 70, "status": "failed"}
     store.save(data)
-    # a run ledger (runs/store.py): two attempts of 1000 s, 1500 steps of 1 s kept
+    # a run ledger (rtool/runs/store.py): two attempts of 1000 s, 1500 steps of 1 s kept
     attempts = [
         Attempt("llama", 1, "88_1", started=now - 3000, ended=now - 2000, state="TIMEOUT",
                 step_start=0, step_end=800),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from watchdogs.quota import QuotaParseError, parse_quota
+from rtool.watchdogs.quota import QuotaParseError, parse_quota
 
 LFS_OVER = """\
 Disk quotas for usr alice (uid 1000):

@@ -1,5 +1,5 @@
 """A new watchdog is one module and one registry line: the [watch] section, `rtool watch all`
-and `rtool watch NAME` come from the registry (watchdogs/registry.py, watch_auto.py)."""
+and `rtool watch NAME` come from the registry (rtool/watchdogs/registry.py, watch_auto.py)."""
 
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ from pydantic import Field, ValidationError
 
 from rtool.core.alert import Status
 from rtool.core.config.types import Section
+from rtool.watchdogs import registry
+from rtool.watchdogs.base import CheckResult, ProbeEnv, SpecWatchdog
+from rtool.watchdogs.config import WatchBase
 from tests.conftest import CliResult
-from watchdogs import registry
-from watchdogs.base import CheckResult, ProbeEnv, SpecWatchdog
-from watchdogs.config import WatchBase
 
 Cli = Callable[..., CliResult]
 
@@ -100,10 +100,15 @@ def test_watch_disk_imports_no_other_watchdog() -> None:
     import sys
 
     code = (
-        "import sys; from rtool.cli import main; main(['watch', 'disk', '/', '--no-notify']);"
-        "print(sorted(m for m in sys.modules if m.startswith('watchdogs.')))"
+        "import sys; from rtool.app.cli import main; main(['watch', 'disk', '/', '--no-notify']);"
+        "print(sorted(m for m in sys.modules if m.startswith('rtool.watchdogs.')))"
     )
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     mods = eval(res.stdout.strip().splitlines()[-1])
-    assert "watchdogs.disk" in mods
-    assert not {"watchdogs.job", "watchdogs.log", "watchdogs.run", "watchdogs.cron"} & set(mods)
+    assert "rtool.watchdogs.disk" in mods
+    assert not {
+        "rtool.watchdogs.job",
+        "rtool.watchdogs.log",
+        "rtool.watchdogs.run",
+        "rtool.watchdogs.cron",
+    } & set(mods)

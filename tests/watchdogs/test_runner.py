@@ -9,9 +9,9 @@ from pathlib import Path
 
 from rtool.core.alert import Status
 from rtool.core.state import StateDir
+from rtool.watchdogs.base import CheckResult, ProbeEnv
+from rtool.watchdogs.runner import exit_code, sweep
 from tests.watchdogs.conftest import fill
-from watchdogs.base import CheckResult, ProbeEnv
-from watchdogs.runner import exit_code, sweep
 
 
 def write_config(tmp_path: Path, disk: Path, log: Path) -> Path:

@@ -209,7 +209,7 @@ class Slurm:
             checked[1:] = v.job_ids(checked[1:])
         return self._run(["scontrol", *checked]).stdout
 
-    # -- cluster config and the user's Slurm crontab (cron/scron.py) ---------------------------
+    # -- cluster config and the user's Slurm crontab (rtool/cron/scron.py) ----------------------
     def show_config(self) -> dict[str, str]:
         """`scontrol show config` as {key: value} (`(null)` for unset values)."""
         out = {}

@@ -1,7 +1,0 @@
-"""`python -m nodes.preflight ...`: the checks of this node (see nodes.preflight.node)."""
-
-import sys
-
-from nodes.preflight.node import main
-
-sys.exit(main())

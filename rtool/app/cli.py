@@ -1,0 +1,106 @@
+"""The `rtool` command. The only module that exits the process and maps errors to exit codes.
+
+Exit codes: `rtool watch ...` 0 OK / 1 WARNING / 2 CRITICAL / 3 UNKNOWN; other commands
+0 success, 1 failure, 2 usage or config error. Expected errors print one line (`--debug`
+adds the traceback).
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import traceback
+from pathlib import Path
+from typing import NoReturn
+
+import typer
+
+from rtool.app.commands import errors
+from rtool.app.commands.lazy import LazyGroup
+from rtool.app.context import AppContext
+from rtool.core import redact
+
+#: Subcommands are loaded on first use (rtool/app/commands/lazy.py lists them).
+cli = typer.Typer(
+    cls=LazyGroup,
+    name="rtool",
+    help="Keep long ML training runs on Slurm alive and watched.\n\n"
+    "Watchdogs, a Slurm crontab emulator, sbatch templates with arrays and signals, "
+    "alerts by email and Slack, and an in-loop shim for the training script.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+_DEBUG = False
+
+
+@cli.callback()
+def _global_options(
+    ctx: typer.Context,
+    config: Path | None = typer.Option(
+        None,
+        "--config",
+        help="Config file (else $RTOOL_CONFIG, ./rtool.toml, "
+        "~/.config/rtool/rtool.toml, built-in defaults).",
+        envvar=None,
+    ),
+    verbose: int = typer.Option(0, "-v", "--verbose", count=True, help="More log output (-vv)."),
+    quiet: bool = typer.Option(False, "-q", "--quiet", help="Only errors."),
+    debug: bool = typer.Option(False, "--debug", help="Show tracebacks on errors."),
+) -> None:
+    global _DEBUG
+    _DEBUG = debug
+    ctx.obj = AppContext(config_path=config, verbose=verbose, quiet=quiet, debug=debug)
+    level = logging.ERROR if quiet else [logging.WARNING, logging.INFO][min(verbose, 1)]
+    if verbose >= 2 or debug:
+        level = logging.DEBUG
+    logging.basicConfig(
+        level=level,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+        force=True,
+    )
+    redact.install()  # no secret in any log line
+
+
+def app(argv: list[str] | None = None) -> NoReturn:
+    """Console entry point: run the CLI and exit with its code."""
+    sys.exit(main(argv))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI and return its exit code (tests call this in-process)."""
+    global _DEBUG
+    _DEBUG = "--debug" in (argv if argv is not None else sys.argv[1:])
+    try:
+        rv = typer.main.get_command(cli).main(args=argv, prog_name="rtool", standalone_mode=False)
+    except errors.PASS_THROUGH as exc:
+        return _passed(exc)
+    except Exception as exc:
+        _report(exc)
+        return errors.exit_code(exc)
+    return int(rv) if isinstance(rv, int) else 0
+
+
+def _passed(exc: BaseException) -> int:
+    """`--help`, typer.Exit, Abort and Ctrl-C: not errors."""
+    if isinstance(exc, KeyboardInterrupt):
+        typer.echo("Interrupted.", err=True)
+        return 130
+    if isinstance(exc, (typer.Abort, errors.click_exceptions.Abort)):
+        typer.echo("Aborted.", err=True)
+        return 1
+    return int(getattr(exc, "exit_code", 0))
+
+
+def _report(exc: BaseException) -> None:
+    """One line (a config error lists its problems); the traceback only with --debug."""
+    if _DEBUG:
+        text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+        typer.echo(redact.redact(text), err=True, nl=False)
+    if isinstance(exc, errors.click_exceptions.NoArgsIsHelpError):
+        exc.show()  # the group's help
+        return
+    typer.echo(errors.message(exc), err=True)  # already redacted

@@ -1,0 +1,88 @@
+"""`rtool history RUN [--json]`: a run's attempt ledger and totals (docs/runs.md)."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from typing import TYPE_CHECKING
+
+import typer
+
+from rtool.app.context import get_context
+
+if TYPE_CHECKING:
+    from rtool.app.context import AppContext
+    from rtool.runs.config import RunWatch
+    from rtool.runs.model import Ledger
+
+
+def history(
+    ctx: typer.Context,
+    run: str = typer.Argument(..., help="The run (rtool submit --run; default the job name)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the ledger and totals as JSON."),
+    heartbeat: str | None = typer.Option(None, "--heartbeat", help="The shim's heartbeat file."),
+    log: str | None = typer.Option(None, "--log", help="Attempt logs: logs/train-%A_%a.out."),
+    job_name: str | None = typer.Option(None, "--job-name", help="Its jobs' name (default RUN)."),
+    stored: bool = typer.Option(
+        False, "--stored", help="Only show the ledger stored by `rtool watch run`; ask nothing."
+    ),
+    no_accounting: bool = typer.Option(False, "--no-accounting", help="Do not ask sacct."),
+) -> int:
+    """Every attempt of a run (array tasks, requeues, chained jobs) and where the time went.
+
+    Rebuilt from sacct where accounting exists, else from the batch script's records,
+    heartbeats and squeue (and says so). A watch.run entry of the same name in the config gives the
+    heartbeat and log paths. Exit 0; 1 when there is nothing to show; 2 on bad input.
+
+    Example: rtool history llama-7b --heartbeat ckpt/heartbeat.json
+    """
+    from rtool.core.errors import UsageError
+    from rtool.runs import store
+    from rtool.runs.config import RunWatch
+    from rtool.runs.totals import totals
+
+    app_ctx = get_context(ctx)
+    cfg = app_ctx.config
+    base = next((r.model_dump() for r in cfg.watch.run if r.name == run), {"name": run})
+    flags = {"heartbeat": heartbeat, "log": log, "job_name": job_name}
+    if no_accounting:
+        flags["accounting"] = "off"
+    try:
+        spec = RunWatch(**{**base, **{k: v for k, v in flags.items() if v is not None}})
+    except ValueError as exc:
+        raise UsageError(f"run {run!r}: {str(exc).splitlines()[-1].strip()}") from None
+    now = time.time()
+    led = store.load(app_ctx.state, run) if stored else _refresh(app_ctx, spec, now)
+    if led is None or not led.attempts:
+        typer.echo(f"rtool: no attempts of run {run!r} found", err=True)
+        return 1
+    tot = totals(led, now)
+    if as_json:
+        doc = {"ledger": led.to_json(), "totals": tot.to_json()}
+        sys.stdout.write(json.dumps(doc, indent=1) + "\n")
+        return 0
+    from rtool.runs.render import table
+
+    sys.stdout.write(table(led, tot, now))
+    return 0
+
+
+def _refresh(app_ctx: AppContext, spec: RunWatch, now: float) -> Ledger | None:
+    """The ledger rebuilt from Slurm (sacct or degraded), else the stored one if squeue fails."""
+    from rtool.core.slurm import Slurm, SlurmError
+    from rtool.runs import store
+    from rtool.runs.sources import refresh
+
+    cfg = app_ctx.config
+    slurm = Slurm(timeout=cfg.slurm.timeout)
+    try:
+        queue = slurm.squeue(names=[spec.slurm_name])
+    except SlurmError as exc:
+        typer.echo(f"rtool: squeue failed ({exc}); showing the stored ledger", err=True)
+        return store.load(app_ctx.state, spec.name)
+    return refresh(spec, state=app_ctx.state, slurm=slurm, queue=queue, now=now, runs_cfg=cfg.runs)
+
+
+def register(cli: typer.Typer) -> None:
+    cli.command("history")(history)

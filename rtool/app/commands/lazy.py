@@ -1,0 +1,156 @@
+"""The top-level group loads a command's module only when that command runs.
+
+`rtool --help` lists every command from the one-line summaries below without importing any
+command module (so it starts like a bare typer app), and `rtool watch disk ...` imports
+`watch_cmd` alone, not sbatch templates, notify channels or the demo. A test checks that each
+summary is the real command's own first line.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib
+from dataclasses import dataclass
+from difflib import get_close_matches
+from typing import Any
+
+import typer
+
+from rtool.app.commands.errors import DEFAULT, PolicyGroup, click_exceptions
+from rtool.app.commands.helptext import tidy
+
+
+@dataclass(frozen=True)
+class Lazy:
+    """A top-level command: the module that defines it and its one-line summary."""
+
+    module: str
+    summary: str
+
+
+_M = "rtool.app.commands."
+#: name -> where it lives. Order = order in `rtool --help`. A module with `register(cli)` adds
+#: its commands and groups to `cli`; one with only an `app` is that command group.
+COMMANDS: dict[str, Lazy] = {
+    "submit": Lazy(
+        _M + "submit_cmd",
+        "Submit a training run as a job array with signals, switches and requeue.",
+    ),
+    "stop": Lazy(
+        _M + "submit_cmd",
+        "Touch the kill switch: the run saves and stops, queued tasks exit at once.",
+    ),
+    "save": Lazy(
+        _M + "submit_cmd", "Touch the save switch: the run saves a checkpoint and goes on."
+    ),
+    "status": Lazy(
+        _M + "status_cmd",
+        "Show jobs, cron chain, open alerts, disk runway, memory, switches and outbox at once.",
+    ),
+    "history": Lazy(
+        _M + "history_cmd",
+        "Every attempt of a run (array tasks, requeues, chained jobs) and where the time went.",
+    ),
+    "demo": Lazy(
+        _M + "demo_cmd",
+        "Run a training array on Slurm through a time limit, a save request, a hang and a kill "
+        "switch, watched by the cron emulator, and show the alerts (1-2 minutes).",
+    ),
+    "watch": Lazy(
+        _M + "watch_cmd",
+        "Watchdogs for a training run: job, log, disk, memory, run, cron, or all from the config.",
+    ),
+    "cron": Lazy(
+        _M + "cron_cmd",
+        "A crontab for Slurm clusters: a self-resubmitting scheduler job that runs "
+        "cron.hourly/, cron.daily/, cron.weekly/ and cron.d/ without drift or duplicates.",
+    ),
+    "nodes": Lazy(_M + "nodes_cmd", "Suspect nodes: which nodes hurt your runs, why, since when."),
+    "preflight": Lazy(
+        _M + "nodes_cmd",
+        "Pre-flight check before training: GPUs, ECC, folders, your command (docs/nodes.md).",
+    ),
+    "notify": Lazy(
+        _M + "notify_cmd", "Alert channels (email, Slack, webhook, PagerDuty, log) and the outbox."
+    ),
+    "silence": Lazy(
+        _M + "silence_cmd", "Silences: hold matching alerts during maintenance, then summarise."
+    ),
+    "config": Lazy(_M + "config_cmd", "Check and show the config file."),
+}
+
+
+def load(name: str) -> Any:
+    """The real click command `name` (imports its module)."""
+    module = importlib.import_module(COMMANDS[name].module)
+    if hasattr(module, "register"):
+        holder = typer.Typer()
+        holder.callback()(lambda: None)  # always a group, even with one command
+        module.register(holder)
+        cmd = typer.main.get_command(holder).commands[name]  # type: ignore[attr-defined]
+    else:
+        cmd = _group(module.app)
+    cmd.name = name
+    return tidy(cmd)
+
+
+def _group(app: typer.Typer) -> Any:
+    """The click command of `app`; a group of commands converts each when first used."""
+    infos = {
+        info.name or typer.main.get_command_name(info.callback.__name__): info
+        for info in app.registered_commands
+        if info.callback is not None
+    }
+    if app.registered_groups or len(infos) < 2 or len(infos) != len(app.registered_commands):
+        return typer.main.get_command(app)
+    shell = copy.copy(app)
+    shell.registered_commands = []
+    group = typer.main.get_group(shell)
+
+    def build(name: str) -> Any:
+        command = typer.main.get_command_from_info(
+            infos[name],
+            pretty_exceptions_short=app.pretty_exceptions_short,
+            rich_markup_mode=app.rich_markup_mode,
+        )
+        return tidy(command)
+
+    group.build_command = build  # type: ignore[attr-defined]
+    group.command_order = tuple(infos)  # type: ignore[attr-defined]
+    return group
+
+
+class LazyGroup(PolicyGroup):
+    """The root group: COMMANDS are loaded on first use; help lists them from their summaries."""
+
+    policy = DEFAULT
+    _listing = False
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return [*COMMANDS, *(n for n in self.commands if n not in COMMANDS)]
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        if cmd_name in self.commands or cmd_name not in COMMANDS:
+            return self.commands.get(cmd_name)
+        if self._listing:  # the root help: a summary, no import
+            text = COMMANDS[cmd_name].summary
+            return tidy(typer.core.TyperCommand(cmd_name, help=text, short_help=text))
+        self.commands[cmd_name] = load(cmd_name)
+        return self.commands[cmd_name]
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        tidy(self)  # its own options (the commands below are tidied when loaded)
+        self._listing = True
+        try:
+            super().format_help(ctx, formatter)
+        finally:
+            self._listing = False
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        try:
+            return super().resolve_command(ctx, args)
+        except click_exceptions.UsageError as exc:
+            close = get_close_matches(args[0], self.list_commands(ctx)) if args else []
+            if close and "Did you mean" not in exc.message:
+                exc.message = exc.message.rstrip(".") + f". Did you mean {close[0]!r}?"
+            raise

@@ -1,0 +1,217 @@
+"""`rtool nodes [--json]`, `rtool nodes forget NODE`, `rtool preflight` (see docs/nodes.md)."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import TYPE_CHECKING, Any
+
+import typer
+
+from rtool.app.commands import errors
+from rtool.app.context import get_context
+from rtool.core.errors import RtoolError, UsageError
+
+if TYPE_CHECKING:
+    from rtool.app.context import AppContext
+    from rtool.nodes.store import SuspectStore
+
+app = errors.group(
+    errors.DEFAULT,
+    help="Suspect nodes: which nodes hurt your runs, why, since when.\n\n"
+    "Examples:\n\n"
+    "  rtool nodes                 # the suspects, with their evidence\n\n"
+    "  rtool nodes --json\n\n"
+    "  rtool nodes forget gpu017   # clear a node by hand",
+    invoke_without_command=True,
+)
+
+
+def store_of(app_ctx: AppContext) -> SuspectStore:
+    from rtool.nodes.store import SuspectStore
+
+    return SuspectStore(app_ctx.state, app_ctx.config.nodes.expiry)
+
+
+@app.callback()
+def show(
+    ctx: typer.Context,
+    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    refresh: bool = typer.Option(
+        True, "--refresh/--no-refresh", help="First look for new NODE_FAIL attempts in sacct."
+    ),
+) -> int:
+    """List suspect nodes: why, since when, which runs they hurt, when suspicion expires."""
+    if ctx.invoked_subcommand is not None:
+        return 0
+    from rtool.core.units import format_when
+
+    app_ctx = get_context(ctx)
+    store = store_of(app_ctx)
+    note = refresh_node_fails(app_ctx, store) if refresh else None
+    now = time.time()
+    suspects = store.suspects(now)
+    expiry = app_ctx.config.nodes.expiry
+    if as_json:
+        data = {"suspects": [s.to_json(expiry) for s in suspects], "refresh_error": note}
+        typer.echo(json.dumps(data, indent=1, sort_keys=True))
+        raise typer.Exit(0)
+    if note:
+        typer.echo(f"rtool: warning: {note}", err=True)
+    if not suspects:
+        typer.echo("no suspect nodes")
+        raise typer.Exit(0)
+    for s in suspects:
+        runs = ", ".join(s.runs) or "-"
+        typer.echo(f"{s.node}  suspect since {format_when(s.since, now)}  runs: {runs}")
+        typer.echo(f"  expires {format_when(s.expires(expiry), now)}")
+        for e in sorted(s.evidence, key=lambda e: e.time):
+            job = f" job {e.job_id}" if e.job_id else ""
+            typer.echo(f"  {format_when(e.time, now)}  {e.kind.value}{job}: {e.detail}")
+            for line in e.output.splitlines()[-5:]:
+                typer.echo(f"      | {line}")
+    raise typer.Exit(0)
+
+
+@app.command("forget")
+def forget(ctx: typer.Context, node: str = typer.Argument(..., help="The node to clear.")) -> int:
+    """Clear a suspect node by hand (its old evidence is not taken again).
+
+    Example: rtool nodes forget gpu017
+    """
+    from rtool.core import validate
+
+    try:
+        validate.node(node)
+    except validate.ArgvError as exc:
+        raise UsageError(str(exc)) from None
+    if store_of(get_context(ctx)).forget(node):
+        typer.echo(f"{node} is no longer suspect")
+    else:
+        typer.echo(f"{node} was not suspect")
+    return 0
+
+
+def refresh_node_fails(app_ctx: AppContext, store: SuspectStore) -> str | None:
+    """Record the NODE_FAIL attempts sacct knows of (your jobs, within the expiry)."""
+    from rtool.nodes.nodefail import record_node_fails
+
+    try:
+        record_node_fails(app_ctx.slurm, store, names=None, window=app_ctx.config.nodes.expiry)
+    except (RtoolError, OSError) as exc:
+        return f"could not read sacct: {exc}"
+    return None
+
+
+def preflight(
+    ctx: typer.Context,
+    gpus: int | None = typer.Option(None, "--gpus", help="GPUs requested per node."),
+    directory: list[str] | None = typer.Option(
+        None,
+        "--dir",
+        help="A folder that must be writable (repeatable; default [nodes.preflight]).",
+    ),
+    here: bool = typer.Option(
+        False, "--here", help="Check only this node (default inside a job: every node via srun)."
+    ),
+) -> int:
+    """Pre-flight check before training: GPUs, ECC, folders, your command (docs/nodes.md).
+
+    Inside a job (the rendered batch script runs it) it checks every allocated node; on a
+    failure it records the node, alerts, and requeues the attempt away from it (exit 3), or
+    exits 1. Outside a job (or with --here) it checks this node and prints the result.
+
+    Example: rtool preflight --gpus 8 --here
+    """
+    from rtool.nodes.preflight.node import run_checks
+
+    app_ctx = get_context(ctx)
+    pf = app_ctx.config.nodes.preflight
+    node_ctx, node_argv = _node_args(app_ctx, gpus or pf.gpus, directory)
+    if here or not os.environ.get("SLURM_JOB_ID"):
+        report = run_checks(node_ctx)
+        typer.echo(f"pre-flight {'OK' if report.ok else 'FAILED'} - {report.summary()}")
+        for o in report.outcomes:
+            typer.echo(f"  {'ok  ' if o.ok else 'FAIL'} {o.check}: {o.detail}")
+        return 0 if report.ok else 1
+    return _job_preflight(app_ctx, node_argv, pf.timeout)
+
+
+def _node_args(
+    app_ctx: AppContext, gpus: int | None, dirs: list[str] | None
+) -> tuple[Any, list[str]]:
+    import sys
+
+    from rtool.nodes.preflight.base import NodeContext
+
+    pf = app_ctx.config.nodes.preflight
+    folders = list(dirs or pf.dirs)
+    node_ctx = NodeContext(
+        gpus=gpus,
+        dirs=tuple(os.path.expanduser(d) for d in folders),
+        min_free=pf.min_free,
+        command=pf.command,
+        timeout=pf.check_timeout,
+        nvidia_smi=os.environ.get("RTOOL_NVIDIA_SMI", "nvidia-smi"),
+    )
+    argv = [
+        sys.executable,
+        "-m",
+        "rtool.nodes.preflight",
+        "--json",
+        "--timeout",
+        f"{pf.check_timeout:g}s",
+    ]
+    if gpus:
+        argv += ["--gpus", str(gpus)]
+    for d in node_ctx.dirs:
+        argv += ["--dir", d]
+    if node_ctx.dirs:
+        argv += ["--min-free", str(pf.min_free)]
+    if pf.command:
+        argv += ["--command", pf.command]
+    return node_ctx, argv
+
+
+def _job_preflight(app_ctx: AppContext, node_argv: list[str], timeout: float) -> int:
+    from rtool.nodes.exclude import Cap
+    from rtool.nodes.preflight import job
+
+    cfg = app_ctx.config.nodes
+    info = job.JobInfo.from_env(os.environ)
+    reports, error = job.run_on_nodes(app_ctx.slurm, info, node_argv, timeout)
+    if error:
+        typer.echo(f"rtool: pre-flight could not run ({error}); starting the training", err=True)
+        return job.OK
+    outcome = job.JobOutcome(reports, [r for r in reports if not r.ok])
+    for r in reports:
+        typer.echo(f"rtool: pre-flight {r.summary()} ({r.seconds:g}s)", err=True)
+    if not outcome.bad:
+        return job.OK
+    store = store_of(app_ctx)
+    now = time.time()
+    job.record(store, info, outcome.bad, now)
+    cap = Cap(cfg.max_excluded, cfg.min_left)
+    bad = [r.node for r in outcome.bad]
+    outcome.code, outcome.action = job.requeue_away(
+        app_ctx.slurm, store, info, bad, cap, cfg.preflight.max_requeues
+    )
+    typer.echo(f"rtool: pre-flight failed on {','.join(bad)}: {outcome.action}", err=True)
+    _alert(app_ctx, job.alerts(info, outcome, now))
+    return outcome.code
+
+
+def _alert(app_ctx: AppContext, alerts: list[Any]) -> None:
+    """Hand the alerts to notify; a failing channel never hides the pre-flight's own result."""
+    from rtool.notify import process
+
+    try:
+        process(alerts, app_ctx.config.notify, app_ctx.state)
+    except Exception as exc:
+        typer.echo(f"rtool: warning: pre-flight alert not sent: {exc}", err=True)
+
+
+def register(cli: typer.Typer) -> None:
+    cli.add_typer(app, name="nodes")
+    cli.command("preflight")(preflight)

@@ -1,0 +1,93 @@
+"""`rtool status`: one screen with everything rtool knows (docs/status.md)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import typer
+
+from rtool.app.context import get_context
+from rtool.core.redact import redact, redact_data
+
+#: Status words coloured on a terminal.
+STYLES = {
+    "CRITICAL": "bold red",
+    "WARNING": "yellow",
+    "UNKNOWN": "magenta",
+    "NOT QUEUED": "bold red",
+    "SET": "bold yellow",
+    "OK": "green",
+}
+
+
+def status(
+    ctx: typer.Context,
+    as_json: bool = typer.Option(False, "--json", help="Print the rtool.status/1 JSON document."),
+    cron_dir: Path | None = typer.Option(
+        None,
+        "--cron-dir",
+        help="Cron folder (default: cron.dir in the config).",
+        show_default=False,
+    ),
+    timeout: str | None = typer.Option(
+        None,
+        "--timeout",
+        help="Timeout of squeue and of each file probe (default [watch] timeout).",
+    ),
+) -> int:
+    """Show jobs, cron chain, open alerts, disk runway, memory, switches and outbox at once.
+
+    Reads the config and the state dir; sends nothing, changes nothing; one squeue call.
+    Exit 0 whatever it shows (see the JSON `status` for a verdict); 2 on a bad config.
+
+    Example: rtool status
+
+    Example: rtool --config ~/rtool.toml status --json | jq .jobs.watched
+    """
+    from rtool.app.status.render import render
+    from rtool.app.status.view import gather
+    from rtool.core.errors import UsageError
+    from rtool.core.slurm import Slurm
+    from rtool.core.units import UnitError, parse_duration
+
+    app_ctx = get_context(ctx)
+    cfg = app_ctx.config
+    try:
+        limit = parse_duration(timeout) if timeout else cfg.watch.timeout
+    except UnitError as exc:
+        raise UsageError(f"--timeout: {exc}") from None
+    if limit <= 0:
+        raise UsageError("--timeout must be above 0s")
+    data = gather(
+        cfg,
+        app_ctx.state,
+        Slurm(timeout=limit),
+        cwd=Path.cwd(),
+        cron_dir=cron_dir,
+        timeout=limit,
+    )
+    data = redact_data(data)  # error texts may quote URLs with tokens
+    if as_json:
+        typer.echo(json.dumps(data, indent=1, sort_keys=True, default=str))
+    elif sys.stdout.isatty():
+        _print_rich(redact(render(data)))
+    else:
+        typer.echo(redact(render(data)), nl=False)
+    return 0
+
+
+def _print_rich(text: str) -> None:
+    from rich.console import Console
+    from rich.text import Text
+
+    out = Text(text)
+    for word, style in STYLES.items():
+        out.highlight_regex(rf"(?<![\w-]){word}(?![\w-])", style)
+    Console(highlight=False, soft_wrap=True).print(out, end="")
+
+
+def register(cli: typer.Typer) -> None:
+    """Add this module's commands to the top-level CLI."""
+    cli.command("status")(status)

@@ -1,0 +1,305 @@
+"""`rtool submit`, `rtool stop`, `rtool save`: render a training job from a template and submit
+it; touch the kill or save switch of a run (see docs/submit.md)."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import getpass
+import inspect
+import typing
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import typer
+
+from rtool.app.context import get_context
+from rtool.core.errors import RtoolError, UsageError
+from rtool.slurm_templates.request import SubmitRequest, declared
+
+if TYPE_CHECKING:
+    from rtool.app.context import AppContext
+    from rtool.core.slurm import SqueueJob
+    from rtool.slurm_templates.training import TrainingJob
+
+
+def submit(ctx: typer.Context, **given: Any) -> int:
+    """Submit a training run as a job array with signals, switches and requeue.
+
+    Example: rtool submit train.py --array 1-10%1 --time 20:00:00 --signal B:USR1@600
+
+    Example: rtool submit job.slurm --after-name pretrain -- --mem=64G
+    """
+    app_ctx = get_context(ctx)
+    req = _request(given)
+    if req.after and req.after_name:
+        raise UsageError("give --after or --after-name, not both")
+    job = _build(app_ctx, req)
+    for note in job.notes:
+        typer.echo(f"rtool: {note}", err=True)
+    if req.preflight:
+        job.preflight = preflight_argv(app_ctx, job)
+    if req.exclude_suspects:
+        exclude_suspect_nodes(app_ctx, job)
+    if req.after_name:
+        job.dependency = f"afterany:{_find_job(app_ctx, req.after_name)}"
+    text = _render(app_ctx, job, req.template)
+    if req.dry_run:
+        typer.echo(text, nl=False)
+        if req.extra_args:
+            typer.echo(f"# sbatch arguments: {' '.join(req.extra_args)}", err=True)
+        return 0
+    if Path(job.kill_switch).exists():
+        raise RtoolError(
+            f"kill switch {job.kill_switch} is present: the job would exit at once; remove it first"
+        )
+    return _submit(app_ctx, job, text, req.extra_args, req.parsable)
+
+
+def _request(given: dict[str, Any]) -> SubmitRequest:
+    """The request from typer's values (a list option not given comes as None)."""
+    lists = {f.name for f, _ in declared() if f.default_factory is not dataclasses.MISSING}
+    return SubmitRequest(**{k: v for k, v in given.items() if v is not None or k not in lists})
+
+
+def _signature() -> inspect.Signature:
+    """`submit`'s parameters as typer reads them, one per `SubmitRequest` declaration."""
+    hints = typing.get_type_hints(SubmitRequest)
+    params = [
+        inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=typer.Context)
+    ]
+    for f, opt in declared():
+        annotation, default = hints[f.name], f.default
+        if f.default_factory is not dataclasses.MISSING:  # a list: None when not given
+            annotation, default = annotation | None, None
+        if opt.is_argument:
+            info = typer.Argument(... if default is dataclasses.MISSING else default, help=opt.help)
+        else:
+            info = typer.Option(default, *opt.flags, help=opt.help)
+        kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
+        params.append(inspect.Parameter(f.name, kind, default=info, annotation=annotation))
+    return inspect.Signature(params, return_annotation=int)
+
+
+submit.__signature__ = _signature()  # type: ignore[attr-defined]
+submit.__annotations__ = {}
+
+
+def preflight_argv(app_ctx: AppContext, job: TrainingJob) -> list[str] | None:
+    """The pre-flight command of the batch script, or None when there is nothing to check."""
+    import sys
+
+    from rtool.core.config import find_config_path
+
+    pf = app_ctx.config.nodes.preflight
+    gpus = job.gpus_per_node or pf.gpus
+    if not pf.enabled or not (gpus or pf.dirs or pf.command):
+        return None
+    argv = [sys.executable, "-m", "rtool"]
+    found = find_config_path(app_ctx.config_path)
+    if found is not None:
+        argv += ["--config", str(found.resolve())]
+    argv.append("preflight")
+    if gpus:
+        argv += ["--gpus", str(gpus)]
+    return argv
+
+
+def exclude_suspect_nodes(app_ctx: AppContext, job: TrainingJob) -> None:
+    """Add the suspect nodes (rtool nodes) to the job's --exclude, within the cap."""
+    from rtool.core.slurm.parse import ParseError, expand_hostlist
+    from rtool.nodes.exclude import Cap, partition_nodes, plan
+    from rtool.nodes.nodefail import record_node_fails
+    from rtool.nodes.store import SuspectStore
+    from rtool.slurm_templates.batchfile import override, sbatch_option
+    from rtool.slurm_templates.renderer import ShellCode
+
+    cfg = app_ctx.config.nodes
+    if not cfg.exclude:
+        return
+    store = SuspectStore(app_ctx.state, cfg.expiry)
+    with contextlib.suppress(RtoolError, OSError, ValueError):  # NODE_FAIL attempts of this run
+        record_node_fails(app_ctx.slurm, store, names=[job.job_name], window=cfg.expiry)
+    suspects = [s.node for s in store.suspects()]
+    if not suspects:
+        return
+    own = [sbatch_option(line) for line in job.header_lines]
+    given = job.exclude or next((v for o in own if o and o[0] == "exclude" for v in [o[1]]), None)
+    try:
+        partition, members = partition_nodes(app_ctx.slurm, job.partition)
+        cap = Cap(cfg.max_excluded, cfg.min_left)
+        p = plan(suspects, expand_hostlist(given or ""), members, job.nodes or 1, cap)
+    except (RtoolError, ParseError) as exc:
+        typer.echo(f"rtool: warning: suspect nodes not excluded: {exc}", err=True)
+        return
+    if p.added:
+        job.exclude = ",".join(p.excluded)
+        if job.header_lines:  # the script's own --exclude is merged into rtool's line
+            job.header_lines = [ShellCode(x) for x in override(job.header_lines, {"exclude"})]
+        typer.echo(f"rtool: excluding suspect node(s) {','.join(p.added)} (rtool nodes)", err=True)
+    if p.skipped:
+        typer.echo(
+            f"rtool: warning: not excluding suspect node(s) {','.join(p.skipped)}: at most "
+            f"{cfg.max_excluded:g}% of partition {partition} may be excluded",
+            err=True,
+        )
+
+
+def _build(app_ctx: AppContext, req: SubmitRequest) -> TrainingJob:
+    from rtool.slurm_templates.specs import SpecError
+    from rtool.slurm_templates.submit import build_job
+
+    cfg = app_ctx.config
+    try:
+        return build_job(req, cfg.submit, cfg.switches, Path.cwd())
+    except SpecError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _render(app_ctx: AppContext, job: TrainingJob, template: Path | None) -> str:
+    from rtool.slurm_templates import TemplateError, render_job
+    from rtool.slurm_templates.renderer import template_dirs
+
+    dirs = [app_ctx.config.submit.template_dir]
+    if template is not None:
+        if not template.is_file():
+            raise UsageError(f"--template {template}: no such file")
+        dirs.insert(0, str(template.parent))
+        job.template = template.name
+    try:
+        return render_job(job, template_dirs(dirs))
+    except TemplateError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _find_job(app_ctx: AppContext, name: str) -> str:
+    """The job id that `--after-name NAME` waits for: the one run (a plain job, or a whole
+    array whatever its tasks' states) of the user with that name, running or pending."""
+    jobs = app_ctx.slurm.squeue(user=getpass.getuser(), names=[name], states="PENDING,RUNNING")
+    runs: dict[str, list[SqueueJob]] = {}
+    for j in jobs:
+        if j.name == name:
+            runs.setdefault(j.array_job_id, []).append(j)
+    if not runs:
+        raise RtoolError(f"--after-name {name!r}: no running or pending job of yours has that name")
+    if len(runs) > 1:
+        ids = sorted(runs, key=int)
+        listed = ", ".join(f"{i} ({_run_state(runs[i])})" for i in ids)
+        raise UsageError(
+            f"--after-name {name!r} is the name of {len(runs)} runs: {listed}; "
+            f"pick one with --after JOBID (e.g. --after {ids[0]})"
+        )
+    return next(iter(runs))
+
+
+def _run_state(records: list[SqueueJob]) -> str:
+    """`array: 1 running, 3 pending` or `running` for the squeue records of one run."""
+    if not any(r.is_array for r in records):
+        return records[0].state.lower()
+    running = sum(1 for r in records if r.state == "RUNNING")
+    pending = 0
+    for r in records:
+        if r.state == "PENDING":
+            pending += _task_count(r.pending_tasks) if r.pending_tasks else 1
+    return f"array: {running} running, {pending} pending"
+
+
+def _task_count(spec: str) -> int:
+    """Tasks in an array spec like `2-10%1` or `1,3,5-7` (1 when it cannot be read)."""
+    total = 0
+    for part in spec.split("%")[0].split(","):
+        lo, _, rest = part.partition("-")
+        hi = rest.split(":")[0]
+        step = int(rest.split(":")[1]) if ":" in rest else 1
+        if not lo.isdigit() or (hi and not hi.isdigit()):
+            return max(total, 1)
+        total += (int(hi) - int(lo)) // step + 1 if hi else 1
+    return total
+
+
+def _submit(
+    app_ctx: AppContext, job: TrainingJob, text: str, extra: list[str], parsable: bool
+) -> int:
+    from rtool.slurm_templates.switches import record_name, submission_record
+
+    cwd = Path.cwd()
+    result = app_ctx.slurm.sbatch(extra, script=text, cwd=str(cwd))
+    record = submission_record(result.job_id, job, cwd)
+    try:
+        app_ctx.state.write_json(record_name(job.job_name), record)
+    except (OSError, RtoolError) as exc:
+        typer.echo(f"rtool: warning: submission not recorded: {exc}", err=True)
+    if parsable:
+        typer.echo(result.job_id)
+    else:
+        array = f", array {job.array}" if job.array else ""
+        typer.echo(f"Submitted job {result.job_id}{array} ({job.job_name})")
+    return 0
+
+
+_NAME = typer.Option(None, "--job-name", help="The run's job name (as given to rtool submit).")
+
+
+def _switch(app_ctx: AppContext, job_name: str | None, given: str | None, which: str) -> str:
+    from rtool.slurm_templates.submit import switch_path
+    from rtool.slurm_templates.switches import record_name
+
+    if given:
+        return switch_path(given, None, "", Path.cwd())
+    if job_name:
+        record = app_ctx.state.read_json(record_name(job_name), default=None)
+        if isinstance(record, dict) and record.get(f"{which}_switch"):
+            return str(record[f"{which}_switch"])
+    configured = getattr(app_ctx.config.switches, which)
+    return switch_path(None, configured, f"{which}-switch", Path.cwd())
+
+
+def stop(
+    ctx: typer.Context,
+    job_name: str | None = _NAME,
+    cancel_pending: bool = typer.Option(
+        False, "--cancel-pending", help="Also cancel the pending tasks of the array."
+    ),
+    kill_switch: str | None = typer.Option(None, "--kill-switch", help="Kill switch path."),
+) -> int:
+    """Touch the kill switch: the run saves and stops, queued tasks exit at once.
+
+    Example: rtool stop --job-name llama-7b --cancel-pending
+    """
+    from rtool.slurm_templates.switches import touch_switch
+
+    app_ctx = get_context(ctx)
+    if cancel_pending and not job_name:
+        raise UsageError("--cancel-pending needs --job-name")
+    shared = app_ctx.config.switches.group_writable
+    path = touch_switch(_switch(app_ctx, job_name, kill_switch, "kill"), shared)
+    typer.echo(f"kill switch {path} is set (remove it before the next submission)")
+    if cancel_pending and job_name:
+        app_ctx.slurm.scancel(name=job_name, user=getpass.getuser(), states="PENDING")
+        typer.echo(f"cancelled the pending jobs and array tasks named {job_name}")
+    return 0
+
+
+def save(
+    ctx: typer.Context,
+    job_name: str | None = _NAME,
+    save_switch: str | None = typer.Option(None, "--save-switch", help="Save switch path."),
+) -> int:
+    """Touch the save switch: the run saves a checkpoint and goes on.
+
+    Example: rtool save --job-name llama-7b
+    """
+    from rtool.slurm_templates.switches import touch_switch
+
+    app_ctx = get_context(ctx)
+    shared = app_ctx.config.switches.group_writable
+    path = touch_switch(_switch(app_ctx, job_name, save_switch, "save"), shared)
+    typer.echo(f"save switch {path} is set (the shim removes it after the save)")
+    return 0
+
+
+def register(cli: typer.Typer) -> None:
+    """Add this module's commands to the top-level CLI."""
+    cli.command("submit")(submit)
+    cli.command("stop")(stop)
+    cli.command("save")(save)

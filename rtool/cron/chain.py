@@ -1,0 +1,74 @@
+"""The scheduler chain: one Slurm job per tick, each queueing the next at its wall-clock slot.
+
+Side effects (squeue, sbatch, scancel) go through rtool's Slurm layer.
+"""
+
+from __future__ import annotations
+
+import getpass
+import logging
+import sys
+from pathlib import Path
+
+from rtool.core.slurm import ACTIVE_STATES, Slurm, SqueueJob
+from rtool.cron.config import CronConfig
+from rtool.cron.slots import begin_arg
+
+log = logging.getLogger(__name__)
+
+_ENTRY = "import sys; from rtool.app.cli import app; app(sys.argv[1:])"
+
+
+def chain_jobs(slurm: Slurm, name: str) -> list[SqueueJob]:
+    """This user's queued or running jobs named `name` (one squeue call; raises SlurmError)."""
+    return active_jobs(slurm.squeue(user=getpass.getuser(), names=[name]), name)
+
+
+def active_jobs(jobs: list[SqueueJob], name: str) -> list[SqueueJob]:
+    """The jobs named `name` that are still queued or running (pure)."""
+    return [j for j in jobs if j.name == name and j.state in ACTIVE_STATES]
+
+
+def tick_argv(root: Path, slot: float, config_path: Path | None) -> list[str]:
+    """The command the scheduler's job runs: `rtool [--config CFG] cron tick --dir D --slot S`."""
+    argv = [sys.executable, "-c", _ENTRY]
+    if config_path is not None:
+        argv += ["--config", str(config_path)]
+    return [*argv, "cron", "tick", "--dir", str(root), "--slot", f"{slot:.0f}"]
+
+
+def tick_script(argv: list[str], name: str) -> str:
+    """The sbatch script of one tick (every value shell-quoted), from the
+    `cron_scheduler.slurm.j2` template; the resources go on sbatch's command line."""
+    from rtool.slurm_templates import render_cron_scheduler
+
+    return str(render_cron_scheduler(command=argv, job_name=name))
+
+
+def sbatch_args(cfg: CronConfig, root: Path, name: str, begin: float) -> list[str]:
+    args = [
+        f"--job-name={name}",
+        f"--begin={begin_arg(begin)}",
+        f"--chdir={root}",
+        f"--output={root / 'logs' / 'scheduler.%j.log'}",
+        "--ntasks=1",
+    ]
+    for opt in ("partition", "account", "qos", "time"):
+        value = getattr(cfg, opt)
+        if value:
+            args.append(f"--{opt}={value}")
+    return args
+
+
+def submit_tick(
+    slurm: Slurm, cfg: CronConfig, root: Path, name: str, slot: float, config_path: Path | None
+) -> str:
+    """Queue the tick for `slot`; returns its job id (raises SlurmError)."""
+    argv = tick_argv(root, slot, config_path)
+    script = tick_script(argv, name)
+    (root / "logs").mkdir(parents=True, exist_ok=True)
+    return slurm.sbatch(sbatch_args(cfg, root, name, slot), script=script, cwd=str(root)).job_id
+
+
+def cancel_chain(slurm: Slurm, name: str) -> None:
+    slurm.scancel(name=name, user=getpass.getuser())

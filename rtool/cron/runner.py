@@ -1,0 +1,156 @@
+"""Running one job: an executable or a cron.d command (inside the scheduler's job, with a
+timeout, output to a log file), or a `*.slurm` file (submitted with sbatch)."""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from rtool.core.proc import ProcError, ProcTimeout, run
+from rtool.core.safeio import UnsafeFileError, read_bounded
+from rtool.core.slurm import Slurm, SlurmError
+from rtool.cron.jobs import Job
+
+log = logging.getLogger(__name__)
+
+#: Slurm states after which a submitted job will not run again, and whether they mean success.
+FINAL_STATES = {
+    "COMPLETED": True,
+    "FAILED": False,
+    "TIMEOUT": False,
+    "CANCELLED": False,
+    "NODE_FAIL": False,
+    "OUT_OF_MEMORY": False,
+    "BOOT_FAIL": False,
+    "DEADLINE": False,
+    "PREEMPTED": False,
+}
+_OUTPUT_RE = re.compile(r"^#SBATCH\s+(-o\b|--output\b)", re.MULTILINE)
+
+
+@dataclass
+class JobResult:
+    name: str
+    kind: str
+    status: str  # ok | failed | timeout | error | submitted
+    start: float
+    duration: float
+    exit_code: int | None = None
+    log: str | None = None
+    job_id: str | None = None
+    message: str = ""
+
+    @property
+    def failed(self) -> bool:
+        return self.status in ("failed", "timeout", "error")
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def log_slug(name: str) -> str:
+    """`cron.hourly/check.sh` -> `hourly-check.sh` (safe as a file name)."""
+    slug = name.removeprefix("cron.").replace("/", "-").replace(":", "-")
+    return re.sub(r"[^A-Za-z0-9._-]", "_", slug)
+
+
+def log_path(logs: Path, name: str, start: float) -> Path:
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(start))
+    return logs / f"{log_slug(name)}.{stamp}.log"
+
+
+def run_job(job: Job, root: Path, *, timeout: float, slurm: Slurm) -> JobResult:
+    """Run or submit `job`; never raises for the job's own failure."""
+    if job.kind == "slurm":
+        return submit(job, root, slurm)
+    if job.kind == "line" and job.line is not None:
+        argv = ["/bin/sh", "-c", job.line.command]
+        env = dict(job.line.env)
+    else:
+        argv, env = [str(job.path)], {}
+    env.update({"RTOOL_CRON_DIR": str(root), "RTOOL_CRON_JOB": job.name})
+    return execute(job, argv, env, root, timeout)
+
+
+def execute(
+    job: Job, argv: list[str], env: dict[str, str], root: Path, timeout: float
+) -> JobResult:
+    start = time.time()
+    logfile = log_path(root / "logs", job.name, start)
+    out, code, status, message = "", None, "ok", ""
+    try:
+        res = run(argv, timeout=timeout, check=False, env=env, cwd=str(root))
+        out = _combined(res.stdout, res.stderr)
+        code = res.returncode
+        if code != 0:
+            status, message = "failed", f"exit code {code}"
+    except ProcTimeout:
+        status, message = "timeout", f"timed out after {timeout:g}s (killed)"
+    except (ProcError, OSError, UnicodeDecodeError) as exc:
+        status, message = "error", f"could not run: {exc}"
+    duration = time.time() - start
+    footer = f"== {job.name}: {message or 'ok'} after {duration:.1f}s\n"
+    _write_log(logfile, out + footer)
+    return JobResult(job.name, job.kind, status, start, duration, code, str(logfile), None, message)
+
+
+def submit(job: Job, root: Path, slurm: Slurm) -> JobResult:
+    start = time.time()
+    args = []
+    try:
+        own_output = bool(_OUTPUT_RE.search(read_bounded(job.path, 1024 * 1024)))
+    except (OSError, UnsafeFileError):
+        own_output = False
+    logfile = None
+    if not own_output:
+        logfile = str(root / "logs" / f"{log_slug(job.name)}.%j.log")
+        args.append(f"--output={logfile}")
+    try:
+        res = slurm.sbatch(args, script_path=str(job.path), cwd=str(root))
+    except SlurmError as exc:
+        return JobResult(
+            job.name, job.kind, "error", start, time.time() - start, message=f"sbatch failed: {exc}"
+        )
+    if logfile:
+        logfile = logfile.replace("%j", res.job_id)
+    msg = f"submitted as job {res.job_id}"
+    return JobResult(
+        job.name, "slurm", "submitted", start, time.time() - start, None, logfile, res.job_id, msg
+    )
+
+
+def slurm_outcome(record: dict[str, str]) -> tuple[str, int | None] | None:
+    """(status, exit code) of a finished Slurm job from its `scontrol show job` record;
+    None while it is pending or running."""
+    state = record.get("JobState", "").split()[0] if record.get("JobState") else ""
+    if state not in FINAL_STATES:
+        return None
+    code: int | None = None
+    exit_field = record.get("ExitCode", "")
+    if exit_field:
+        head = exit_field.split(":")[0]
+        code = int(head) if head.isdigit() else None
+    if FINAL_STATES[state]:
+        return "ok", code
+    return ("timeout" if state == "TIMEOUT" else "failed"), code
+
+
+def _combined(stdout: str, stderr: str) -> str:
+    text = stdout
+    if stderr:
+        text += ("" if not text or text.endswith("\n") else "\n") + stderr
+    if text and not text.endswith("\n"):
+        text += "\n"
+    return text
+
+
+def _write_log(path: Path, text: str) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    except OSError as exc:
+        log.warning("cannot write log %s: %s", path, exc.strerror)

@@ -1,0 +1,28 @@
+"""command: the user's own check (`bash -c COMMAND`), bounded by the timeout; exit 0 = healthy."""
+
+from __future__ import annotations
+
+from rtool.core.proc import ProcError, ProcTimeout
+from rtool.core.proc import run as run_proc
+from rtool.nodes.preflight.base import NodeContext, Outcome
+
+NAME = "command"
+
+
+def applies(ctx: NodeContext) -> bool:
+    return bool(ctx.command)
+
+
+def run(ctx: NodeContext) -> Outcome:
+    assert ctx.command
+    try:
+        res = run_proc(["bash", "-c", ctx.command], timeout=ctx.timeout, check=False)
+    except ProcTimeout:
+        return Outcome(NAME, False, f"{ctx.command!r} did not finish within {ctx.timeout:g}s")
+    except ProcError as exc:
+        return Outcome(NAME, False, f"{ctx.command!r} could not run: {exc}")
+    output = (res.stdout + res.stderr).strip()
+    if res.returncode != 0:
+        last = output.splitlines()[-1] if output else "no output"
+        return Outcome(NAME, False, f"{ctx.command!r} exit code {res.returncode}: {last}", output)
+    return Outcome(NAME, True, f"{ctx.command!r} exit code 0")

@@ -1,0 +1,111 @@
+"""The webhook channel: `requests` POST of a JSON document (schema `rtool.notification/1`).
+
+Sent means HTTP 2xx. Connection errors, timeouts and 5xx are retried `retries` times in the
+call and then left in the outbox; 429 is left in the outbox until its Retry-After has passed;
+other 4xx are permanent.
+
+The document:
+    {"schema": "rtool.notification/1", "id": "...", "kind": "alert|changed|repeat|resolved|test",
+     "key": "disk:/scratch", "status": "CRITICAL", "previous": null, "summary": "...",
+     "title": "[rtool CRITICAL] disk /scratch: ...", "fields": {...}, "host": "...",
+     "time": 1714557600.0, "since": ..., "duration": null, "incident": "...", "note": null}
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field, model_validator
+
+from rtool.core.config.types import Duration
+from rtool.notify.channels.base import (
+    ChannelSection,
+    Envelope,
+    Receipt,
+    channel_secret,
+    http_refused,
+    scrubbed_logs,
+    unreachable,
+)
+from rtool.notify.model import subject
+
+SCHEMA = "rtool.notification/1"
+
+
+def document(env: Envelope) -> dict[str, Any]:
+    n = env.notification
+    return {
+        "schema": SCHEMA,
+        "id": n.id,
+        "kind": n.kind,
+        "key": n.key,
+        "status": n.status,
+        "previous": n.previous,
+        "summary": n.summary,
+        "title": subject(n),
+        "fields": dict(n.fields),
+        "host": n.host,
+        "time": n.time,
+        "since": n.since,
+        "duration": n.duration,
+        "incident": n.incident,
+        "note": env.note,
+    }
+
+
+class WebhookConfig(ChannelSection):
+    #: The env var / 0600 file holding the URL the JSON document is POSTed to.
+    url_env: str | None = None
+    url_file: str | None = None
+    #: Extra (non-secret) request headers.
+    headers: dict[str, str] = Field(default_factory=dict)
+    #: In-call retries on connection errors, 429 and 5xx.
+    retries: int = Field(2, ge=0, le=10)
+    retry_interval: Duration = 0.5
+
+    @model_validator(mode="after")
+    def _url(self) -> WebhookConfig:
+        if not (self.url_env or self.url_file):
+            raise ValueError("set url_env or url_file (the URL often carries a token)")
+        return self
+
+
+class WebhookChannel:
+    name = "webhook"
+    config = WebhookConfig
+
+    def __init__(self, cfg: WebhookConfig) -> None:
+        self.cfg = cfg
+
+    def send(self, envelope: Envelope) -> Receipt:
+        url = channel_secret(self.cfg.url_env, self.cfg.url_file, "webhook url") or ""
+        with scrubbed_logs(["urllib3.connectionpool", "urllib3.util.retry"], [url]):
+            try:
+                resp = self._session().post(
+                    url, json=document(envelope), headers=self.cfg.headers, timeout=self.cfg.timeout
+                )
+            except Exception as exc:  # requests.RequestException and friends: temporary
+                raise unreachable(exc, [url]) from None
+        if 200 <= resp.status_code < 300:
+            return Receipt(detail=f"HTTP {resp.status_code}")
+        reason = f"webhook answered HTTP {resp.status_code}"
+        temporary = resp.status_code in (408, 429) or resp.status_code >= 500
+        raise http_refused(reason, resp, temporary=temporary)
+
+    def _session(self) -> Any:
+        import requests
+        from requests.adapters import HTTPAdapter
+        from urllib3.util.retry import Retry
+
+        retry = Retry(
+            total=self.cfg.retries,
+            backoff_factor=self.cfg.retry_interval,
+            status_forcelist=(500, 502, 503, 504),
+            allowed_methods=None,
+            respect_retry_after_header=False,
+            raise_on_status=False,
+        )
+        session = requests.Session()
+        session.mount("http://", HTTPAdapter(max_retries=retry))
+        session.mount("https://", HTTPAdapter(max_retries=retry))
+        return session

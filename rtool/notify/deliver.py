@@ -1,0 +1,259 @@
+"""Delivering the outbox: per channel, oldest first, one channel's failure never stopping another.
+
+A temporary failure (connection refused, timeout, SMTP 4xx, HTTP 5xx, 429) leaves the item
+queued with bounded exponential backoff (`retry_backoff` doubling up to `max_backoff`, at least
+Retry-After) and stops that channel for this run, so order is kept. A permanent failure (SMTP
+5xx, Slack invalid_auth / channel_not_found, HTTP 404, or older than `max_age`) removes the item,
+reports it once and queues it for the fallback channel. Runs sending on the same channel are
+serialised by a lock per channel.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from rtool.core.state import StateDir
+from rtool.core.units import format_duration
+from rtool.notify.channels import Channel, DeliveryError, Envelope, build
+from rtool.notify.config import NotifyConfig
+from rtool.notify.outbox import Item, Outbox
+from rtool.notify.report import Delivery, Report
+
+log = logging.getLogger(__name__)
+STATUS_FILE = "notify/channels.json"
+THREADS_FILE = "notify/threads.json"
+THREAD_TTL = 30 * 86400.0
+
+
+def flush(
+    cfg: NotifyConfig,
+    state: StateDir,
+    now: float | None = None,
+    *,
+    force: bool = False,
+    report: Report | None = None,
+) -> Report:
+    """Deliver everything queued (items still in backoff wait, unless `force`)."""
+    now = time.time() if now is None else now
+    report = report if report is not None else Report()
+    outbox = Outbox(state)
+    pending = {item.channel for item in outbox.items()}
+    # the fallback channel goes last: it may receive what the others refused permanently
+    order = [*sorted(pending - {cfg.fallback}), cfg.fallback]
+    budget = Budget(cfg.max_per_run, time.monotonic() + cfg.run_deadline)
+    for name in order:
+        _flush_channel(name, cfg, state, outbox, now, force, report, budget)
+    report.queued = outbox.counts()
+    return report
+
+
+@dataclass
+class Budget:
+    """What one run may still send: a number of attempts and a deadline (time.monotonic)."""
+
+    left: int
+    deadline: float
+
+    def why_not(self) -> str | None:
+        if self.left <= 0:
+            return "this run's send limit (max_per_run) is used up; next run"
+        if time.monotonic() >= self.deadline:
+            return "this run's deadline (run_deadline) passed; next run"
+        return None
+
+
+@contextlib.contextmanager
+def _channel_lock(state: StateDir, name: str, timeout: float) -> Iterator[bool]:
+    deadline = time.monotonic() + timeout
+    while True:
+        with state.lock(f"notify-{name}", blocking=False) as got:
+            if got or time.monotonic() >= deadline:
+                yield got
+                return
+        time.sleep(0.05)
+
+
+def _flush_channel(
+    name: str,
+    cfg: NotifyConfig,
+    state: StateDir,
+    outbox: Outbox,
+    now: float,
+    force: bool,
+    report: Report,
+    budget: Budget,
+) -> None:
+    with _channel_lock(state, name, cfg.lock_timeout) as got:
+        items = outbox.items(name)
+        if not got:
+            for item in items:
+                report.deliveries.append(_row(item, "busy", "another run is sending"))
+            return
+        if items:
+            _deliver_items(name, items, cfg, state, outbox, now, force, report, budget)
+
+
+def _deliver_items(
+    name: str,
+    items: list[Item],
+    cfg: NotifyConfig,
+    state: StateDir,
+    outbox: Outbox,
+    now: float,
+    force: bool,
+    report: Report,
+    budget: Budget,
+) -> None:
+    channel: Channel | None = None
+    broken: DeliveryError | None = None
+    try:
+        channel = build(name, cfg)
+    except DeliveryError as exc:
+        broken = exc
+    threads = Threads(state, name)
+    status = ChannelStatus(state)
+    for index, item in enumerate(items):
+        if not force and item.next_attempt > now:
+            report.deliveries += [_row(i, "queued", i.last_error) for i in items[index:]]
+            break
+        stop = budget.why_not()
+        if stop:
+            report.deliveries += [_row(i, "queued", stop) for i in items[index:]]
+            break
+        budget.left -= 1
+        try:
+            if now - item.created > cfg.max_age:
+                age = format_duration(now - item.created)
+                raise DeliveryError(f"gave up after {age}: {item.last_error}", permanent=True)
+            if channel is None:
+                raise broken or DeliveryError("channel unavailable", permanent=True)
+            env = Envelope(item.notification, item.note, threads.get(item.notification.incident))
+            receipt = channel.send(env)
+        except Exception as exc:
+            err = exc if isinstance(exc, DeliveryError) else _unexpected(exc)
+            status.failed(name, err.reason, now)
+            if err.permanent:
+                _permanent(item, err, cfg, outbox, now, report)
+                continue
+            _temporary(item, err, cfg, outbox, now)
+            report.deliveries.append(_row(item, "queued", err.reason))
+            report.deliveries += [
+                _row(i, "queued", "waiting behind an older one") for i in items[index + 1 :]
+            ]
+            break
+        outbox.remove(item)
+        threads.record(item, receipt.ref, now)
+        status.sent(name, now)
+        report.deliveries.append(_row(item, "sent", None))
+    threads.save()
+    status.save()
+
+
+def _unexpected(exc: Exception) -> DeliveryError:
+    log.debug("unexpected error while sending", exc_info=True)
+    return DeliveryError(f"unexpected {type(exc).__name__}", permanent=False)
+
+
+def _temporary(
+    item: Item, err: DeliveryError, cfg: NotifyConfig, outbox: Outbox, now: float
+) -> None:
+    item.attempts += 1
+    item.last_error = err.reason
+    backoff = min(cfg.max_backoff, cfg.retry_backoff * 2 ** (item.attempts - 1))
+    item.next_attempt = now + max(backoff, err.retry_after or 0.0)
+    outbox.update(item)
+    log.warning("%s: %s (temporary; kept in the outbox)", item.channel, err.reason)
+
+
+def _permanent(
+    item: Item, err: DeliveryError, cfg: NotifyConfig, outbox: Outbox, now: float, report: Report
+) -> None:
+    """Report once, hand the notification to the fallback channel, never retry it here."""
+    log.error("%s refused %s permanently: %s", item.channel, item.notification.key, err.reason)
+    outbox.remove(item)
+    if item.channel == cfg.fallback or item.fallback_from:
+        report.deliveries.append(_row(item, "dropped", err.reason))
+        return
+    report.deliveries.append(_row(item, "failed", err.reason))
+    note = f"{item.channel} refused this permanently: {err.reason}"
+    fallback = Item(
+        cfg.fallback, item.notification, now, item.seq, note=note, fallback_from=item.channel
+    )
+    outbox.put(fallback)
+
+
+def _row(item: Item, outcome: str, error: str | None) -> Delivery:
+    n = item.notification
+    return Delivery(item.channel, item.id, n.key, n.kind, outcome, error, item.attempts)
+
+
+class Threads:
+    """Per channel: the server's reference of each incident's first message (Slack ts)."""
+
+    def __init__(self, state: StateDir, channel: str) -> None:
+        self.state, self.channel = state, channel
+        data = state.read_json(THREADS_FILE, {})
+        self.data: dict[str, dict[str, list]] = data if isinstance(data, dict) else {}
+        self.dirty = False
+
+    def get(self, incident: str) -> str | None:
+        entry = self.data.get(self.channel, {}).get(incident)
+        return str(entry[0]) if entry else None
+
+    def record(self, item: Item, ref: str | None, now: float) -> None:
+        n = item.notification
+        table = self.data.setdefault(self.channel, {})
+        if ref and n.id == n.incident:
+            table[n.incident] = [ref, now]
+            self.dirty = True
+        elif n.kind == "resolved" and n.incident in table:
+            del table[n.incident]
+            self.dirty = True
+        for inc in [i for i, (_, t) in table.items() if now - t > THREAD_TTL]:
+            del table[inc]
+
+    def save(self) -> None:
+        if self.dirty:
+            with self.state.lock("notify-threads"):
+                data = self.state.read_json(THREADS_FILE, {})
+                data = data if isinstance(data, dict) else {}
+                data[self.channel] = self.data.get(self.channel, {})
+                self.state.write_json(THREADS_FILE, data)
+
+
+class ChannelStatus:
+    """Last delivery and last error per channel (`rtool notify status`)."""
+
+    def __init__(self, state: StateDir) -> None:
+        self.state = state
+        self.changes: dict[str, dict[str, object]] = {}
+
+    def sent(self, name: str, now: float) -> None:
+        entry = self.changes.setdefault(name, {"sent": 0})
+        entry["last_ok"] = now
+        entry["sent"] = int(entry.get("sent", 0) or 0) + 1  # type: ignore[call-overload]
+
+    def failed(self, name: str, reason: str, now: float) -> None:
+        entry = self.changes.setdefault(name, {"sent": 0})
+        entry["last_error"] = reason
+        entry["last_error_time"] = now
+
+    def save(self) -> None:
+        if not self.changes:
+            return
+        with self.state.lock("notify-status"):
+            data = read_status(self.state)
+            for name, change in self.changes.items():
+                entry = data.setdefault(name, {})
+                sent = int(entry.get("sent", 0)) + int(change.pop("sent", 0))  # type: ignore[call-overload]
+                entry.update(change, sent=sent)
+            self.state.write_json(STATUS_FILE, data)
+
+
+def read_status(state: StateDir) -> dict[str, dict[str, object]]:
+    data = state.read_json(STATUS_FILE, {})
+    return data if isinstance(data, dict) else {}

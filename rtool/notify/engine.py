@@ -1,0 +1,176 @@
+"""`process`: alerts in, notifications queued (before any send) and delivered, a report out."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+import uuid
+from dataclasses import replace
+from typing import Any
+
+from rtool.core.alert import Alert
+from rtool.core.redact import redact_alert
+from rtool.core.state import StateDir
+from rtool.notify import silencing
+from rtool.notify.channels import DeliveryError
+from rtool.notify.config import NotifyConfig
+from rtool.notify.decide import Decision, KeyState, decide
+from rtool.notify.deliver import flush
+from rtool.notify.model import Notification
+from rtool.notify.outbox import Item, Outbox
+from rtool.notify.report import Delivery, Report
+from rtool.notify.silence import Silences, prune
+
+ALERTS_FILE = "notify/alerts.json"
+
+
+def process(
+    alerts: list[Alert],
+    cfg: NotifyConfig,
+    state: StateDir,
+    now: float | None = None,
+    *,
+    send: bool = True,
+) -> Report:
+    """Apply per-key alert state to `alerts`, queue what must be sent, then deliver the outbox
+    (older items first). `send=False` only queues (a later `flush` delivers)."""
+    now = time.time() if now is None else now
+    alerts = [redact_alert(a) for a in alerts]  # secrets never leave in an alert
+    report = Report(decisions=queue(alerts, cfg, state, now))
+    if send:
+        return flush(cfg, state, now, report=report)
+    report.queued = Outbox(state).counts()
+    return report
+
+
+def queue(alerts: list[Alert], cfg: NotifyConfig, state: StateDir, now: float) -> list[Decision]:
+    """Decide per key and write the notifications to the outbox, then the new key states.
+
+    Notification ids derive from (state epoch, key, version): a run killed between the two
+    writes re-decides the same ids next time, so the outbox never holds a duplicate.
+    """
+    outbox = Outbox(state)
+    decisions = []
+    with state.lock("notify-alerts"), Silences(state).edit() as silences:
+        data = _load(state)
+        keys: dict[str, Any] = data["keys"]
+        silencing.end_expired(cfg, keys, silences, outbox, data["epoch"], now)
+        for seq, alert in enumerate(alerts):
+            prev = KeyState.from_dict(keys.get(alert.key))
+            new, decision = decide(prev, alert, now, cfg.repeat_interval, cfg.min_failures)
+            if decision.kind:
+                n = _notification(data["epoch"], prev, new, decision, alert, now)
+                decision.channels = route(cfg, decision, prev)
+                silence = silencing.held_by(silences, decision, n, now)
+                if silence is not None:
+                    decision.reason += f" (held by silence {silence.id})"
+                    decision.channels = []
+                for channel in decision.channels:
+                    outbox.put(Item(channel, n, now, seq))
+                if decision.kind != "resolved":
+                    new.incident = n.incident
+                    new.channels = sorted(set(new.channels) | set(decision.channels))
+            if new.notified is not None and cfg.escalate:
+                _escalate(cfg, data["epoch"], new, alert, outbox, now, seq)
+            keys[alert.key] = new.to_dict()
+            decisions.append(decision)
+        data["keys"] = {
+            k: v for k, v in keys.items() if v.get("status") != "OK" or v.get("version")
+        }
+        state.write_json(ALERTS_FILE, data)
+        silences[:] = prune(silences, now)
+    return decisions
+
+
+def _escalate(
+    cfg: NotifyConfig, epoch: str, new: KeyState, alert: Alert, outbox: Outbox, now: float, seq: int
+) -> None:
+    """Queue the escalations now due for this key (each rule's channel once per incident)."""
+    probe = Notification(
+        id="",
+        key=alert.key,
+        kind="escalated",
+        status=new.status,
+        summary=alert.summary,
+        fields={str(k): str(v) for k, v in alert.fields.items()},
+    )
+    for channel, note in silencing.escalate(cfg, new, probe, now):
+        new.version += 1
+        nid = hashlib.sha1(f"{epoch}|{alert.key}|{new.version}".encode()).hexdigest()[:16]
+        n = replace(probe, id=nid, time=now, incident=new.incident or nid, since=new.since)
+        outbox.put(Item(channel, n, now, seq, note=note))
+        new.channels = sorted({*new.channels, channel})
+
+
+def route(cfg: NotifyConfig, decision: Decision, prev: KeyState) -> list[str]:
+    """Channels for a decision: by status; a resolved notice goes where the incident went."""
+    configured = cfg.configured()
+    if decision.kind == "resolved":
+        return [c for c in prev.channels if c in configured and cfg.channel(c).resolved]
+    return [c for c in configured if decision.status in cfg.channel(c).statuses]
+
+
+def _notification(
+    epoch: str, prev: KeyState, new: KeyState, d: Decision, alert: Alert, now: float
+) -> Notification:
+    nid = hashlib.sha1(f"{epoch}|{alert.key}|{new.version}".encode()).hexdigest()[:16]
+    resolved = d.kind == "resolved"
+    since = prev.since if resolved else new.since
+    fields = {str(k): str(v) for k, v in alert.fields.items()}
+    return Notification(
+        id=nid,
+        key=alert.key,
+        kind=d.kind or "",
+        status=d.status,
+        summary=alert.summary,
+        fields=fields,
+        time=now,
+        incident=nid if d.kind == "alert" else (prev.incident or nid),
+        previous=prev.notified if d.kind in ("changed", "resolved") else None,
+        since=since,
+        duration=(now - since) if resolved and since is not None else None,
+    )
+
+
+def _load(state: StateDir) -> dict[str, Any]:
+    data = state.read_json(ALERTS_FILE, {})
+    if not isinstance(data, dict) or not isinstance(data.get("keys"), dict):
+        data = {"keys": {}}
+    data.setdefault("epoch", uuid.uuid4().hex[:8])
+    return data
+
+
+def key_states(state: StateDir) -> dict[str, KeyState]:
+    """The stored state of every key (for `rtool notify status`)."""
+    return {k: KeyState.from_dict(v) for k, v in _load(state)["keys"].items()}
+
+
+def send_test(cfg: NotifyConfig, names: list[str], now: float | None = None) -> list[Delivery]:
+    """Send a test notification straight through each channel in `names` (no outbox, no state);
+    one Delivery per channel: outcome `sent` or `failed` with the reason."""
+    from rtool.notify.channels import Envelope, build
+
+    now = time.time() if now is None else now
+    nid = f"test-{uuid.uuid4().hex[:12]}"
+    n = Notification(
+        id=nid,
+        key="rtool:test",
+        kind="test",
+        status="WARNING",
+        summary="if you read this, the channel works (sent by `rtool notify test`)",
+        time=now,
+        incident=nid,
+    )
+    out = []
+    for name in names:
+        try:
+            receipt = build(name, cfg).send(Envelope(n))
+        except DeliveryError as exc:
+            out.append(Delivery(name, nid, n.key, "test", "failed", f"{exc.reason} ({exc.kind})"))
+        except Exception as exc:  # one channel failing never stops the others
+            out.append(
+                Delivery(name, nid, n.key, "test", "failed", f"unexpected {type(exc).__name__}")
+            )
+        else:
+            out.append(Delivery(name, nid, n.key, "test", "sent", receipt.detail or None))
+    return out

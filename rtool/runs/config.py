@@ -1,0 +1,98 @@
+"""[runs] config section (owned by the runs package), and one `[[watch.run]]` entry.
+
+```toml
+[runs]
+log_tail = "64KiB"                  # bytes read from the end of an attempt's log
+
+[[runs.signature]]                  # tried before the defaults
+name = "disk-full"
+label = "disk full"
+pattern = "No space left on device"
+
+[[watch.run]]
+name = "llama-7b"                   # the run (rtool submit --run; default the job name)
+heartbeat = "ckpt/heartbeat.json"   # the shim's heartbeat (steps, stop reasons, errors)
+log = "logs/llama-7b-%A_%a.out"     # the attempt's log (%j %A %a %x %%)
+total_steps = 100000                # enables the budget check
+crash_loop = 2                      # K bad attempts in a row -> CRITICAL
+on_crash_loop = "hold"              # hold the rest of the array (scontrol hold)
+stalled = "2h"                      # highest step not grown while attempts run -> CRITICAL
+restart_storm = 6                   # more attempts than this in an hour -> WARNING
+```
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import field_validator, model_validator
+
+from rtool.core.config.types import Duration, Section, Size
+
+if TYPE_CHECKING:
+    from rtool.runs.signatures import Pattern
+
+
+class SignatureEntry(Section):
+    name: str
+    label: str
+    pattern: str
+
+    @field_validator("pattern")
+    @classmethod
+    def _regex(cls, v: str) -> str:
+        try:
+            re.compile(v)
+        except re.error as exc:
+            raise ValueError(f"pattern is not a valid regex: {exc}") from None
+        return v
+
+
+class RunsConfig(Section):
+    log_tail: Size = 64 * 1024
+    signature: list[SignatureEntry] = []
+
+    def patterns(self) -> tuple[Pattern, ...]:
+        from rtool.runs.signatures import compile_extra
+
+        return compile_extra((s.name, s.label, s.pattern) for s in self.signature)
+
+
+_RUN_NAME = re.compile(r"[^-\s,][^\s,]{0,199}")
+
+
+class RunWatch(Section):
+    name: str
+    #: The Slurm job name of its attempts (default: the run name).
+    job_name: str | None = None
+    heartbeat: str | None = None
+    #: The batch script's records (default: `<heartbeat>.attempts`).
+    records: str | None = None
+    #: The attempt's log: Slurm's %j (job id), %A (array id), %a (task), %x (job name), %%.
+    log: str | None = None
+    total_steps: int | None = None
+    crash_loop: int = 2
+    #: An attempt that dies within this of its start (not on a time limit) is a bad one.
+    short: Duration = 300.0
+    on_crash_loop: Literal["hold", "none"] = "hold"
+    stalled: Duration | None = 2 * 3600.0
+    restart_storm: int | None = 6
+    #: How far back sacct looks for the run's attempts.
+    lookback: Duration = 14 * 86400.0
+    #: "auto": sacct where accounting exists; "off": degraded mode always.
+    accounting: Literal["auto", "off"] = "auto"
+    timeout: Duration | None = None
+
+    @model_validator(mode="after")
+    def _valid(self) -> RunWatch:
+        for label, value in (("name", self.name), ("job_name", self.job_name)):
+            if value is not None and not _RUN_NAME.fullmatch(value):
+                raise ValueError(f"{label} {value!r}: no spaces or commas, not starting with '-'")
+        if self.crash_loop < 1:
+            raise ValueError("crash_loop must be at least 1")
+        return self
+
+    @property
+    def slurm_name(self) -> str:
+        return self.job_name or self.name

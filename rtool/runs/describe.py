@@ -1,0 +1,56 @@
+"""How an attempt reads in an alert: one short phrase, and bounded fields readable in Slack."""
+
+from __future__ import annotations
+
+from rtool.runs.model import Attempt
+
+#: Lines and characters of a log tail in an alert field (Slack caps a field at 2000).
+ALERT_TAIL_LINES = 8
+ALERT_TAIL_CHARS = 1500
+
+
+def exit_text(a: Attempt) -> str:
+    if a.signal:
+        return f"signal {a.signal}"
+    return f"exit {a.exit_code}" if a.exit_code is not None else "exit ?"
+
+
+def phrase(a: Attempt) -> str:
+    """`attempt 4 (job 88_4 on n2, FAILED exit 1, CUDA out of memory)`."""
+    where = f" on {','.join(a.nodes)}" if a.nodes else ""
+    bits = [f"job {a.job_id}{where}"]
+    if a.is_over:
+        bits.append(f"{a.state} {exit_text(a)}")
+    else:
+        bits.append(a.state)
+    if a.signature is not None:
+        bits.append(a.signature.label)
+    elif a.error:
+        bits.append(a.error[:120])
+    return f"attempt {a.number} ({', '.join(bits)})"
+
+
+def tail_block(lines: tuple[str, ...]) -> str:
+    """The last lines as a fenced block, cut to fit a Slack field."""
+    keep = list(lines[-ALERT_TAIL_LINES:])
+    while keep and sum(len(x) + 1 for x in keep) > ALERT_TAIL_CHARS:
+        keep.pop(0)
+    text = "\n".join(x.replace("```", "'''") for x in keep)
+    return f"```\n{text}\n```" if text else ""
+
+
+def fields(a: Attempt) -> dict[str, str]:
+    """attempt, job, nodes, state, exit code, signature, stop reason, log tail."""
+    out = {
+        "attempt": str(a.number),
+        "job_id": a.job_id + (f" (restart {a.restart})" if a.restart else ""),
+        "nodes": ",".join(a.nodes) or "?",
+        "state": a.state,
+        "exit_code": exit_text(a) if a.is_over else "-",
+        "signature": a.signature.label if a.signature else (a.error or "none"),
+    }
+    if a.stop_reason:
+        out["stop_reason"] = a.stop_reason
+    if a.log_tail:
+        out["log_tail"] = tail_block(a.log_tail)
+    return out

@@ -1,0 +1,331 @@
+"""Build a run's attempt ledger (pure): Slurm facts from sacct, or without accounting from the
+batch script's records and squeue observations; steps and stop reasons from heartbeats; a
+failure signature from each ended attempt's log tail. The previous ledger (state dir) carries
+what a source cannot tell again (steps seen by an earlier sweep, signatures, log tails).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from rtool.core.heartbeat import Heartbeat, RunState
+from rtool.core.slurm import RUNNING_STATES, SqueueJob, expand_hostlist
+from rtool.runs import signatures
+from rtool.runs.model import Attempt, Ledger, Source
+from rtool.runs.records import BatchRecord
+
+if TYPE_CHECKING:
+    from rtool.core.slurm import SacctRecord
+
+#: Attempts whose log is read for a signature per build (the newest first).
+MAX_LOG_READS = 4
+DEGRADED_NOTE = (
+    "no accounting: attempts from the batch script's records, heartbeats and squeue "
+    "observations (states of attempts rtool did not see end are unknown)"
+)
+
+#: read_log(attempt) -> (log path, tail lines), or None when there is no readable log.
+LogReader = Callable[[Attempt], "tuple[str, tuple[str, ...]] | None"]
+
+
+@dataclass
+class Inputs:
+    """What one sweep observed about a run."""
+
+    run: str
+    now: float
+    sacct: list[SacctRecord] | None  # None: no accounting (degraded mode)
+    records: list[BatchRecord] = field(default_factory=list)
+    heartbeat: Heartbeat | None = None
+    queue: list[SqueueJob] = field(default_factory=list)  # the run's jobs in squeue now
+    done: bool = False  # the heartbeat's done marker exists
+    total_steps: int | None = None
+    note: str = ""
+
+
+def shown_id(job_id: str | None, array_job_id: str | None, task: object) -> str | None:
+    if array_job_id and task not in (None, ""):
+        return f"{array_job_id}_{task}"
+    return job_id
+
+
+def _end(r: SacctRecord) -> float | None:
+    """When the attempt ended: sacct's End, or Start + Elapsed when that is earlier (a
+    requeued record's End can be the next run's start)."""
+    if not r.finished or r.end is None:
+        return None
+    if r.start is not None and r.elapsed_s is not None:
+        return min(r.end, r.start + r.elapsed_s)
+    return r.end
+
+
+def from_sacct(run: str, recs: Sequence[SacctRecord]) -> list[Attempt]:
+    """One attempt per record that started (pending records and never-started tasks are not
+    attempts); the restart index counts earlier records of the same job id."""
+    started = sorted((r for r in recs if r.start is not None), key=lambda r: r.start or 0.0)
+    seen: dict[str, int] = {}
+    out = []
+    for r in started:
+        restart = seen.get(r.job_id, 0)
+        seen[r.job_id] = restart + 1
+        out.append(
+            Attempt(
+                run=run,
+                number=0,
+                job_id=r.job_id,
+                restart=restart,
+                job_id_raw=r.job_id_raw,
+                array_job_id=r.array_job_id,
+                array_task_id=r.array_task_id,
+                nodes=tuple(r.nodes),
+                queued_at=r.submit,
+                started=r.start,
+                ended=_end(r),
+                state=r.state,
+                exit_code=r.exit_code,
+                signal=r.signal,
+                source=Source.SACCT,
+            )
+        )
+    return out
+
+
+def _apply_record(by_key: dict[tuple[str, int], Attempt], run: str, rec: BatchRecord) -> None:
+    key = (rec.shown_id, rec.restart)
+    a = by_key.get(key) or Attempt(
+        run=run,
+        number=0,
+        job_id=rec.shown_id,
+        restart=rec.restart,
+        job_id_raw=rec.job_id,
+        array_job_id=rec.array_job_id,
+        array_task_id=rec.array_task_id,
+        state="RUNNING",
+        source=Source.RECORDS,
+    )
+    nodes = tuple(expand_hostlist(rec.nodelist)) if rec.nodelist else (rec.node,)
+    if rec.event == "start":
+        a = a.with_(started=rec.time, nodes=a.nodes or nodes)
+    else:
+        rc = rec.rc
+        state = "COMPLETED" if rc == 0 else "ENDED"
+        sig = rc - 128 if rc is not None and rc > 128 else None
+        a = a.with_(ended=rec.time, state=state, exit_code=rc, signal=sig, source=Source.RECORDS)
+        a = a.with_(started=a.started or rec.time, nodes=a.nodes or nodes)
+    by_key[key] = a
+
+
+def from_records_and_queue(
+    run: str,
+    prev: Sequence[Attempt],
+    recs: Sequence[BatchRecord],
+    queue: Sequence[SqueueJob],
+    now: float,
+) -> list[Attempt]:
+    """Degraded mode: the previous attempts, the batch records on top, running jobs from squeue
+    (an attempt rtool saw running that left the queue without an end record is GONE)."""
+    by_key = {a.key: a for a in prev}
+    for rec in recs:
+        _apply_record(by_key, run, rec)
+    running = {j.job_id: j for j in queue if j.state in RUNNING_STATES}
+    for job_id, j in running.items():
+        mine = [a for a in by_key.values() if a.job_id == job_id]
+        if any(not a.is_over for a in mine):
+            continue
+        restart = max((a.restart + 1 for a in mine), default=0)
+        start = j.start_time.timestamp() if j.start_time else now
+        if any(a.started is not None and a.started >= start - 1 for a in mine):
+            continue  # that run of the job has already ended (records are ahead of squeue)
+        by_key[(job_id, restart)] = Attempt(
+            run=run,
+            number=0,
+            job_id=job_id,
+            restart=restart,
+            array_job_id=j.array_job_id if j.is_array else None,
+            array_task_id=int(j.array_task) if j.array_task and j.array_task.isdigit() else None,
+            nodes=tuple(expand_hostlist(j.nodelist)) if j.nodelist else (),
+            queued_at=j.submit_time.timestamp() if j.submit_time else None,
+            started=start,
+            state="RUNNING",
+            source=Source.SQUEUE,
+        )
+    out = []
+    for a in by_key.values():
+        if not a.is_over and a.job_id not in running and a.source is not Source.RECORDS:
+            a = a.with_(state="GONE", ended=now)
+        elif not a.is_over and a.job_id not in running and a.started is not None:
+            # a start record without an end: it left the queue unseen (node failure, kill)
+            a = a.with_(state="GONE", ended=now)
+        out.append(a)
+    return out
+
+
+def _carry(new: Attempt, old: Attempt | None) -> Attempt:
+    """Keep what the previous ledger knew and the new source cannot tell."""
+    if old is None:
+        return new
+    keep = {}
+    for name in (
+        "step_start",
+        "step_end",
+        "last_saved_step",
+        "stop_reason",
+        "error",
+        "signature",
+        "log_path",
+        "queued_at",
+    ):
+        if getattr(new, name) is None and getattr(old, name) is not None:
+            keep[name] = getattr(old, name)
+    if not new.log_tail and old.log_tail:
+        keep["log_tail"] = old.log_tail
+    if old.finished:
+        keep["finished"] = True
+    return new.with_(**keep) if keep else new
+
+
+def heartbeat_key(hb: Heartbeat) -> tuple[str, int] | None:
+    job = shown_id(hb.job_id, hb.array_job_id, hb.array_task_id)
+    return (job, hb.restart_count) if job else None
+
+
+def _apply_heartbeat(a: Attempt, hb: Heartbeat) -> Attempt:
+    changes: dict[str, object] = {}
+    if hb.step_at_start is not None:
+        changes["step_start"] = hb.step_at_start
+    if hb.step is not None:
+        changes["step_end"] = max(hb.step, a.step_end if a.step_end is not None else hb.step)
+    if hb.last_saved_step is not None:
+        changes["last_saved_step"] = hb.last_saved_step
+    ended = hb.state in (RunState.STOPPED, RunState.FINISHED, RunState.CRASHED)
+    if ended and hb.stop_reason:
+        changes["stop_reason"] = hb.stop_reason
+    if hb.error is not None and hb.state is RunState.CRASHED:
+        changes["error"] = str(hb.error)
+        changes.setdefault("stop_reason", "crashed")
+    if hb.state is RunState.FINISHED:
+        changes["finished"] = True
+    if not a.nodes and hb.host:
+        changes["nodes"] = (hb.host,)
+    return a.with_(**changes)
+
+
+def _order(attempts: list[Attempt]) -> list[Attempt]:
+    def when(a: Attempt) -> float:
+        return a.started if a.started is not None else (a.queued_at or math.inf)
+
+    ordered = sorted(attempts, key=lambda a: (when(a), a.job_id, a.restart))
+    return [a.with_(number=i) for i, a in enumerate(ordered, 1)]
+
+
+def steps_lost(attempts: list[Attempt]) -> list[Attempt]:
+    """Steps an attempt did after its last save that a later attempt did again: from the first
+    step the next attempt ran (`step_at_start`) to its highest step; when no attempt ran since,
+    the steps after its last save."""
+    out = []
+    for i, a in enumerate(attempts):
+        lost: int | None = None
+        nxt = next((b for b in attempts[i + 1 :] if b.step_start is not None), None)
+        if a.step_end is not None and not a.finished:
+            if nxt is not None and nxt.step_start is not None:
+                lost = max(0, a.step_end - nxt.step_start + 1)  # it redoes step_start..
+            elif a.is_over and a.last_saved_step is not None:
+                lost = max(0, a.step_end - max(a.last_saved_step, a.step_start or 0))
+        out.append(a.with_(steps_lost=lost))
+    return out
+
+
+def _signatures(
+    attempts: list[Attempt], read_log: LogReader | None, extra: Sequence[signatures.Pattern]
+) -> list[Attempt]:
+    """Sign the ended attempts that have no signature yet (the newest MAX_LOG_READS), and
+    refresh the last attempt's log tail."""
+    todo = {
+        a.key
+        for a in attempts
+        if a.is_over and a.signature is None and not (a.finished and a.state == "COMPLETED")
+    }
+    todo = {k for k in todo if k in {a.key for a in attempts[-MAX_LOG_READS:]}}
+    out = []
+    for i, a in enumerate(attempts):
+        last = i == len(attempts) - 1
+        if read_log is not None and (a.key in todo or last):
+            got = read_log(a)
+            if got is not None:
+                a = a.with_(log_path=got[0], log_tail=got[1])
+        if a.key in todo:
+            sig = signatures.match(a.log_tail, a.state, a.error, extra)
+            if sig is not None or a.log_path is not None:
+                a = a.with_(signature=sig)
+        out.append(a)
+    return out
+
+
+def build(
+    prev: Ledger | None,
+    inp: Inputs,
+    read_log: LogReader | None = None,
+    extra: Sequence[signatures.Pattern] = (),
+) -> Ledger:
+    """The run's ledger after one sweep."""
+    old = {a.key: a for a in (prev.attempts if prev else [])}
+    if inp.sacct is not None:
+        base = from_sacct(inp.run, inp.sacct)
+        known = {a.key for a in base}
+        # attempts sacct no longer reports (purged, or older than the lookback) stay
+        base += [a for k, a in old.items() if k not in known and a.is_over]
+        # accounting lags (slurmdbd): a job squeue or the records show running is an attempt
+        jobs = {a.job_id for a in base}
+        live = from_records_and_queue(inp.run, [], inp.records, inp.queue, inp.now)
+        base += [a for a in live if not a.is_over and a.job_id not in jobs]
+    else:
+        base = from_records_and_queue(inp.run, list(old.values()), inp.records, inp.queue, inp.now)
+    attempts = {a.key: _carry(a, old.get(a.key)) for a in base}
+    beats = [(r.shown_id, r.restart, r.heartbeat) for r in inp.records if r.heartbeat]
+    for job, restart, beat in beats:
+        if beat is not None and (job, restart) in attempts:
+            attempts[(job, restart)] = _apply_heartbeat(attempts[(job, restart)], beat)
+    hb = inp.heartbeat
+    key = heartbeat_key(hb) if hb is not None else None
+    if hb is not None and key is not None and key in attempts:
+        attempts[key] = _apply_heartbeat(attempts[key], hb)
+    ordered = steps_lost(_order(list(attempts.values())))
+    ordered = _signatures(ordered, read_log, extra)
+    ledger = Ledger(
+        run=inp.run,
+        attempts=ordered,
+        accounting=inp.sacct is not None,
+        note=inp.note or ("" if inp.sacct is not None else DEGRADED_NOTE),
+        finished=inp.done
+        or any(a.finished for a in ordered)
+        or (hb is not None and hb.state is RunState.FINISHED),
+        total_steps=inp.total_steps
+        if inp.total_steps is not None
+        else (prev.total_steps if prev else None),
+        step_seconds=(hb.step_seconds if hb and hb.step_seconds else None)
+        or (prev.step_seconds if prev else None),
+        updated=inp.now,
+        crash_loop_at=prev.crash_loop_at if prev else None,
+    )
+    _best_step(ledger, prev, hb, inp.now)
+    return ledger
+
+
+def _best_step(ledger: Ledger, prev: Ledger | None, hb: Heartbeat | None, now: float) -> None:
+    steps = [a.step_end for a in ledger.attempts if a.step_end is not None]
+    if hb is not None and hb.step is not None:
+        steps.append(hb.step)
+    best = max(steps) if steps else None
+    before = prev.best_step if prev else None
+    if best is None:
+        ledger.best_step, ledger.best_step_at = before, prev.best_step_at if prev else None
+        return
+    if before is None or best > before:
+        at = hb.time if hb is not None and hb.step == best else now
+        ledger.best_step, ledger.best_step_at = best, min(at, now)
+    else:
+        ledger.best_step = before
+        ledger.best_step_at = prev.best_step_at if prev and prev.best_step_at else now

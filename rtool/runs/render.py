@@ -1,0 +1,81 @@
+"""The ledger as a fixed-width table with the run's totals (rtool history)."""
+
+from __future__ import annotations
+
+import time
+
+from rtool.core.units import format_duration
+from rtool.runs.describe import exit_text
+from rtool.runs.model import Attempt, Ledger, Totals
+
+COLUMNS = (
+    ("#", 3),
+    ("job", 12),
+    ("nodes", 10),
+    ("queued", 7),
+    ("started", 19),
+    ("ran", 7),
+    ("state", 13),
+    ("exit", 9),
+    ("steps", 13),
+    ("saved", 7),
+    ("lost", 5),
+    ("stop", 12),
+)
+
+
+def _dur(x: float | None) -> str:
+    return format_duration(x) if x is not None else "-"
+
+
+def _opt(x: object) -> str:
+    return "-" if x is None else str(x)
+
+
+def row(a: Attempt, now: float) -> list[str]:
+    ran = a.duration if a.ended is not None else (now - a.started if a.started else None)
+    started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(a.started)) if a.started else "-"
+    steps = "-" if a.step_end is None else f"{_opt(a.step_start)}→{a.step_end}"
+    return [
+        str(a.number),
+        a.job_id + (f"+{a.restart}" if a.restart else ""),
+        ",".join(a.nodes) or "-",
+        _dur(a.queue_wait),
+        started,
+        _dur(ran),
+        a.state,
+        exit_text(a) if a.is_over else "-",
+        steps,
+        _opt(a.last_saved_step),
+        _opt(a.steps_lost),
+        a.stop_reason or "-",
+    ]
+
+
+def table(led: Ledger, tot: Totals, now: float) -> str:
+    head = [h.ljust(w) for h, w in COLUMNS] + ["signature"]
+    lines = ["  ".join(head).rstrip()]
+    for a in led.attempts:
+        cells = [c.ljust(w) for c, (_, w) in zip(row(a, now), COLUMNS, strict=True)]
+        sig = a.signature.label if a.signature else (a.error or "")
+        if a.signature and a.signature.line:
+            line = a.signature.line[:80]
+            sig = line if line.startswith(a.signature.label) else f"{sig}: {line}"
+        lines.append("  ".join([*cells, sig]).rstrip())
+    good = f"{tot.goodput:.2f}" if tot.goodput is not None else "?"
+    status = "finished" if led.finished else "not finished"
+    lines += [
+        "",
+        f"run {led.run}: {status}; {tot.attempts} attempt(s), steps gained "
+        f"{_opt(tot.steps_gained)}, steps lost {tot.steps_lost}, queued "
+        f"{format_duration(tot.queued_s)}, computing {format_duration(tot.computing_s)}, "
+        f"goodput {good}",
+    ]
+    if led.total_steps is not None and led.best_step is not None:
+        lines.append(f"progress: step {led.best_step} of {led.total_steps}")
+    lines.append(
+        "source: sacct (accounting)" if led.accounting else f"source: degraded mode ({led.note})"
+    )
+    if led.accounting and led.note:
+        lines.append(f"note: {led.note}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,144 @@
+"""Gather what one sweep knows about a run (I/O, each read bounded), and rebuild its ledger.
+
+sacct where accounting exists (`Slurm.sacct`, all attempts, by job name since the lookback);
+otherwise degraded mode, saying so. The heartbeat through `rtool.core.heartbeat`, the batch
+script's records through `rtool.runs.records`, logs through `rtool.runs.logtail`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Sequence
+
+from rtool.core.heartbeat import Heartbeat, HeartbeatFormatError, read_heartbeat
+from rtool.core.slurm import AccountingDisabled, SacctRecord, Slurm, SlurmError, SqueueJob
+from rtool.core.state import StateDir
+from rtool.runs import ledger as ledger_mod
+from rtool.runs import store
+from rtool.runs.config import RunsConfig, RunWatch
+from rtool.runs.health import crash_loop
+from rtool.runs.logtail import UntrustedFile, read_tail, tail_lines
+from rtool.runs.model import Attempt, Ledger
+from rtool.runs.records import BatchRecord, read_records, records_path
+
+log = logging.getLogger(__name__)
+
+
+def log_path(pattern: str, a: Attempt, job_name: str) -> str:
+    """Slurm's filename pattern for this attempt (%j %A %a %x %%)."""
+    array = a.array_job_id or a.job_id.split("_")[0]
+    task = str(a.array_task_id) if a.array_task_id is not None else "4294967294"
+    subs = {"j": a.job_id_raw or a.job_id, "A": array, "a": task, "x": job_name, "%": "%"}
+    out, i = [], 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "%" and i + 1 < len(pattern) and pattern[i + 1] in subs:
+            out.append(subs[pattern[i + 1]])
+            i += 2
+        else:
+            out.append(c)
+            i += 1
+    return os.path.expanduser("".join(out))
+
+
+def log_reader(spec: RunWatch, limit: int) -> ledger_mod.LogReader | None:
+    pattern = spec.log
+    if not pattern:
+        return None
+
+    def read(a: Attempt) -> tuple[str, tuple[str, ...]] | None:
+        path = log_path(pattern, a, spec.slurm_name)
+        try:
+            return path, tail_lines(read_tail(path, limit))
+        except FileNotFoundError:
+            return None
+        except (UntrustedFile, OSError) as exc:
+            log.info("run %s: not reading %s: %s", spec.name, path, exc)
+            return None
+
+    return read
+
+
+def _sacct(spec: RunWatch, slurm: Slurm, prev: Ledger | None, now: float) -> list[SacctRecord]:
+    """The run's accounting records since the lookback (or its first known attempt)."""
+    since = now - spec.lookback
+    firsts = [a.queued_at or a.started for a in (prev.attempts if prev else [])]
+    known = [t for t in firsts if t is not None]
+    if known:
+        since = min(since, min(known) - 60)
+    recs = slurm.sacct(names=[spec.slurm_name], since=since, all_attempts=True)
+    return [r for r in recs if r.name == spec.slurm_name]
+
+
+def _heartbeat(spec: RunWatch) -> tuple[Heartbeat | None, str]:
+    if not spec.heartbeat:
+        return None, ""
+    try:
+        hb = read_heartbeat(os.path.expanduser(spec.heartbeat))
+    except HeartbeatFormatError as exc:
+        return None, f"heartbeat unreadable: {exc}"
+    if hb is not None and hb.run not in (None, spec.name):
+        return None, f"heartbeat belongs to run {hb.run!r}"
+    return hb, ""
+
+
+def _records(spec: RunWatch) -> tuple[list[BatchRecord], str]:
+    path = records_path(spec.heartbeat, spec.records)
+    if not path:
+        return [], ""
+    try:
+        return read_records(os.path.expanduser(path)), ""
+    except OSError as exc:
+        return [], f"records not read: {exc}"
+
+
+def refresh(
+    spec: RunWatch,
+    *,
+    state: StateDir,
+    slurm: Slurm | None,
+    queue: Sequence[SqueueJob],
+    now: float,
+    runs_cfg: RunsConfig | None = None,
+    save: bool = True,
+) -> Ledger:
+    """The run's ledger rebuilt from every source, stored in the state dir.
+
+    Raises SlurmError only when squeue-independent sources cannot be had either (never for a
+    missing accounting: that is degraded mode)."""
+    cfg = runs_cfg or RunsConfig()
+    prev = store.load(state, spec.name)
+    notes: list[str] = []
+    sacct = None
+    if spec.accounting == "auto" and slurm is not None:
+        try:
+            sacct = _sacct(spec, slurm, prev, now)
+        except AccountingDisabled:
+            notes.append(ledger_mod.DEGRADED_NOTE)
+        except SlurmError as exc:
+            notes.append(f"sacct failed ({exc}); {ledger_mod.DEGRADED_NOTE}")
+    else:
+        notes.append(ledger_mod.DEGRADED_NOTE)
+    hb, why = _heartbeat(spec)
+    recs, why2 = _records(spec)
+    notes += [n for n in (why, why2) if n]
+    done = bool(spec.heartbeat) and os.path.exists(os.path.expanduser(f"{spec.heartbeat}.done"))
+    inputs = ledger_mod.Inputs(
+        run=spec.name,
+        now=now,
+        sacct=sacct,
+        records=recs,
+        heartbeat=hb,
+        queue=[j for j in queue if j.name == spec.slurm_name],
+        done=done,
+        total_steps=spec.total_steps,
+        note="; ".join(notes),
+    )
+    led = ledger_mod.build(prev, inputs, log_reader(spec, int(cfg.log_tail)), cfg.patterns())
+    looping = crash_loop(led, spec.crash_loop, spec.short) is not None
+    led.crash_loop_at = (led.crash_loop_at or now) if looping else None
+    if save:
+        with state.lock(f"run-{store.ledger_file(spec.name).replace('/', '-')}"):
+            store.save(state, led)
+    return led

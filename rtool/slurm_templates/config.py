@@ -1,0 +1,81 @@
+"""[submit] and [switches] config sections (owned by slurm_templates).
+
+```toml
+[submit]
+partition = "gpu"
+account = "myproj"
+time = "20:00:00"          # or 20h
+signal = "B:USR1@600"      # [B:][R:]SIG@SECONDS; the batch shell forwards it
+array = "1-10%1"           # default array for every submission (none when unset)
+requeue = false
+launcher = "torchrun --nproc-per-node 8"   # wraps the Python script (default: plain python)
+python = "python"
+max_requeues = 3           # bound of --auto-requeue
+template_dir = "~/rtool-templates"          # templates here override the shipped ones by name
+extra_lines = ["#SBATCH --qos=high", "module load cuda/12.4"]   # #SBATCH lines, or shell lines
+
+[switches]
+kill = "~/runs/kill-switch"   # default: kill-switch in the submission directory
+save = "~/runs/save-switch"   # default: save-switch in the submission directory
+group_writable = false        # true: folders 2775, switches 664 (colleagues may stop a run)
+```
+"""
+
+from __future__ import annotations
+
+from pydantic import field_validator
+
+from rtool.core.config.types import Section
+from rtool.slurm_templates import specs
+
+
+class SubmitConfig(Section):
+    partition: str | None = None
+    account: str | None = None
+    time: str | None = None
+    signal: str | None = "B:USR1@600"
+    array: str | None = None
+    requeue: bool = False
+    launcher: str | None = None
+    python: str = "python"
+    max_requeues: int = 3
+    extra_lines: list[str] = []
+    template_dir: str | None = None
+
+    @field_validator("time")
+    @classmethod
+    def _time(cls, value: str | None) -> str | None:
+        return specs.validate_time(value) if value else value
+
+    @field_validator("signal")
+    @classmethod
+    def _signal(cls, value: str | None) -> str | None:
+        return specs.validate_signal(value).sbatch() if value else value
+
+    @field_validator("array")
+    @classmethod
+    def _array(cls, value: str | None) -> str | None:
+        return specs.validate_array(value) if value else value
+
+    @field_validator("partition", "account")
+    @classmethod
+    def _words(cls, value: str | None) -> str | None:
+        return specs.validate_words(value, "value") if value else value
+
+    @field_validator("max_requeues")
+    @classmethod
+    def _positive(cls, value: int) -> int:
+        return specs.validate_count(value, "max_requeues")
+
+    @field_validator("extra_lines")
+    @classmethod
+    def _lines(cls, value: list[str]) -> list[str]:
+        return [specs.check_text(line, "extra line") for line in value]
+
+
+class SwitchesConfig(Section):
+    kill: str | None = None
+    save: str | None = None
+    #: Let the group write switch folders and files (colleagues may stop a run). Off: a
+    #: group-writable switch folder is refused, since any member could plant a symlink there.
+    group_writable: bool = False

@@ -1,0 +1,196 @@
+"""What `rtool submit` submits: the request, merged with the config and the user's own batch
+script, becomes a validated `TrainingJob` (pure: reads the script file, runs no command).
+
+Precedence: command line > the script's own `#SBATCH` lines > the `[submit]` config.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shlex
+from pathlib import Path
+from typing import Any
+
+from rtool.core.safeio import UnsafeFileError, read_bounded
+from rtool.slurm_templates import specs
+from rtool.slurm_templates.batchfile import BatchScript, override, parse_batch_script
+from rtool.slurm_templates.config import SubmitConfig, SwitchesConfig
+from rtool.slurm_templates.request import SubmitRequest, Use, declared, overridden_sbatch
+from rtool.slurm_templates.training import TrainingJob
+
+#: A training or batch script larger than this is not a script.
+MAX_SCRIPT = 4 * 1024 * 1024
+
+BATCH_SUFFIXES = (".slurm", ".sbatch", ".sh", ".bash")
+
+
+def switch_path(given: str | None, configured: str | None, default: str, cwd: Path) -> str:
+    """An absolute switch path: the option, else the config, else `default` in `cwd`."""
+    raw = given or configured or default
+    path = Path(raw).expanduser()
+    return str(path if path.is_absolute() else (cwd / path))
+
+
+def is_batch_script(path: Path, text: str) -> bool:
+    """A Python training script, or an existing sbatch script?"""
+    if path.suffix == ".py":
+        return False
+    if path.suffix in BATCH_SUFFIXES:
+        return True
+    first = text.splitlines()[0] if text else ""
+    if first.startswith("#!") and "python" in first:
+        return False
+    if first.startswith("#!") or "#SBATCH" in text:
+        return True
+    raise specs.SpecError(
+        f"{path}: neither a Python script (.py) nor a batch script (.slurm, .sbatch, .sh)"
+    )
+
+
+def build_job(req: SubmitRequest, cfg: SubmitConfig, sw: SwitchesConfig, cwd: Path) -> TrainingJob:
+    """The validated job for a request (raises SpecError with one line)."""
+    path = req.script if req.script.is_absolute() else cwd / req.script
+    try:
+        text = read_bounded(path, MAX_SCRIPT)
+    except UnsafeFileError as exc:
+        raise specs.SpecError(str(exc)) from None
+    except OSError as exc:
+        raise specs.SpecError(f"cannot read {req.script}: {exc.strerror}") from None
+    batch = parse_batch_script(text, str(req.script)) if is_batch_script(path, text) else None
+    own = batch.options if batch else {}
+
+    def pick(cli: str | None, name: str, config: str | None = None) -> str | None:
+        return cli or own.get(name) or config
+
+    array = pick(req.array, "array", cfg.array)
+    time = pick(req.time, "time", cfg.time)
+    explicit = req.signal or own.get("signal") or ("signal" in cfg.model_fields_set)
+    signal = pick(req.signal, "signal", cfg.signal)
+    spec, notes = _signal(signal, time, bool(explicit))
+    more_sbatch, more_env = _declared_extras(req, own, cfg)
+    sbatch_lines, setup_lines = _split_extra(cfg.extra_lines)
+    job_name = pick(req.job_name, "job-name") or path.stem
+    job = TrainingJob(
+        job_name=job_name,
+        time=time,
+        partition=pick(req.partition, "partition", cfg.partition),
+        account=pick(req.account, "account", cfg.account),
+        output=None if "output" in own else _output(job_name, array),
+        extra_sbatch=sbatch_lines,
+        setup_lines=setup_lines,
+        kill_switch=switch_path(req.kill_switch, sw.kill, "kill-switch", cwd),
+        save_switch=switch_path(req.save_switch, sw.save, "save-switch", cwd),
+        script=None if batch else str(path),
+        python=req.python or cfg.python,
+        launcher=_words(req.launcher or cfg.launcher or "", "launcher"),
+        script_args=_words(req.script_args or "", "script arguments"),
+        body=batch.body if batch else None,
+        header_lines=_header(batch, req, more_sbatch) if batch else [],
+        array=array,
+        signal=spec,
+        notes=notes,
+        requeue=_requeue(req.requeue, own, cfg),
+        dependency=f"afterany:{specs.validate_job_id(req.after)}" if req.after else None,
+        max_requeues=(
+            cfg.max_requeues
+            if req.max_requeues is None
+            else specs.validate_count(req.max_requeues, "max-requeues")
+        ),
+        heartbeat=_abs(req.heartbeat, cwd),
+        more_sbatch=more_sbatch,
+        more_env=more_env,
+        **{f.name: getattr(req, f.name) for f, opt in declared(type(req)) if opt.use is Use.JOB},
+    )
+    for arg in req.extra_args:
+        specs.check_text(arg, "sbatch argument")
+    return job
+
+
+def _signal(
+    signal: str | None, time: str | None, explicit: bool
+) -> tuple[specs.SignalSpec | None, list[str]]:
+    """The warning signal; the built-in default's lead shrinks to fit a short time limit (and
+    says so), while a lead the user chose is kept (and refused by TrainingJob if it cannot work)."""
+    if not signal:
+        return None, []
+    spec = specs.validate_signal(signal)
+    limit = specs.time_seconds(time) if time else None
+    if explicit or limit is None:
+        return spec, []
+    lead = specs.default_signal_lead(limit, spec.lead)
+    if lead == spec.lead:
+        return spec, []
+    chosen = dataclasses.replace(spec, lead=lead)
+    note = (
+        f"the time limit {time} is short: the warning signal comes {lead} s before it "
+        f"({chosen.sbatch()}) instead of the default {spec.lead} s; --signal chooses another"
+    )
+    return chosen, [note]
+
+
+def _requeue(given: bool | None, own: dict[str, str | None], cfg: SubmitConfig) -> bool | None:
+    """--requeue/--no-requeue, else the script's own line, else True when the config says so."""
+    if given is not None:
+        return given
+    if "requeue" in own:
+        return True
+    if "no-requeue" in own:
+        return False
+    return True if cfg.requeue else None
+
+
+def _declared_extras(
+    req: SubmitRequest, own: dict[str, str | None], cfg: SubmitConfig
+) -> tuple[list[tuple[str, str | None]], list[tuple[str, str]]]:
+    """The `#SBATCH` options and shim variables of the `Use.SBATCH` / `Use.ENV` declarations."""
+    sbatch: list[tuple[str, str | None]] = []
+    env: list[tuple[str, str]] = []
+    for f, opt in declared(type(req)):
+        if opt.use not in (Use.SBATCH, Use.ENV):
+            continue
+        value: Any = getattr(req, f.name)
+        if value in (None, False) and opt.sbatch and opt.use is Use.SBATCH:
+            value = own.get(opt.sbatch, True) if opt.sbatch in own else None
+        if value in (None, False) and opt.config:
+            value = getattr(cfg, opt.config)
+        if value in (None, False):
+            continue
+        if opt.check is not None and value is not True:
+            value = opt.check(value)
+        if opt.use is Use.SBATCH and opt.sbatch:
+            sbatch.append((opt.sbatch, None if value is True else str(value)))
+        elif opt.env:
+            env.append((opt.env, "1" if value is True else str(value)))
+    return sbatch, env
+
+
+def _header(
+    batch: BatchScript, req: SubmitRequest, more_sbatch: list[tuple[str, str | None]]
+) -> list[str]:
+    """The user's header lines, with the ones rtool sets itself commented out."""
+    return override(batch.header, overridden_sbatch(req) | {name for name, _ in more_sbatch})
+
+
+def _output(job_name: str, array: str | None) -> str:
+    """`%x-%A_%a.out` for arrays, `%x-%j.out` otherwise (`slurm-...` if the name has a `/`)."""
+    prefix = "slurm" if "/" in job_name else "%x"
+    return f"{prefix}-%A_%a.out" if array else f"{prefix}-%j.out"
+
+
+def _split_extra(lines: list[str]) -> tuple[list[str], list[str]]:
+    sbatch = [line for line in lines if line.lstrip().startswith("#SBATCH")]
+    return sbatch, [line for line in lines if not line.lstrip().startswith("#SBATCH")]
+
+
+def _words(text: str, what: str) -> list[str]:
+    try:
+        return shlex.split(text)
+    except ValueError as exc:
+        raise specs.SpecError(f"{what} {text!r}: {exc}") from None
+
+
+def _abs(path: str | None, cwd: Path) -> str | None:
+    if not path:
+        return None
+    p = Path(path).expanduser()
+    return str(p if p.is_absolute() else cwd / p)

@@ -1,0 +1,176 @@
+"""The training job (`training.slurm.j2`): array, signal forwarding, switches, auto-requeue."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass, field
+
+from rtool.slurm_templates import specs
+from rtool.slurm_templates.jobs import SlurmJob
+from rtool.slurm_templates.renderer import ShellCode
+
+#: Exit code with which the training step asks the batch script to requeue the job
+#: (auto-requeue mode); exported as RTOOL_REQUEUE_EXIT_CODE. Must equal
+#: rtool.shim.REQUEUE_EXIT_CODE (not imported here: the shim lives in the training env).
+REQUEUE_EXIT_CODE = 85
+_ENV_NAME = re.compile(r"^RTOOL_[A-Z0-9_]+$")
+
+
+@dataclass
+class TrainingJob(SlurmJob):
+    """A training run: `srun [LAUNCHER...] PYTHON SCRIPT ARGS` or the body of a user's batch
+    script, wrapped in rtool's prelude (switch exports, kill-switch check, signal trap)."""
+
+    kill_switch: str = "kill-switch"
+    save_switch: str = "save-switch"
+    #: A Python script to run (absolute path), or None when `body` is given.
+    script: str | None = None
+    python: str = "python"
+    launcher: list[str] = field(default_factory=list)
+    script_args: list[str] = field(default_factory=list)
+    #: The commands of a user's own batch script (run as a function, in the background).
+    body: str | None = None
+    #: The user's own header lines (comments, `#SBATCH` lines), kept as written.
+    header_lines: list[str] = field(default_factory=list)
+    #: Shell lines from the config run before the training command (`module load cuda`).
+    setup_lines: list[str] = field(default_factory=list)
+    array: str | None = None
+    nodes: int | None = None
+    gpus_per_node: int | None = None
+    signal: specs.SignalSpec | None = None
+    requeue: bool | None = None
+    dependency: str | None = None
+    exclude: str | None = None
+    open_mode: str | None = None
+    auto_requeue: bool = False
+    max_requeues: int = 3
+    heartbeat: str | None = None
+    exit_before_end: str | None = None
+    #: `#SBATCH` options of `Use.SBATCH` declarations (rtool/slurm_templates/request.py), in order.
+    more_sbatch: list[tuple[str, str | None]] = field(default_factory=list)
+    #: Variables of `Use.ENV` declarations, exported for the shim after the built-in ones.
+    more_env: list[tuple[str, str]] = field(default_factory=list)
+    #: The pre-flight command (argv) run before training, or None (nodes.preflight).
+    preflight: list[str] | None = None
+    template: str = "training.slurm.j2"
+    #: What rtool chose for the user (e.g. a shorter default signal lead), said on stderr.
+    notes: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self._validate_run()
+        self._validate_more()
+        if self.array:
+            self.array = specs.validate_array(self.array)
+        for what in ("nodes", "gpus_per_node"):
+            value = getattr(self, what)
+            if value is not None:
+                specs.validate_positive(value, what.replace("_", "-"))
+        if self.exclude:
+            specs.validate_nodelist(self.exclude)
+        if self.dependency:
+            kind, _, job_id = self.dependency.partition(":")
+            if kind not in ("afterany", "afterok", "afternotok", "after", "singleton"):
+                raise specs.SpecError(f"dependency {self.dependency!r}: unknown kind {kind!r}")
+            if job_id:
+                specs.validate_job_id(job_id)
+        if self.open_mode not in (None, "append", "truncate"):
+            raise specs.SpecError(f"open mode {self.open_mode!r}: append or truncate")
+        if self.exit_before_end:
+            self.exit_before_end = _exit_before_end(self.exit_before_end)
+        self._validate_signal()
+        self._validate_requeue()
+
+    def _validate_run(self) -> None:
+        if (self.script is None) == (self.body is None):
+            raise specs.SpecError("a training job needs exactly one of a script or a batch body")
+        # Paths, launcher and arguments only reach the shell part, always through `q`:
+        # even a newline in them is harmless there, so they are not restricted.
+        self.setup_lines = [
+            ShellCode(specs.check_text(line, "setup line")) for line in self.setup_lines
+        ]
+        if self.body is not None:
+            self.body = ShellCode(self.body)
+        self.header_lines = [
+            ShellCode(specs.check_text(line, "header line")) for line in self.header_lines
+        ]
+
+    def _validate_more(self) -> None:
+        for _, value in self.more_sbatch:
+            if value is not None:
+                specs.check_text(value, "sbatch value")
+        for name, _ in self.more_env:
+            if not _ENV_NAME.match(name):
+                raise specs.SpecError(f"variable name {name!r}: expected RTOOL_NAME")
+        self.more_env = [(ShellCode(name), value) for name, value in self.more_env]
+
+    def _validate_signal(self) -> None:
+        if self.signal is None or not self.time:
+            return
+        limit = specs.time_seconds(self.time)
+        if limit is not None and self.signal.lead >= limit:
+            fits = specs.default_signal_lead(limit, self.signal.lead)
+            hint = dataclasses.replace(self.signal, lead=fits).sbatch()
+            raise specs.SpecError(
+                f"signal lead time {self.signal.lead}s is not shorter than the time limit "
+                f"{self.time}: the signal would come at the start (e.g. --signal {hint})"
+            )
+
+    def _validate_requeue(self) -> None:
+        if not self.auto_requeue:
+            return
+        if self.array:
+            raise specs.SpecError("--auto-requeue is for jobs without --array (an array requeues)")
+        if self.requeue is False:
+            raise specs.SpecError("--auto-requeue needs a requeueable job (drop --no-requeue)")
+        specs.validate_count(self.max_requeues, "max-requeues")
+        self.requeue = True
+        self.open_mode = self.open_mode or "append"
+
+    @property
+    def command_prefix(self) -> list[str]:
+        """What runs the script under srun: the launcher (`torchrun ...`), else the python."""
+        return self.launcher or [self.python]
+
+    @property
+    def requeue_exit_code(self) -> int:
+        return REQUEUE_EXIT_CODE
+
+    @property
+    def shim_signals(self) -> str:
+        """RTOOL_SIGNALS for the shim: the chosen signal, and TERM (sent at cancel/time out)."""
+        names = [self.signal.name] if self.signal else []
+        return ",".join(dict.fromkeys([*names, "TERM"]))
+
+    def sbatch_options(self) -> list[tuple[str, str | None]]:
+        pairs = super().sbatch_options()
+        for opt, value in (
+            ("array", self.array),
+            ("nodes", self.nodes),
+            ("gpus-per-node", self.gpus_per_node),
+            ("signal", self.signal.sbatch() if self.signal else None),
+            ("dependency", self.dependency),
+            ("exclude", self.exclude),
+            ("open-mode", self.open_mode),
+        ):
+            if value is not None:
+                pairs.append((opt, str(value)))
+        if self.requeue is not None:
+            pairs.append(("requeue" if self.requeue else "no-requeue", None))
+        return [*pairs, *self.more_sbatch]
+
+
+def _exit_before_end(value: str) -> str:
+    """The shim's RTOOL_EXIT_BEFORE_END: `auto`, `off` or a duration (`10m`)."""
+    from rtool.core.units import UnitError, parse_duration
+
+    if value in ("auto", "off"):
+        return value
+    try:
+        parse_duration(value)
+    except UnitError:
+        raise specs.SpecError(
+            f"exit-before-end {value!r}: auto, off or a duration like 10m"
+        ) from None
+    return value

@@ -1,0 +1,261 @@
+"""The small interface every watchdog satisfies, and what a check returns.
+
+A watchdog is built from its config entries (specs). The runner calls `probe(env)` (I/O, with
+timeouts, may read and append the watchdog's own history in the state dir) and then the pure
+`check(probe_output, now)`, which turns the observation into `CheckResult`s. Nothing here prints,
+alerts or exits.
+"""
+
+from __future__ import annotations
+
+import enum
+import threading
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
+
+from rtool.core.alert import Alert, AlertKey, Status
+from rtool.watchdogs.metrics import Measure
+
+if TYPE_CHECKING:
+    from rtool.core.slurm import Slurm, SqueueJob
+    from rtool.core.state import StateDir
+
+
+class ActionKind(enum.Enum):
+    DUMP = "dump"  # attach a py-spy dump of `pid`, or of the python processes of `job`
+    REQUEUE = "requeue"  # scontrol requeue `job`
+    HOLD = "hold"  # scontrol hold `job`
+    SIGNAL = "signal"  # scancel --signal=`signal` --full `job`
+
+
+@dataclass(frozen=True)
+class Action:
+    """A side effect a result asks the runner for (rtool/watchdogs/actions.py carries it out)."""
+
+    kind: ActionKind
+    job: str | None = None
+    pid: int | None = None
+    signal: str | None = None  # without SIG: USR1
+
+    @classmethod
+    def dump_pid(cls, pid: int) -> Action:
+        return cls(ActionKind.DUMP, pid=pid)
+
+    @classmethod
+    def dump_job(cls, job: str) -> Action:
+        return cls(ActionKind.DUMP, job=job)
+
+    @classmethod
+    def requeue(cls, job: str) -> Action:
+        return cls(ActionKind.REQUEUE, job=job)
+
+    @classmethod
+    def hold(cls, job: str) -> Action:
+        return cls(ActionKind.HOLD, job=job)
+
+    @classmethod
+    def send(cls, signal: str, job: str) -> Action:
+        return cls(ActionKind.SIGNAL, job=job, signal=signal)
+
+    def __str__(self) -> str:
+        """`dump:pid:12`, `dump:job:34`, `requeue:34`, `signal:USR1:34` (logs, done marks)."""
+        if self.kind is ActionKind.DUMP:
+            return f"dump:pid:{self.pid}" if self.pid is not None else f"dump:job:{self.job}"
+        if self.kind is ActionKind.SIGNAL:
+            return f"signal:{self.signal}:{self.job}"
+        return f"{self.kind.value}:{self.job}"
+
+
+@dataclass
+class CheckResult:
+    """One status line: `DISK CRITICAL - /scratch 91% used (limit 80%)`.
+
+    watchdog: `disk`, `job` ...; what: the watched thing (`/scratch`, a job name, a path);
+    the alert key is `<watchdog>:<what>`. `actions` are side effects the runner carries out
+    (py-spy dump, requeue, hold, signal), at most once per `action_token`.
+    """
+
+    watchdog: str
+    what: str
+    status: Status
+    summary: str
+    fields: dict[str, str] = field(default_factory=dict)
+    actions: list[Action] = field(default_factory=list)
+    action_token: str | None = None
+    #: numbers for perfdata and Prometheus (attached by watchdogs.metric_sources)
+    measures: list[Measure] = field(default_factory=list)
+
+    @property
+    def key(self) -> str:
+        return str(AlertKey(self.watchdog, self.what))
+
+    @property
+    def line(self) -> str:
+        return f"{self.watchdog.upper()} {self.status.name} - {self.summary}"
+
+    def to_alert(self, now: float) -> Alert:
+        return Alert(self.key, self.status, self.summary, dict(self.fields), now)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "key": self.key,
+            "watchdog": self.watchdog,
+            "what": self.what,
+            "status": self.status.name,
+            "code": int(self.status),
+            "summary": self.summary,
+            "fields": self.fields,
+            "measures": [
+                {"metric": m.metric.info.prom, "label": m.label(self.what), "value": m.value}
+                for m in self.measures
+            ],
+        }
+
+
+@dataclass(frozen=True)
+class SqueueQuery:
+    """What a watchdog needs from the one squeue call of a sweep (None = no filter)."""
+
+    names: frozenset[str] | None = None
+    users: frozenset[str] | None = None
+
+    @staticmethod
+    def union(queries: list[SqueueQuery]) -> SqueueQuery:
+        """One query that returns every job any of `queries` would return."""
+        names: set[str] | None = set()
+        users: set[str] | None = set()
+        for q in queries:
+            names = None if names is None or q.names is None else names | q.names
+            users = None if users is None or q.users is None else users | q.users
+        return SqueueQuery(
+            frozenset(names) if names is not None else None,
+            frozenset(users) if users is not None else None,
+        )
+
+
+class ProbeEnv:
+    """What probes may use: the Slurm layer (one squeue call per sweep), the state dir."""
+
+    def __init__(
+        self, slurm: Slurm | None, state: StateDir, query: SqueueQuery | None = None
+    ) -> None:
+        self.slurm = slurm
+        self.state = state
+        self.query = query or SqueueQuery()
+        self._lock = threading.Lock()
+        self._jobs: list[SqueueJob] | None = None
+        self._error: Exception | None = None
+
+    def jobs(self) -> list[SqueueJob]:
+        """The sweep's squeue snapshot (one call, shared by every watchdog; raises SlurmError)."""
+        with self._lock:
+            if self._jobs is None and self._error is None:
+                try:
+                    self._jobs = self._squeue()
+                except Exception as exc:
+                    self._error = exc
+            if self._error is not None:
+                raise self._error
+            assert self._jobs is not None
+            return self._jobs
+
+    def _squeue(self) -> list[SqueueJob]:
+        if self.slurm is None:
+            from rtool.core.slurm import Slurm
+
+            self.slurm = Slurm()
+        q = self.query
+        return self.slurm.squeue(
+            names=sorted(q.names) if q.names else None,
+            users=sorted(q.users) if q.users else None,
+        )
+
+
+class Watchdog(Protocol):
+    """What the runner needs of a watchdog (`SpecWatchdog` is the base that provides it)."""
+
+    name: ClassVar[str]
+
+    def targets(self) -> list[str]:
+        """The `what` of every result it produces (used when its probe crashes)."""
+        ...
+
+    def squeue_query(self) -> SqueueQuery | None:
+        """The jobs it needs from the sweep's squeue call, or None when it needs none."""
+        ...
+
+    def probe(self, env: ProbeEnv) -> Any:
+        """Observe (with timeouts); never raises for an expected failure, records it instead."""
+        ...
+
+    def check(self, probe_output: Any, now: float) -> list[CheckResult]:
+        """Pure: results for one observation."""
+        ...
+
+
+SpecT = TypeVar("SpecT")
+
+
+class SpecWatchdog(Generic[SpecT]):
+    """The base of every watchdog built from config entries (specs).
+
+    A new watchdog is one module with a subclass and one line in `rtool.watchdogs.registry`:
+
+        class FooWatch(Section):              # its [[watch.foo]] entry (and `rtool watch foo`
+            path: str                         # flags: required fields are arguments,
+            limit: Percent = Field(90.0, description="Used above -> CRITICAL.")  # others --x)
+
+        class FooWatchdog(SpecWatchdog[FooWatch]):
+            name = "foo"
+            spec = FooWatch
+            def target(self, spec): return spec.path
+            def probe(self, env): ...         # I/O, bounded by self.timeout_of(spec)
+            def check(self, probe_output, now): ...   # pure: list[CheckResult]
+    """
+
+    #: The watchdog's name: `rtool watch NAME`, `[[watch.NAME]]`, the alert keys' prefix.
+    name: ClassVar[str]
+    #: Its config entry type (a `Section`), or None when it has no `[[watch.NAME]]` entries.
+    spec: ClassVar[type[Any]]
+    #: Whether `[[watch.NAME]]` entries configure it (the [watch] section gets a field).
+    in_config: ClassVar[bool] = True
+
+    def __init__(self, specs: list[SpecT], timeout: float = 10.0) -> None:
+        self.specs = specs
+        self.timeout = timeout
+
+    @classmethod
+    def from_entries(cls, entries: list[Any], timeout: float, config: Any) -> SpecWatchdog[Any]:
+        """The watchdog of its `[[watch.NAME]]` entries (`config`: the app config or None)."""
+        return cls(entries, timeout).configure(config)
+
+    def configure(self, config: Any) -> SpecWatchdog[SpecT]:
+        """Hook for a watchdog that needs another section of the app config (`Config`)."""
+        return self
+
+    def target(self, spec: SpecT) -> str:
+        """The `what` of a spec's results: `/scratch`, a job name."""
+        raise NotImplementedError
+
+    def targets(self) -> list[str]:
+        return [self.target(s) for s in self.specs]
+
+    def squeue_query(self) -> SqueueQuery | None:
+        return None
+
+    def timeout_of(self, spec: SpecT) -> float:
+        """The spec's own `timeout`, else the watchdog's."""
+        return float(getattr(spec, "timeout", None) or self.timeout)
+
+    def max_timeout(self) -> float:
+        return max([self.timeout, *(self.timeout_of(s) for s in self.specs)])
+
+    def probe(self, env: ProbeEnv) -> Any:
+        raise NotImplementedError
+
+    def check(self, probe_output: Any, now: float) -> list[CheckResult]:
+        raise NotImplementedError
+
+
+def unknown(watchdog: str, what: str, why: str) -> CheckResult:
+    return CheckResult(watchdog, what, Status.UNKNOWN, f"{what}: {why}", {"error": why})

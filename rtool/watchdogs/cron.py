@@ -1,0 +1,128 @@
+"""cron: who watches the watchman. CRITICAL when the cron chain's last tick is older than its
+period plus a grace, or when no scheduler job is queued or running (one squeue call);
+UNKNOWN when squeue fails."""
+
+from __future__ import annotations
+
+import getpass
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rtool.core.alert import Status
+from rtool.core.proc import ProcError
+from rtool.core.slurm import SqueueJob
+from rtool.core.units import format_duration
+from rtool.cron.chain import active_jobs
+from rtool.cron.config import CronConfig
+from rtool.cron.store import CronStore, chain_name, resolve_dir
+from rtool.watchdogs.base import CheckResult, ProbeEnv, SpecWatchdog, SqueueQuery
+from rtool.watchdogs.config import CronWatchEntry
+
+
+@dataclass(frozen=True)
+class CronWatch:
+    """One cron chain to watch: its folder, its tick period and the grace after it."""
+
+    dir: Path
+    period: float
+    grace: float
+
+
+def spec_from_config(cfg: CronConfig, directory: Path, grace: float | None = None) -> CronWatch:
+    return CronWatch(directory, cfg.tick_period, cfg.grace if grace is None else grace)
+
+
+def specs_from_entries(entries: list[CronWatchEntry], cfg: CronConfig) -> list[CronWatch]:
+    """`[[watch.cron]]` entries as specs; what an entry leaves out comes from `[cron]`."""
+    return [spec_from_config(cfg, resolve_dir(e.dir or cfg.dir), e.grace) for e in entries]
+
+
+@dataclass
+class CronObservation:
+    heartbeats: dict[str, dict[str, Any] | None]  # dir -> heartbeat
+    jobs: list[SqueueJob] | None  # None: squeue failed
+    error: str | None = None
+
+
+class CronWatchdog(SpecWatchdog[CronWatch]):
+    name = "cron"
+    #: Its `[[watch.cron]]` entries leave out what `[cron]` gives (see `from_entries`).
+    spec = CronWatchEntry
+
+    @classmethod
+    def from_entries(cls, entries: list[Any], timeout: float, config: Any) -> CronWatchdog:
+        cron = getattr(config, "cron", None) or CronConfig()
+        return cls(specs_from_entries(entries, cron), timeout)
+
+    def target(self, spec: CronWatch) -> str:
+        return str(spec.dir)
+
+    def squeue_query(self) -> SqueueQuery | None:
+        names = frozenset(chain_name(s.dir) for s in self.specs)
+        return SqueueQuery(names=names, users=frozenset([getpass.getuser()]))
+
+    def probe(self, env: ProbeEnv) -> CronObservation:
+        beats = {str(s.dir): CronStore(env.state, s.dir).read_heartbeat() for s in self.specs}
+        try:
+            return CronObservation(beats, env.jobs())
+        except ProcError as exc:  # SlurmError, SlurmTimeout
+            return CronObservation(beats, None, str(exc))
+
+    def check(self, probe_output: CronObservation, now: float) -> list[CheckResult]:
+        out = []
+        for s in self.specs:
+            what = str(s.dir)
+            beat = probe_output.heartbeats.get(what)
+            obs = _one(beat, probe_output)
+            out.append(check_cron(what, chain_name(s.dir), obs, s.period, s.grace, now))
+        return out
+
+
+@dataclass
+class ChainObservation:
+    heartbeat: dict[str, Any] | None
+    jobs: list[SqueueJob] | None
+    error: str | None = None
+
+
+def _one(beat: dict[str, Any] | None, obs: CronObservation) -> ChainObservation:
+    return ChainObservation(beat, obs.jobs, obs.error)
+
+
+def check_cron(
+    what: str, job_name: str, obs: ChainObservation, period: float, grace: float, now: float
+) -> CheckResult:
+    """Pure: the status of one cron chain from its heartbeat and the squeue snapshot."""
+    beat = obs.heartbeat or {}
+    tick = beat.get("time") if isinstance(beat.get("time"), (int, float)) else None
+    last = _latest(tick, beat.get("started"))
+    fields = {"dir": what, "job_name": job_name, "period": format_duration(period)}
+    if last is not None:
+        age = max(0.0, now - last)
+        fields["last_tick_age"] = format_duration(age)
+        if age > period + grace:
+            label = "last tick" if tick == last else "started with no tick since,"
+            limit = format_duration(period + grace)
+            summary = f"{what}: {label} {format_duration(age)} ago (limit {limit})"
+            return CheckResult("cron", what, Status.CRITICAL, summary, fields)
+    if obs.jobs is None:
+        return CheckResult(
+            "cron", what, Status.UNKNOWN, f"{what}: squeue failed: {obs.error}", fields
+        )
+    chain = active_jobs(obs.jobs, job_name)
+    if not chain:
+        why = f": {beat['queue_error']}" if beat.get("queue_error") else ""
+        summary = f"{what}: no scheduler job queued or running ({job_name}){why}"
+        return CheckResult("cron", what, Status.CRITICAL, summary, fields)
+    fields["jobs"] = ",".join(f"{j.job_id}:{j.state}" for j in chain)
+    if tick is None:
+        return CheckResult("cron", what, Status.OK, f"{what}: chain queued, no tick yet", fields)
+    summary = f"{what}: last tick {format_duration(max(0.0, now - tick))} ago, chain queued"
+    return CheckResult("cron", what, Status.OK, summary, fields)
+
+
+def _latest(*times: Any) -> float | None:
+    """The latest of the given epoch times (None when there is none)."""
+    valid = [float(t) for t in times if isinstance(t, (int, float))]
+    return max(valid) if valid else None

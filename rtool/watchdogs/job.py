@@ -1,0 +1,259 @@
+"""job: is the training job running or queued? One squeue call per sweep for every name."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from rtool.core.alert import Status
+from rtool.core.errors import RtoolError
+from rtool.core.heartbeat import HeartbeatFormatError, RunState, read_heartbeat
+from rtool.core.proc import ProcError, run
+from rtool.core.slurm import ACTIVE_STATES, QUEUED_STATES, RUNNING_STATES, SqueueJob
+from rtool.core.units import format_duration
+from rtool.nodes.config import NodesConfig
+from rtool.nodes.store import SuspectStore
+from rtool.runs import describe, store
+from rtool.runs.model import Ledger
+from rtool.watchdogs import jobnodes
+from rtool.watchdogs.base import CheckResult, ProbeEnv, SpecWatchdog, SqueueQuery
+from rtool.watchdogs.config import JobWatch
+
+#: Pending reasons that will not clear by themselves.
+HELD = {"jobhelduser", "jobheldadmin"}
+NEVER = {
+    "dependencyneversatisfied",
+    "launch failed requeued held",
+    "badconstraints",
+    "invalidaccount",
+    "invalidqos",
+    "accountnotallowed",
+    "qosnotallowed",
+    "partitionconfig",
+}
+
+
+@dataclass
+class JobObservation:
+    jobs: list[SqueueJob] | None
+    error: str | None = None
+    own_ids: frozenset[str] = frozenset()
+    members: dict[str, list[str]] = field(default_factory=dict)
+    group_errors: dict[str, str] = field(default_factory=dict)
+    #: The stored run ledger of each watched name (the run view), when there is one.
+    runs: dict[str, Ledger] = field(default_factory=dict)
+    #: Names whose run finished (heartbeat done marker or state finished).
+    finished: set[str] = field(default_factory=set)
+    nodes: jobnodes.NodeView | None = None
+
+
+def own_job_ids(env: dict[str, str]) -> frozenset[str]:
+    """The ids squeue shows for the job this process runs in (`123`, `88_3`), if any."""
+    ids = set()
+    if env.get("SLURM_JOB_ID"):
+        ids.add(env["SLURM_JOB_ID"])
+    if env.get("SLURM_ARRAY_JOB_ID") and env.get("SLURM_ARRAY_TASK_ID"):
+        ids.add(f"{env['SLURM_ARRAY_JOB_ID']}_{env['SLURM_ARRAY_TASK_ID']}")
+    return frozenset(ids)
+
+
+def group_members(group: str, timeout: float) -> list[str]:
+    """Members of a unix group (`getent group G`, 4th field). Raises ProcError."""
+    res = run(["getent", "group", group], timeout=timeout, check=False)
+    if res.returncode != 0 or not res.stdout.strip():
+        raise ProcError(["getent", "group", group], "no such group", res.returncode)
+    members = res.stdout.strip().split(":")[3:4]
+    return [m for m in (members[0].split(",") if members else []) if m]
+
+
+class JobWatchdog(SpecWatchdog[JobWatch]):
+    name = "job"
+    spec = JobWatch
+
+    def __init__(self, specs: list[JobWatch], timeout: float = 10.0) -> None:
+        super().__init__(specs, timeout)
+        #: [nodes] (expiry, cap); `act` off: look at nodes, record and change nothing.
+        self.nodes_cfg = NodesConfig()
+        self.act = True
+
+    def configure(self, config: Any) -> JobWatchdog:
+        """Reads the app config's [nodes] section (suspect expiry, exclusion cap)."""
+        if config is not None:
+            self.nodes_cfg = config.nodes
+        return self
+
+    def target(self, spec: JobWatch) -> str:
+        return spec.name
+
+    def squeue_query(self) -> SqueueQuery | None:
+        queries = [
+            SqueueQuery(
+                names=None if s.regex else frozenset([s.name]),
+                users=frozenset(s.users) if s.users and not s.group else None,
+            )
+            for s in self.specs
+        ]
+        return SqueueQuery.union(queries) if queries else None
+
+    def probe(self, env: ProbeEnv) -> JobObservation:
+        own = own_job_ids(dict(os.environ))
+        obs = JobObservation(jobs=None, own_ids=own)
+        for group in {s.group for s in self.specs if s.group}:
+            try:
+                obs.members[group] = group_members(group, self.timeout)
+            except ProcError as exc:
+                obs.group_errors[group] = str(exc)
+        try:
+            obs.jobs = env.jobs()
+        except ProcError as exc:  # SlurmError, SlurmTimeout
+            obs.error = str(exc)
+        for s in self.specs:
+            if not s.regex and (led := store.load(env.state, s.run or s.name)) is not None:
+                obs.runs[s.name] = led
+            if s.heartbeat and heartbeat_finished(s.heartbeat):
+                obs.finished.add(s.name)
+        if obs.error is not None:
+            return obs
+        mine = [j for s in self.specs for j in matching(s, obs)]
+        names = sorted({s.name for s in self.specs if not s.regex})
+        obs.nodes = jobnodes.observe(env.slurm, mine, names, self.nodes_cfg)
+        if self.act and mine:
+            try:
+                suspects = SuspectStore(env.state, self.nodes_cfg.expiry)
+                attempts = [a for led in obs.runs.values() for a in led.attempts]
+                jobnodes.act(suspects, env.slurm, mine, obs.nodes, self.nodes_cfg, attempts)
+            except (ProcError, OSError, RtoolError) as exc:
+                obs.nodes.error = f"suspect nodes not updated: {exc}"
+        return obs
+
+    def check(self, probe_output: JobObservation, now: float) -> list[CheckResult]:
+        results = [check_one(s, probe_output, now) for s in self.specs]
+        return results + failed_nodes(self.specs, probe_output)
+
+
+def heartbeat_finished(path: str) -> bool:
+    """The training finished: its done marker exists or its heartbeat says so."""
+    full = os.path.expanduser(path)
+    if os.path.exists(f"{full}.done"):
+        return True
+    try:
+        hb = read_heartbeat(full)
+    except HeartbeatFormatError:
+        return False
+    return hb is not None and hb.state is RunState.FINISHED
+
+
+def matching(spec: JobWatch, obs: JobObservation) -> list[SqueueJob]:
+    pattern = spec.pattern()
+    users = set(spec.users) | set(obs.members.get(spec.group or "", []))
+    return [
+        j
+        for j in obs.jobs or []
+        if pattern.fullmatch(j.name)
+        and j.job_id not in obs.own_ids
+        and (not (spec.users or spec.group) or j.user in users)
+        and (spec.partition is None or j.partition == spec.partition)
+    ]
+
+
+def pending_status(
+    spec: JobWatch, job: SqueueJob, now: float, view: jobnodes.NodeView | None = None
+) -> tuple[Status, str]:
+    reason = job.reason or "no reason"
+    since = _age(job.submit_time, now)
+    waited = f" for {format_duration(since)}" if since is not None else ""
+    where = f"(job {job.job_id})"
+    note = jobnodes.node_note(job, view)
+    if note:
+        return Status.WARNING, f"pending{waited} on unavailable node(s): {note} {where}"
+    if reason.lower() in NEVER:
+        return Status.CRITICAL, f"pending{waited}, {reason}: will never start by itself {where}"
+    if reason.lower() in HELD or job.state == "REQUEUE_HOLD":
+        return Status.WARNING, f"pending{waited}, held ({reason}) until released {where}"
+    if job.state in ("SUSPENDED", "STOPPED"):
+        return Status.WARNING, f"{job.state.lower()} {where}"
+    if spec.max_pending is not None and since is not None and since > spec.max_pending:
+        limit = format_duration(spec.max_pending)
+        return Status.WARNING, f"pending{waited} (limit {limit}), reason {reason} {where}"
+    return Status.OK, f"pending{waited} ({reason}) {where}"
+
+
+def _age(ts: datetime | None, now: float) -> float | None:
+    return max(0.0, now - ts.timestamp()) if ts is not None else None
+
+
+def check_one(spec: JobWatch, obs: JobObservation, now: float) -> CheckResult:
+    name = spec.name
+    if obs.error is not None:
+        return CheckResult("job", name, Status.UNKNOWN, f"{name}: squeue failed: {obs.error}")
+    if spec.group and spec.group in obs.group_errors:
+        why = obs.group_errors[spec.group]
+        return CheckResult("job", name, Status.UNKNOWN, f"{name}: {why}", {"error": why})
+    jobs = matching(spec, obs)
+    running = [j for j in jobs if j.state in RUNNING_STATES]
+    queued = [j for j in jobs if j.state in QUEUED_STATES]
+    led = obs.runs.get(name)
+    looping = led is not None and led.crash_loop_at is not None and not led.finished
+    if running:
+        j = running[0]
+        used = format_duration(j.time_used) if j.time_used is not None else "?"
+        more = f", {len(queued)} more queued" if queued else ""
+        fields = {"job_id": j.job_id, "state": j.state, "nodes": j.nodelist, "user": j.user}
+        summary = f"{name} running (job {j.job_id}, {used}, {j.nodelist or '?'}){more}"
+        if looping and led is not None and led.last is not None:
+            fields.update(describe.fields(led.last))
+            summary += f"; the run is crash-looping: last {describe.phrase(led.last)}"
+            return CheckResult("job", name, Status.CRITICAL, summary, fields)
+        note = jobnodes.node_note(j, obs.nodes)
+        if note:
+            fields["bad_nodes"] = note
+            return CheckResult("job", name, Status.WARNING, f"{summary}; node {note}", fields)
+        return CheckResult("job", name, Status.OK, summary, fields)
+    if name in obs.finished or (led is not None and led.finished):
+        step = f" at step {led.best_step}" if led and led.best_step is not None else ""
+        return CheckResult("job", name, Status.OK, f"{name} finished{step} (the run is done)")
+    if queued:
+        verdicts = [(pending_status(spec, j, now, obs.nodes), j) for j in queued]
+        on_nodes = [v for v in verdicts if jobnodes.node_note(v[1], obs.nodes)]
+        (status, text), j = (
+            on_nodes[0] if on_nodes else min(verdicts, key=lambda v: v[0][0].severity)
+        )
+        fields = {"job_id": j.job_id, "state": j.state, "reason": j.reason or "", "user": j.user}
+        if looping and led is not None and led.last is not None:
+            fields.update(describe.fields(led.last))
+            text = f"{text}; the run is crash-looping: last {describe.phrase(led.last)}"
+            return CheckResult("job", name, Status.CRITICAL, f"{name} {text}", fields)
+        note = jobnodes.node_note(j, obs.nodes)
+        if note:
+            fields["nodes"] = note
+        elif led is not None and led.last is not None and led.last.nodes:
+            fields["nodes"] = ",".join(led.last.nodes)  # where the run last ran
+        return CheckResult("job", name, status, f"{name} {text}", fields)
+    gone = [j for j in jobs if j.state not in ACTIVE_STATES]
+    last = f" (last seen {gone[0].state}, job {gone[0].job_id})" if gone else ""
+    fields = {}
+    if led is not None and led.last is not None:
+        fields = describe.fields(led.last)
+        last += f"; last {describe.phrase(led.last)}"
+    summary = f"{name} neither running nor queued{last}"
+    return CheckResult("job", name, Status.CRITICAL, summary, fields)
+
+
+def failed_nodes(specs: list[JobWatch], obs: JobObservation) -> list[CheckResult]:
+    """One WARNING per node that failed under a watched run (NODE_FAIL), naming the node."""
+    if obs.nodes is None:
+        return []
+    out = []
+    for f in obs.nodes.failed:
+        if not any(s.pattern().fullmatch(f.run) for s in specs):
+            continue
+        why = f" ({f.reason})" if f.reason else ""
+        summary = (
+            f"{f.run}: node {f.node} failed under attempt {f.job_id} (NODE_FAIL){why}; "
+            "suspect, kept off the next attempts (rtool nodes)"
+        )
+        fields = {"node": f.node, "nodes": f.node, "job_id": f.job_id, "run": f.run}
+        out.append(CheckResult("job", f"{f.run}@{f.node}", Status.WARNING, summary, fields))
+    return out

@@ -1,0 +1,167 @@
+"""The job watchdog's view of nodes: drained or down nodes a run pends on or runs on (with
+Slurm's reason), nodes that failed under a run (NODE_FAIL), and keeping the run off them.
+
+Extra Slurm calls, only when a watched job is in the queue: one `sinfo` per sweep, one
+`scontrol show job` per job pending on unavailable nodes (at most MAX_SHOW), one `sacct` per
+sweep for the watched names (a cluster without accounting: skipped, noted). The probe records
+evidence in the suspect store and adds suspects to the run's pending jobs, unless `act` is off
+(`rtool status` only looks).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from rtool.core.errors import RtoolError
+from rtool.core.proc import ProcError
+from rtool.core.slurm import RUNNING_STATES, SqueueJob
+from rtool.core.slurm.nodes import NodeState, unavailable_nodes, waits_for_nodes
+from rtool.core.slurm.parse import ParseError, expand_hostlist
+from rtool.nodes.config import NodesConfig
+from rtool.nodes.signatures import blamed
+from rtool.nodes.store import Evidence, EvidenceKind, SuspectStore
+
+if TYPE_CHECKING:
+    from rtool.runs.model import Attempt
+
+log = logging.getLogger(__name__)
+MAX_SHOW = 5
+
+
+@dataclass(frozen=True)
+class FailedNode:
+    run: str
+    node: str
+    job_id: str
+    when: float
+    reason: str | None
+
+
+@dataclass
+class NodeView:
+    states: dict[str, NodeState] = field(default_factory=dict)
+    unavailable: dict[str, list[str]] = field(default_factory=dict)  # job id -> nodes
+    failed: list[FailedNode] = field(default_factory=list)
+    error: str | None = None  # a node probe that failed (the job verdict stands without it)
+
+
+def job_nodes(job: SqueueJob) -> list[str]:
+    try:
+        return expand_hostlist(job.nodelist) if job.state in RUNNING_STATES else []
+    except ParseError:
+        return []
+
+
+def observe(slurm: object, jobs: list[SqueueJob], names: list[str], cfg: NodesConfig) -> NodeView:
+    """Probe (I/O): the node states, the nodes each pending job waits for, NODE_FAIL attempts."""
+    from rtool.core.slurm import Slurm
+
+    view = NodeView()
+    if not jobs or not isinstance(slurm, Slurm):
+        return view
+    try:
+        for s in slurm.sinfo_nodes():
+            view.states.setdefault(s.name, s)
+    except (ProcError, ParseError) as exc:
+        view.error = f"sinfo failed: {exc}"
+    waiting = [j for j in jobs if j.state == "PENDING" and waits_for_nodes(j.reason)]
+    for j in waiting[:MAX_SHOW]:
+        text = unavailable_nodes(j.reason)
+        if text is None:
+            try:
+                recs = slurm.show_job(j.job_id.split("[")[0].rstrip("_") or j.array_job_id)
+                text = unavailable_nodes(recs[0].get("Reason")) if recs else None
+            except (RtoolError, ParseError):
+                text = None
+        try:
+            view.unavailable[j.job_id] = expand_hostlist(text) if text else []
+        except ParseError:
+            view.unavailable[j.job_id] = []
+    if names:
+        view.failed = _node_fails(slurm, names, cfg, view)
+    return view
+
+
+def _node_fails(
+    slurm: object, names: list[str], cfg: NodesConfig, view: NodeView
+) -> list[FailedNode]:
+    from rtool.core.slurm import Slurm
+    from rtool.nodes.nodefail import node_fails
+
+    assert isinstance(slurm, Slurm)
+    try:
+        records = slurm.sacct(names=names, since=time.time() - cfg.expiry)
+    except (ProcError, ParseError, ValueError) as exc:
+        log.info("no NODE_FAIL lookup: %s", exc)
+        return []
+    out = []
+    for f in node_fails(records, list(view.states.values())):
+        when = f.record.end or f.record.start or time.time()
+        out.append(FailedNode(f.record.name, f.node, f.record.job_id, when, f.reason))
+    return out
+
+
+def record_signatures(store: SuspectStore, attempts: list[Attempt]) -> None:
+    """Node-level log signatures of the runs' attempts (XID, ECC, NCCL timeout) as evidence."""
+    for a in attempts:
+        sig = a.signature
+        if sig is None:
+            continue
+        for node in blamed(a.nodes, sig.name, sig.line):
+            detail = f"{sig.label} in attempt {a.job_id}" + (f": {sig.line}" if sig.line else "")
+            when = a.ended or a.started or time.time()
+            store.record(
+                node, Evidence(EvidenceKind.SIGNATURE, detail, when, a.run, a.job_id, sig.line)
+            )
+
+
+def act(
+    store: SuspectStore,
+    slurm: object,
+    jobs: list[SqueueJob],
+    view: NodeView,
+    cfg: NodesConfig,
+    attempts: list[Attempt] | None = None,
+) -> None:
+    """Record the evidence and keep each run's pending jobs off its suspects."""
+    from rtool.core.slurm import Slurm
+
+    now = time.time()
+    record_signatures(store, attempts or [])
+    for f in view.failed:
+        detail = f"attempt {f.job_id} ended NODE_FAIL on {f.node}" + (
+            f" ({f.reason})" if f.reason else ""
+        )
+        store.record(f.node, Evidence(EvidenceKind.NODE_FAIL, detail, f.when, f.run, f.job_id))
+    for j in jobs:
+        for node in job_nodes(j) + view.unavailable.get(j.job_id, []):
+            s = view.states.get(node)
+            if s is not None and s.is_bad and s.reason:
+                when = s.reason_time.timestamp() if s.reason_time else now
+                detail = f"{s.state}: {s.reason}"
+                store.record(node, Evidence(EvidenceKind.DRAIN, detail, when, j.name, j.job_id))
+    suspects = [s.node for s in store.suspects(now)]
+    if not (suspects and cfg.exclude and isinstance(slurm, Slurm)):
+        return
+    from rtool.nodes.exclude import Cap, apply_to_pending  # only when there is something to exclude
+
+    for name in sorted({j.name for j in jobs if j.state == "PENDING"}):
+        mine = [j for j in jobs if j.name == name]
+        for applied in apply_to_pending(slurm, mine, suspects, Cap(cfg.max_excluded, cfg.min_left)):
+            if applied.error:
+                log.warning("job %s: suspects not excluded: %s", applied.job_id, applied.error)
+
+
+def node_note(job: SqueueJob, view: NodeView | None) -> str | None:
+    """`n3 drained (GPU 3 ECC errors)` for the bad nodes a job runs on or waits for."""
+    if view is None:
+        return None
+    names = view.unavailable.get(job.job_id) if job.state == "PENDING" else job_nodes(job)
+    bad = [view.states[n] for n in names or [] if n in view.states and view.states[n].is_bad]
+    if job.state == "PENDING" and job.job_id in view.unavailable and not bad:
+        part = job.partition.split(",")[0]
+        bad = [s for s in view.states.values() if s.is_bad and s.partition == part]
+    return ", ".join(s.describe() for s in bad) or None

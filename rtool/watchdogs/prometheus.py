@@ -1,0 +1,230 @@
+"""Prometheus metrics for node_exporter's textfile collector, written with `prometheus_client`.
+
+`rtool watch ... --prom-textfile DIR` (or `watch.prom_textfile`) writes two files into DIR,
+each atomically (`write_to_textfile`: a temp file in DIR, then rename, as node_exporter asks):
+
+  rtool-watch-<checks>-<hash>.prom   this invocation's checks: status per check and the
+                                     measures of each (disk bytes/inodes, log and heartbeat
+                                     age, training step, step rate, save time, cron tick age)
+  rtool-state.prom                   what the state dir holds, the same for every invocation:
+                                     outbox backlog, cron last success, silences, and
+                                     attempts and goodput per run (the run ledgers)
+
+A file per set of checks lets several `rtool watch` lines (cron entries) share DIR without
+overwriting each other; the state file is rewritten whole by each of them. DIR must be a
+folder (not a symlink) owned by you or root and not writable by group or others.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Gauge, write_to_textfile
+
+from rtool.core.errors import RtoolError
+from rtool.core.state import StateDir
+from rtool.watchdogs.base import CheckResult
+from rtool.watchdogs.metrics import Metric
+
+STATE_FILE = "rtool-state.prom"
+#: cron job statuses of a run that ended (a submitted Slurm job has none yet)
+ENDED = ("ok", "failed", "timeout", "error")
+CHECK_LABELS = ("check", "what")
+
+
+class TextfileDirError(RtoolError):
+    """The textfile folder is missing or unsafe."""
+
+
+@dataclass(frozen=True)
+class RunSample:
+    """One training run as the run ledger (issue 14) sees it."""
+
+    run: str
+    attempts: int
+    goodput: float | None
+
+
+def check_folder(folder: Path) -> None:
+    """Refuse a folder that is a symlink, not ours (or root's), or writable by others."""
+    try:
+        st = os.lstat(folder)
+    except OSError as exc:
+        raise TextfileDirError(f"textfile folder {folder}: {exc.strerror}") from None
+    if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
+        raise TextfileDirError(f"textfile folder {folder} is not a directory (or is a symlink)")
+    if st.st_uid not in (os.getuid(), 0):
+        raise TextfileDirError(f"textfile folder {folder} is owned by uid {st.st_uid}")
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        raise TextfileDirError(f"textfile folder {folder} is writable by group or others")
+
+
+def checks_file(results: list[CheckResult]) -> str:
+    """`rtool-watch-disk-log-1a2b3c4d.prom`: named by the checks and a hash of their keys."""
+    names = sorted({r.watchdog for r in results}) or ["none"]
+    digest = hashlib.sha256("\0".join(sorted(r.key for r in results)).encode()).hexdigest()[:8]
+    return f"rtool-watch-{'-'.join(names)}-{digest}.prom"
+
+
+def write(folder: Path, results: list[CheckResult], state: StateDir, now: float) -> list[Path]:
+    """Write both files; returns their paths."""
+    check_folder(folder)
+    paths = [folder / checks_file(results), folder / STATE_FILE]
+    write_to_textfile(str(paths[0]), checks_registry(results, now))
+    write_to_textfile(str(paths[1]), state_registry(state, now))
+    return paths
+
+
+def checks_registry(results: list[CheckResult], now: float) -> CollectorRegistry:
+    reg = CollectorRegistry()
+    status = Gauge(
+        "rtool_check_status",
+        "Status of a check: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (monitoring-plugin codes).",
+        CHECK_LABELS,
+        registry=reg,
+    )
+    when = Gauge(
+        "rtool_check_timestamp_seconds",
+        "When the check last ran (epoch seconds).",
+        CHECK_LABELS,
+        registry=reg,
+    )
+    families = {
+        m: Gauge(m.info.prom, m.info.help, CHECK_LABELS, registry=reg) for m in list(Metric)
+    }
+    seen: set[tuple[str, str, Metric]] = set()
+    for r in results:
+        status.labels(r.watchdog, r.what).set(int(r.status))
+        when.labels(r.watchdog, r.what).set(now)
+        for m in r.measures:
+            if (r.watchdog, r.what, m.metric) not in seen:  # one sample per series
+                seen.add((r.watchdog, r.what, m.metric))
+                families[m.metric].labels(r.watchdog, r.what).set(m.value * m.metric.info.scale)
+    return reg
+
+
+def state_registry(state: StateDir, now: float) -> CollectorRegistry:
+    reg = CollectorRegistry()
+    _outbox(state, now, reg)
+    _cron(state, reg)
+    _silences(state, now, reg)
+    samples = run_samples(state, now)
+    attempts = Gauge(
+        "rtool_run_attempts", "Attempts of a training run so far.", ["run"], registry=reg
+    )
+    goodput = Gauge(
+        "rtool_run_goodput_ratio",
+        "Share of the allocated time that produced kept training steps (0-1).",
+        ["run"],
+        registry=reg,
+    )
+    for s in samples:
+        attempts.labels(s.run).set(s.attempts)
+        if s.goodput is not None:
+            goodput.labels(s.run).set(s.goodput)
+    return reg
+
+
+def run_samples(state: StateDir, now: float) -> list[RunSample]:
+    """Attempts and goodput of every run whose ledger (rtool/runs/store.py) is in the state dir."""
+    from rtool.runs.model import Ledger
+    from rtool.runs.totals import totals
+
+    out = []
+    for path in sorted((state.path / "runs").glob("*.json")):
+        data = _json(path)
+        if not data.get("run"):
+            continue
+        try:
+            t = totals(Ledger.from_json(data), now)
+        except (TypeError, ValueError, KeyError):
+            continue
+        out.append(RunSample(str(data["run"]), t.attempts, t.goodput))
+    return out
+
+
+def _outbox(state: StateDir, now: float, reg: CollectorRegistry) -> None:
+    from rtool.notify.outbox import Outbox
+
+    items = Gauge(
+        "rtool_outbox_items",
+        "Notifications queued and not yet accepted by their channel.",
+        ["channel"],
+        registry=reg,
+    )
+    oldest = Gauge(
+        "rtool_outbox_oldest_age_seconds",
+        "Age of the oldest queued notification of a channel.",
+        ["channel"],
+        registry=reg,
+    )
+    queued = Outbox(state).items()
+    first: dict[str, float] = {}
+    for item in queued:
+        first.setdefault(item.channel, item.created)
+    for channel, created in first.items():
+        items.labels(channel).set(sum(1 for i in queued if i.channel == channel))
+        oldest.labels(channel).set(max(0.0, now - created))
+    total = Gauge("rtool_outbox_backlog", "Notifications queued, all channels.", registry=reg)
+    total.set(len(queued))
+
+
+def _cron(state: StateDir, reg: CollectorRegistry) -> None:
+    tick = Gauge(
+        "rtool_cron_last_success_timestamp_seconds",
+        "When the cron chain last completed a tick (epoch seconds).",
+        ["dir"],
+        registry=reg,
+    )
+    job_ok = Gauge(
+        "rtool_cron_job_last_run_success",
+        "1 when a cron job's last run succeeded, else 0.",
+        ["dir", "job"],
+        registry=reg,
+    )
+    job_at = Gauge(
+        "rtool_cron_job_last_run_timestamp_seconds",
+        "When a cron job last started (epoch seconds).",
+        ["dir", "job"],
+        registry=reg,
+    )
+    base = state.path / "cron"
+    for folder in sorted(p for p in base.iterdir() if p.is_dir()) if base.is_dir() else []:
+        data = _json(folder / "state.json")
+        beat = _json(folder / "heartbeat.json")
+        root = str(data.get("dir") or folder.name)
+        if isinstance(beat.get("time"), (int, float)):
+            tick.labels(root).set(float(beat["time"]))
+        jobs = data.get("jobs")
+        for name, entry in sorted(jobs.items() if isinstance(jobs, dict) else []):
+            if not isinstance(entry, dict) or not isinstance(entry.get("start"), (int, float)):
+                continue
+            job_at.labels(root, name).set(float(entry["start"]))
+            if entry.get("status") in ENDED:
+                job_ok.labels(root, name).set(1 if entry.get("status") == "ok" else 0)
+
+
+def _silences(state: StateDir, now: float, reg: CollectorRegistry) -> None:
+    try:
+        from rtool.notify.silence import Silences
+    except ImportError:  # pragma: no cover - silences ship with notify
+        return
+    active = Gauge("rtool_silences_active", "Silences in force now.", registry=reg)
+    held = Gauge("rtool_silenced_notifications", "Notifications held by silences.", registry=reg)
+    store = Silences(state)
+    active.set(len(store.active(now)))
+    held.set(store.held_count())
+
+
+def _json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}

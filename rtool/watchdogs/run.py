@@ -1,0 +1,175 @@
+"""run: is the training run progressing across its attempts? (rtool/runs/ does the bookkeeping)
+
+Per `[[watch.run]]` entry, the probe rebuilds the run's attempt ledger (sacct, or degraded
+mode; heartbeats, the batch script's records, log tails) and stores it; the check reads it:
+finished is OK; CRITICAL crash loop (K bad attempts in a row; the rest of the array is held
+unless `on_crash_loop = "none"`), CRITICAL stalled, CRITICAL exhausted without finished(),
+WARNING budget, WARNING restart storm. Every non-OK result names the attempt, its nodes,
+state, exit code, signature and the last lines of its log.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from rtool.core.alert import Status
+from rtool.core.proc import ProcError
+from rtool.core.slurm import SqueueJob
+from rtool.core.units import format_duration
+from rtool.runs import describe, health
+from rtool.runs.config import RunsConfig, RunWatch
+from rtool.runs.model import Attempt, Ledger
+from rtool.watchdogs.base import Action, CheckResult, ProbeEnv, SpecWatchdog, SqueueQuery
+
+
+@dataclass
+class RunObservation:
+    spec: RunWatch
+    ledger: Ledger | None
+    queue: list[SqueueJob]
+    error: str | None = None
+
+
+class RunWatchdog(SpecWatchdog[RunWatch]):
+    name = "run"
+    spec = RunWatch
+
+    def __init__(self, specs: list[RunWatch], timeout: float = 10.0) -> None:
+        super().__init__(specs, timeout)
+        self.runs_cfg = RunsConfig()
+
+    def configure(self, config: Any) -> RunWatchdog:
+        """Reads the app config's [runs] section (failure signatures, log tail)."""
+        if config is not None:
+            self.runs_cfg = config.runs
+        return self
+
+    def target(self, spec: RunWatch) -> str:
+        return spec.name
+
+    def squeue_query(self) -> SqueueQuery | None:
+        return SqueueQuery(names=frozenset(s.slurm_name for s in self.specs))
+
+    def probe(self, env: ProbeEnv) -> list[RunObservation]:
+        import time
+
+        from rtool.runs.sources import refresh  # sacct, logs and heartbeats: loaded when used
+
+        out = []
+        try:
+            jobs = env.jobs()
+        except ProcError as exc:
+            return [RunObservation(s, None, [], f"squeue failed: {exc}") for s in self.specs]
+        for spec in self.specs:
+            queue = [j for j in jobs if j.name == spec.slurm_name]
+            try:
+                led = refresh(
+                    spec,
+                    state=env.state,
+                    slurm=env.slurm,
+                    queue=queue,
+                    now=time.time(),
+                    runs_cfg=self.runs_cfg,
+                )
+            except (OSError, ProcError) as exc:
+                out.append(RunObservation(spec, None, queue, str(exc)))
+                continue
+            out.append(RunObservation(spec, led, queue))
+        return out
+
+    def check(self, probe_output: list[RunObservation], now: float) -> list[CheckResult]:
+        return [check_one(o, now) for o in probe_output]
+
+
+def _result(
+    obs: RunObservation,
+    status: Status,
+    text: str,
+    *,
+    attempt: bool = True,
+    which: Attempt | None = None,
+) -> CheckResult:
+    led, name = obs.ledger, obs.spec.name
+    fields: dict[str, str] = {"run": name}
+    if led is not None:
+        fields["attempts"] = str(len(led.attempts))
+        if led.best_step is not None:
+            fields["step"] = str(led.best_step)
+        if not led.accounting:
+            fields["source"] = "degraded (no accounting)"
+        shown = which or led.last
+        if attempt and shown is not None:
+            fields.update(describe.fields(shown))
+    return CheckResult("run", name, status, f"{name} {text}", fields)
+
+
+def check_one(obs: RunObservation, now: float) -> CheckResult:
+    spec, led = obs.spec, obs.ledger
+    if obs.error is not None or led is None:
+        return CheckResult("run", spec.name, Status.UNKNOWN, f"{spec.name}: {obs.error}")
+    queue = health.Queue.of(obs.queue)
+    if led.finished:
+        step = f" at step {led.best_step}" if led.best_step is not None else ""
+        return _result(
+            obs, Status.OK, f"finished{step} after {len(led.attempts)} attempt(s)", attempt=False
+        )
+    loop = health.crash_loop(led, spec.crash_loop, spec.short)
+    if loop is not None:
+        return _crash_loop(obs, loop, queue)
+    if health.exhausted(led, queue):
+        last = describe.phrase(led.last) if led.last else ""
+        step = f" at step {led.best_step}" if led.best_step is not None else ""
+        return _result(obs, Status.CRITICAL, f"exhausted without finished(){step}: last {last}")
+    stalled = health.stalled_for(led, queue, now)
+    if spec.stalled is not None and stalled is not None and stalled > spec.stalled:
+        text = (
+            f"stalled: highest step {led.best_step} not grown for {format_duration(stalled)} "
+            f"(limit {format_duration(spec.stalled)}) over {len(led.attempts)} attempt(s)"
+        )
+        last = f"; {describe.phrase(led.last)}" if led.last else ""
+        return _result(obs, Status.CRITICAL, text + last)
+    short = health.budget_short(led, queue)
+    if short is not None:
+        needed, can = short
+        text = (
+            f"budget: {needed} steps to go but the remaining "
+            f"{len(queue.running) + queue.pending_count} attempt(s) give ~{can:.0f} at the "
+            "measured rate"
+        )
+        return _result(obs, Status.WARNING, text)
+    recent = health.attempts_within(led, now)
+    if spec.restart_storm is not None and recent > spec.restart_storm:
+        text = f"restart storm: {recent} attempts in the last hour (limit {spec.restart_storm})"
+        return _result(obs, Status.WARNING, text)
+    return _result(obs, Status.OK, _ok_text(led, queue), attempt=False)
+
+
+def _ok_text(led: Ledger, queue: health.Queue) -> str:
+    step = f" at step {led.best_step}" if led.best_step is not None else ""
+    if queue.running:
+        where = f" on {queue.running[0].nodelist}" if queue.running[0].nodelist else ""
+        now = f"running (job {queue.running[0].job_id}{where}){step}"
+    elif queue.pending:
+        now = f"queued ({queue.pending_count} attempt(s) left){step}"
+    else:
+        now = f"no attempt yet{step}"
+    return f"{now}; {len(led.attempts)} attempt(s) so far"
+
+
+def _crash_loop(obs: RunObservation, loop: list[Attempt], queue: health.Queue) -> CheckResult:
+    spec = obs.spec
+    nums = f"{loop[0].number}-{loop[-1].number}" if len(loop) > 1 else str(loop[0].number)
+    last = describe.phrase(loop[-1])
+    text = f"crash loop: attempts {nums} made no progress or died early; last {last}"
+    targets = queue.hold_targets()
+    res = _result(obs, Status.CRITICAL, text, which=loop[-1])
+    if spec.on_crash_loop == "hold" and targets:
+        res.actions = [Action.hold(t) for t in targets]
+        res.action_token = f"crashloop:{spec.name}:{loop[-1].job_id}:{loop[-1].restart}"
+        release = " ".join(f"scontrol release {t};" for t in targets).rstrip(";")
+        res.summary += f"; holding the rest ({', '.join(targets)}); release with `{release}`"
+        res.fields["release"] = release
+    elif targets:
+        res.summary += f"; {queue.pending_count} attempt(s) still queued"
+    return res

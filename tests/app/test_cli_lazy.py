@@ -1,0 +1,68 @@
+"""The top-level group loads a command's module only when that command runs."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from rtool.app.commands import lazy
+
+_IMPORTED = """
+import sys
+from rtool.app.cli import main
+main(sys.argv[1:])
+heavy = ("rtool.app.commands.", "rtool.slurm_templates.", "rtool.notify.", "jinja2")
+heavy += ("rtool.app.appconfig", "psutil", "rtool.runs.", "rtool.nodes.")
+print(sorted(m for m in sys.modules if m.startswith(heavy)))
+"""
+
+
+def imported(*argv: str) -> list[str]:
+    res = subprocess.run(
+        [sys.executable, "-c", _IMPORTED, *argv], capture_output=True, text=True, timeout=60
+    )
+    return eval(res.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("name", list(lazy.COMMANDS))
+def test_each_summary_is_the_commands_own_first_paragraph(name: str) -> None:
+    cmd = lazy.load(name)
+    first = " ".join((cmd.help or "").split("\n\n")[0].split())
+    assert lazy.COMMANDS[name].summary == first, "update its summary in rtool/app/commands/lazy.py"
+    assert cmd.name == name
+
+
+def test_root_help_imports_no_command_module(tmp_path) -> None:
+    assert imported("--help") == [
+        "rtool.app.commands.errors",
+        "rtool.app.commands.helptext",
+        "rtool.app.commands.lazy",
+    ]
+
+
+def test_watch_disk_imports_only_what_it_uses(tmp_path) -> None:
+    mods = imported("watch", "disk", str(tmp_path), "--no-notify")
+    assert "rtool.app.commands.watch_cmd" in mods
+    # no config file and --no-notify: neither the whole schema nor the [notify] section
+    assert not {"rtool.app.appconfig", "rtool.notify.config"} & set(mods)
+    assert not [m for m in mods if m.startswith(("rtool.app.commands.submit", "jinja2"))]
+    assert not {"psutil", "rtool.runs.sources", "rtool.nodes.exclude"} & set(mods)
+
+
+def test_a_typo_suggests_the_command(cli) -> None:
+    r = cli("wach")
+    assert r.code == 2 and "Did you mean 'watch'?" in r.err
+
+
+def test_a_group_converts_only_the_subcommand_run() -> None:
+    group = lazy.load("watch")
+    assert group.commands == {}  # nothing converted yet
+    written = list(group.command_order)
+    assert written[:4] == ["job", "log", "disk", "memory"]
+    disk = group.get_command(None, "disk")
+    assert disk.name == "disk" and list(group.commands) == ["disk"]
+    assert group.get_command(None, "disk") is disk  # converted once
+    assert group.list_commands(None)[: len(written)] == written  # help keeps the order
+    assert group.get_command(None, "no-such") is None
