@@ -7,16 +7,14 @@ from __future__ import annotations
 
 import getpass
 import logging
-import sys
 from pathlib import Path
 
+from rtool.core.selfcmd import rtool_argv
 from rtool.core.slurm import ACTIVE_STATES, Slurm, SqueueJob
 from rtool.cron.config import CronConfig
 from rtool.cron.slots import begin_arg
 
 log = logging.getLogger(__name__)
-
-_ENTRY = "import sys; from rtool.app.cli import app; app(sys.argv[1:])"
 
 
 def chain_jobs(slurm: Slurm, name: str) -> list[SqueueJob]:
@@ -31,7 +29,7 @@ def active_jobs(jobs: list[SqueueJob], name: str) -> list[SqueueJob]:
 
 def tick_argv(root: Path, slot: float, config_path: Path | None) -> list[str]:
     """The command the scheduler's job runs: `rtool [--config CFG] cron tick --dir D --slot S`."""
-    argv = [sys.executable, "-c", _ENTRY]
+    argv = rtool_argv()  # absolute: nothing is imported from the cron root
     if config_path is not None:
         argv += ["--config", str(config_path)]
     return [*argv, "cron", "tick", "--dir", str(root), "--slot", f"{slot:.0f}"]

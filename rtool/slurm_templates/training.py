@@ -6,6 +6,7 @@ import dataclasses
 import re
 from dataclasses import dataclass, field
 
+from rtool.core.selfcmd import rtool_argv
 from rtool.slurm_templates import specs
 from rtool.slurm_templates.jobs import SlurmJob
 from rtool.slurm_templates.renderer import ShellCode
@@ -51,6 +52,8 @@ class TrainingJob(SlurmJob):
     more_sbatch: list[tuple[str, str | None]] = field(default_factory=list)
     #: Variables of `Use.ENV` declarations, exported for the shim after the built-in ones.
     more_env: list[tuple[str, str]] = field(default_factory=list)
+    #: How the batch script runs rtool itself (absolute; see rtool.core.selfcmd).
+    rtool: list[str] = field(default_factory=rtool_argv)
     #: The pre-flight command (argv) run before training, or None (nodes.preflight).
     preflight: list[str] | None = None
     template: str = "training.slurm.j2"

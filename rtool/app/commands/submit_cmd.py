@@ -87,15 +87,13 @@ submit.__annotations__ = {}
 
 def preflight_argv(app_ctx: AppContext, job: TrainingJob) -> list[str] | None:
     """The pre-flight command of the batch script, or None when there is nothing to check."""
-    import sys
-
     from rtool.core.config import find_config_path
 
     pf = app_ctx.config.nodes.preflight
     gpus = job.gpus_per_node or pf.gpus
     if not pf.enabled or not (gpus or pf.dirs or pf.command):
         return None
-    argv = [sys.executable, "-m", "rtool"]
+    argv = list(job.rtool)  # absolute: nothing is imported from the submit folder
     found = find_config_path(app_ctx.config_path)
     if found is not None:
         argv += ["--config", str(found.resolve())]

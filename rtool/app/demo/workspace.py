@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rtool.core.errors import RtoolError, UsageError
+from rtool.core.selfcmd import rtool_argv
 
 #: Job names of the two arrays: one lives through Slurm's time limits to the end, the other is
 #: saved on request, hangs and is stopped (its limit is far away: Slurm may send the time-limit
@@ -145,7 +146,7 @@ def create(
     text = config_text(ws, timing, smtp_port, slack_url is not None)
     load_config_text(text, str(ws.config))  # a broken demo config fails here, not in a job
     ws.config.write_text(text)
-    _write_exe(ws.rtool, wrapper_script(sys.executable))
+    _write_exe(ws.rtool, wrapper_script())
     manage.init(ws.cron)
     _write_exe(ws.cron / "cron.hourly" / "watch-training", hourly_script(ws))
     return ws
@@ -214,9 +215,8 @@ def config_text(ws: Workspace, t: Timing, smtp_port: int | None, slack: bool) ->
     return "\n".join(lines)
 
 
-def wrapper_script(python: str) -> str:
-    entry = "import sys; from rtool.app.cli import app; app(sys.argv[1:])"
-    return f'#!/bin/sh\nexec {shlex.quote(python)} -c {shlex.quote(entry)} "$@"\n'
+def wrapper_script() -> str:
+    return f'#!/bin/sh\nexec {shlex.join(rtool_argv())} "$@"\n'
 
 
 def hourly_script(ws: Workspace) -> str:

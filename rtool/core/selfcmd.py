@@ -1,0 +1,29 @@
+"""How rtool starts itself (cron ticks, the pre-flight and the records inside a job, the demo).
+
+Never `python -c ...` or a bare `python -m rtool`: both put the current folder first on
+`sys.path`, so a `notify.py`, `json.py` or `rtool.py` in the submit folder or the cron root
+would be imported instead of rtool's own code. rtool runs itself through the console script
+installed beside the interpreter it runs under (its `sys.path[0]` is that `bin/` folder), or,
+where there is none (a source checkout), through `python -I -m rtool` (isolated mode: neither
+the current folder nor PYTHON* variables reach `sys.path`; Python 3.4 and newer).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+
+def console_script() -> Path | None:
+    """The `rtool` console script installed beside the running interpreter, if any."""
+    script = Path(sys.executable).with_name("rtool")
+    return script if script.is_file() and os.access(script, os.X_OK) else None
+
+
+def rtool_argv() -> list[str]:
+    """The absolute command that runs this rtool, safe to run in any folder."""
+    script = console_script()
+    if script is not None:
+        return [str(script)]
+    return [sys.executable, "-I", "-m", "rtool"]
