@@ -26,4 +26,10 @@ def rtool_argv() -> list[str]:
     script = console_script()
     if script is not None:
         return [str(script)]
-    return [sys.executable, "-I", "-m", "rtool"]
+    return python_argv("-m", "rtool")
+
+
+def python_argv(*args: str) -> list[str]:
+    """This interpreter in isolated mode: `python_argv("-m", "rtool.nodes.preflight")`,
+    `python_argv("-c", CODE, ARG)`. Every Python child rtool starts goes through here."""
+    return [sys.executable, "-I", *args]

@@ -99,6 +99,7 @@ def build_job(req: SubmitRequest, cfg: SubmitConfig, sw: SwitchesConfig, cwd: Pa
         heartbeat=_abs(req.heartbeat, cwd),
         more_sbatch=more_sbatch,
         more_env=more_env,
+        **({"rtool": [cfg.rtool]} if cfg.rtool else {}),
         **{f.name: getattr(req, f.name) for f, opt in declared(type(req)) if opt.use is Use.JOB},
     )
     for arg in req.extra_args:
