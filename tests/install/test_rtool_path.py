@@ -1,0 +1,67 @@
+"""The batch script runs rtool by the absolute path recorded at submit time: where a compute
+node does not have it, the job fails before training and says why and how to fix it;
+`[submit] rtool` names the path the nodes see."""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+import pytest
+
+from rtool.core.selfcmd import rtool_argv
+from rtool.core.slurm import Slurm
+from tests.helpers import wait_for
+
+MISSING = "/nonexistent/venvs/rtool/bin/rtool"
+
+
+def _setup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, rtool_line: str = "") -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "train.py").write_text('open("trained", "w").close()\nprint("trained")\n')
+    (tmp_path / "rtool.toml").write_text(
+        f'[state]\ndir = "{tmp_path / "state"}"\n'
+        f'[nodes.preflight]\ndirs = ["{tmp_path / "scratch"}"]\nmin_free = "1KiB"\n'
+        f"[submit]\n{rtool_line}"
+    )
+
+
+def _preflight_argv(script: str) -> list[str]:
+    line = next(ln for ln in script.splitlines() if ln.endswith("|| _rtool_pf=$?"))
+    return shlex.split(line.removesuffix("|| _rtool_pf=$?"))
+
+
+def test_the_script_checks_the_rtool_that_submitted_it(tmp_path, monkeypatch, cli) -> None:
+    _setup(tmp_path, monkeypatch)
+    res = cli("submit", "train.py", "--time", "1:00:00", "--dry-run")
+    assert res.code == 0, res.err
+    own = rtool_argv()[0]
+    assert Path(own).is_absolute() and _preflight_argv(res.out)[0] == own
+    assert f"if [ ! -x {shlex.quote(own)} ]; then" in res.out
+
+
+def test_submit_rtool_must_be_an_absolute_path(tmp_path, monkeypatch, cli) -> None:
+    _setup(tmp_path, monkeypatch, 'rtool = "venv/bin/rtool"\n')
+    res = cli("submit", "train.py", "--dry-run")
+    assert res.code == 2 and "submit.rtool (line 7)" in res.err, res.err
+    assert "the absolute path of the rtool command" in res.err
+
+
+@pytest.mark.slurm
+def test_a_node_without_rtool_fails_the_job_before_training(
+    tmp_path, monkeypatch, cli, slurm: Slurm, job_name: str
+) -> None:
+    _setup(tmp_path, monkeypatch, f'rtool = "{MISSING}"\n')
+    res = cli("submit", "train.py", "--job-name", job_name, "--time", "5:00", "--parsable")
+    assert res.code == 0, res.err
+    job_id = res.out.strip()
+
+    def ended() -> str | None:
+        states = [r.state for r in slurm.sacct(job_ids=[job_id]) if r.job_id == job_id]
+        return next((s for s in states if s not in ("PENDING", "RUNNING")), None)
+
+    assert wait_for(ended, timeout=120, what=f"job {job_id} to end") == "FAILED"
+    log = (tmp_path / f"{job_name}-{job_id}.out").read_text()
+    assert "rtool: cannot run rtool on n" in log and f"{MISSING} does not exist" in log, log
+    assert '[submit] rtool = "/shared/venv/bin/rtool"' in log, log
+    assert not (tmp_path / "trained").exists() and "trained" not in log.split(MISSING)[-1]
