@@ -99,9 +99,10 @@ def build_job(req: SubmitRequest, cfg: SubmitConfig, sw: SwitchesConfig, cwd: Pa
         heartbeat=_abs(req.heartbeat, cwd),
         more_sbatch=more_sbatch,
         more_env=more_env,
-        **({"rtool": [cfg.rtool]} if cfg.rtool else {}),
         **{f.name: getattr(req, f.name) for f, opt in declared(type(req)) if opt.use is Use.JOB},
     )
+    if cfg.rtool:  # rtool's own path as the compute nodes see it (docs/install.md)
+        job.rtool = [cfg.rtool]
     for arg in req.extra_args:
         specs.check_text(arg, "sbatch argument")
     return job
