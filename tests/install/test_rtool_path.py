@@ -4,13 +4,21 @@ node does not have it, the job fails before training and says why and how to fix
 
 from __future__ import annotations
 
+import os
 import shlex
+import subprocess
 from pathlib import Path
 
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+from pydantic import ValidationError
 
 from rtool.core.selfcmd import rtool_argv
 from rtool.core.slurm import Slurm
+from rtool.slurm_templates.config import SubmitConfig
+from rtool.slurm_templates.jobs import render_job
+from rtool.slurm_templates.training import TrainingJob
 from tests.helpers import wait_for
 
 MISSING = "/nonexistent/venvs/rtool/bin/rtool"
@@ -65,3 +73,31 @@ def test_a_node_without_rtool_fails_the_job_before_training(
     assert "rtool: cannot run rtool on n" in log and f"{MISSING} does not exist" in log, log
     assert '[submit] rtool = "/shared/venv/bin/rtool"' in log, log
     assert not (tmp_path / "trained").exists() and "trained" not in log.split(MISSING)[-1]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.text(max_size=30), st.booleans())
+def test_any_submit_rtool_is_refused_or_reaches_the_check_as_one_word(
+    text: str, absolute: bool
+) -> None:
+    """A config value is refused (a config error naming the problem) or becomes one absolute
+    path that the node check tests and names exactly, whatever its characters."""
+    value = ("/nonexistent/" if absolute else "") + text
+    try:
+        path = SubmitConfig(rtool=value).rtool
+    except ValidationError as exc:
+        assert "rtool" in str(exc) and ("absolute path" in str(exc) or "control" in str(exc))
+        return
+    if not value:
+        assert path is None
+        return
+    assert path is not None and path.startswith("/")
+    assume(not os.path.exists(path))  # "~" alone is a home folder
+    job = TrainingJob(job_name="j", script="/t.py", rtool=[path], preflight=[path, "preflight"])
+    text_ = render_job(job)
+    check = text_[text_.index("# ---- rtool runs itself") : text_.index("\nfi\n") + 4]
+    res = subprocess.run(
+        ["bash", "-c", f"{check}\necho not-stopped"], capture_output=True, text=True, timeout=30
+    )
+    assert res.returncode == 2 and res.stdout == "", res
+    assert f" {path} does not exist on this node" in res.stderr, res.stderr
