@@ -101,3 +101,22 @@ def test_any_submit_rtool_is_refused_or_reaches_the_check_as_one_word(
     )
     assert res.returncode == 2 and res.stdout == "", res
     assert f" {path} does not exist on this node" in res.stderr, res.stderr
+
+
+def test_rtool_runs_itself_by_an_absolute_command(tmp_path: Path, monkeypatch) -> None:
+    """The console script beside the interpreter; else the one this process started as (a
+    `pip install --user` script in ~/.local/bin); else `python -I -m rtool`."""
+    import sys
+
+    venv_bin, user_bin = tmp_path / "venv" / "bin", tmp_path / ".local" / "bin"
+    for folder in (venv_bin, user_bin):
+        folder.mkdir(parents=True)
+        (folder / "rtool").write_text("#!/bin/sh\n")
+        (folder / "rtool").chmod(0o755)
+    monkeypatch.setattr(sys, "executable", str(venv_bin / "python"))
+    monkeypatch.setattr(sys, "argv", [str(user_bin / "rtool"), "cron", "tick"])
+    assert rtool_argv() == [str(venv_bin / "rtool")]
+    (venv_bin / "rtool").unlink()
+    assert rtool_argv() == [str(user_bin / "rtool")]
+    monkeypatch.setattr(sys, "argv", [str(tmp_path / "rtool" / "__main__.py")])
+    assert rtool_argv() == [str(venv_bin / "python"), "-I", "-m", "rtool"]
