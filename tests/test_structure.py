@@ -33,6 +33,7 @@ RANKS = {
     "rtool.testing": 4,
     "rtool.app": 5,
     "rtool.__main__": 6,
+    "rtool.cli": 6,  # rtool 0.1's entry point, kept for its cron ticks (docs/upgrading.md)
 }
 #: rtool.shim runs inside the training: of rtool it may use only rtool.core.
 SHIM_MAY_IMPORT = {"rtool", "rtool.core", "rtool.shim"}

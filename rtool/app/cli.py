@@ -36,6 +36,20 @@ cli = typer.Typer(
 _DEBUG = False
 
 
+def version_line() -> str:
+    """`rtool 0.2.0 from /venv/.../site-packages/rtool (Python 3.11.7)`: which rtool runs."""
+    import rtool
+
+    where = Path(rtool.__file__).resolve().parent
+    return f"rtool {rtool.__version__} from {where} (Python {sys.version.split()[0]})"
+
+
+def _show_version(value: bool) -> None:
+    if value:
+        typer.echo(version_line())
+        raise typer.Exit(0)
+
+
 @cli.callback()
 def _global_options(
     ctx: typer.Context,
@@ -49,6 +63,14 @@ def _global_options(
     verbose: int = typer.Option(0, "-v", "--verbose", count=True, help="More log output (-vv)."),
     quiet: bool = typer.Option(False, "-q", "--quiet", help="Only errors."),
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks on errors."),
+    version: bool = typer.Option(
+        False,
+        "--version",
+        is_eager=True,
+        callback=_show_version,
+        expose_value=False,
+        help="Print rtool's version, where it is installed, and exit.",
+    ),
 ) -> None:
     global _DEBUG
     _DEBUG = debug

@@ -2,7 +2,9 @@
 (the log watchdog, the run view, status). Standard library only.
 
 The file is one JSON object, rewritten atomically by rank 0 of a training (docs/shim.md).
-`Heartbeat.from_json` tolerates keys it does not know (a newer writer) and reads the keys of
+The format only grows: new keys are added (`rtool_version` in rtool 0.2) and `version` goes up
+only when a key's meaning changes, readers keeping every older one. `Heartbeat.from_json`
+tolerates keys it does not know (a newer writer) and reads the keys of
 the first format (`last_stop_reason`, `last_save_step`, `save_seconds`, `max_step_seconds`);
 a known key with a value of the wrong type is refused with one clear `HeartbeatFormatError`.
 
@@ -87,6 +89,7 @@ class Heartbeat:
     state: RunState
     time: float
     version: int = HEARTBEAT_VERSION
+    rtool_version: str | None = None  # the rtool whose shim wrote it ("0.2.0"; None: before 0.2)
     run: str | None = None  # $RTOOL_RUN, default the job name
     job_id: str | None = None
     array_job_id: str | None = None

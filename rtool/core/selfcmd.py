@@ -16,9 +16,12 @@ from pathlib import Path
 
 
 def console_script() -> Path | None:
-    """The `rtool` console script installed beside the running interpreter, if any."""
-    script = Path(sys.executable).with_name("rtool")
-    return script if script.is_file() and os.access(script, os.X_OK) else None
+    """The `rtool` console script installed beside the running interpreter, else the one
+    this process was started as (`pip install --user` puts it in ~/.local/bin), if any."""
+    for script in (Path(sys.executable).with_name("rtool"), Path(os.path.abspath(sys.argv[0]))):
+        if script.name == "rtool" and script.is_file() and os.access(script, os.X_OK):
+            return script
+    return None
 
 
 def rtool_argv() -> list[str]:
@@ -26,4 +29,10 @@ def rtool_argv() -> list[str]:
     script = console_script()
     if script is not None:
         return [str(script)]
-    return [sys.executable, "-I", "-m", "rtool"]
+    return python_argv("-m", "rtool")
+
+
+def python_argv(*args: str) -> list[str]:
+    """This interpreter in isolated mode: `python_argv("-m", "rtool.nodes.preflight")`,
+    `python_argv("-c", CODE, ARG)`. Every Python child rtool starts goes through here."""
+    return [sys.executable, "-I", *args]

@@ -8,6 +8,10 @@ State is best effort, never the verdict: a write that fails because the disk is 
 quota or read-only is logged and recorded in `StateDir.problems` (the CLI reports them), and
 the caller goes on. A corrupt file (truncated, binary, the wrong JSON type, a folder where a file
 belongs) is moved aside to `<name>.corrupt-<time>` with a warning and read as missing.
+
+`format.json` names the layout of the folder (`STATE_FORMAT`) and the rtool that created it.
+A state dir written by a newer rtool, in a layout this one does not know, is refused with one
+line (docs/upgrading.md); one without the file (rtool 0.1) has today's layout and gets it.
 """
 
 from __future__ import annotations
@@ -24,12 +28,16 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from rtool import __version__
 from rtool.core.errors import RtoolError
 from rtool.core.safeio import DEFAULT_LIMIT, read_json_file
 
 log = logging.getLogger(__name__)
 #: Write errors that mean "the disk cannot take it", not a bug: recorded, never raised.
 DISK_ERRORS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO, errno.EACCES})
+#: The layout of the state dir this rtool reads and writes (rtool 0.1 wrote the same, unmarked).
+STATE_FORMAT = 1
+FORMAT_FILE = "format.json"
 
 
 class StateDirError(RtoolError):
@@ -68,6 +76,7 @@ class StateDir:
         #: State writes that failed (disk full, read-only...): one line each, reported by the CLI.
         self.problems: list[str] = []
         self._ensure()
+        self._check_format()
 
     def write_failed(self, target: Path, exc: OSError) -> None:
         """Record a failed write (raise it again when it is not a disk problem)."""
@@ -93,6 +102,23 @@ class StateDir:
             raise StateDirError(f"state dir {p} is owned by uid {st.st_uid}, not by you")
         if stat.S_IMODE(st.st_mode) & 0o077:
             os.chmod(p, 0o700)
+
+    def _check_format(self) -> None:
+        """Refuse a layout written by a newer rtool; mark an unmarked (new or 0.1) folder."""
+        data = read_json_file(self.path / FORMAT_FILE)
+        if data is None:
+            mark = {"format": STATE_FORMAT, "created_by": f"rtool {__version__}"}
+            self.write_json(FORMAT_FILE, mark)
+            return
+        found = data.get("format")
+        if isinstance(found, int) and not isinstance(found, bool) and found <= STATE_FORMAT:
+            return
+        by = str(data.get("created_by") or "another rtool")[:60]
+        raise StateDirError(
+            f"state dir {self.path} has format {found!r} (made by {by}); rtool {__version__} "
+            f"reads format {STATE_FORMAT}: run the newer rtool, or give this one its own "
+            "[state] dir (docs/upgrading.md)"
+        )
 
     def file(self, *parts: str) -> Path:
         """Path of a file inside the state dir (its folder is created)."""

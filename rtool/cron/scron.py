@@ -8,7 +8,7 @@ scrontab (other lines are kept):
     #SCRON --job-name=rtool-cron-<key>
     #SCRON --chdir=<dir>
     #SCRON --output=<dir>/logs/scheduler.%j.log
-    */15 * * * * '<python>' -c '...' cron tick --dir '<dir>' --no-chain
+    */15 * * * * '<venv>/bin/rtool' cron tick --dir '<dir>' --no-chain
     # END rtool cron <key>
 
 Slurm then starts the tick at each slot (no self-resubmitting job: the tick queues nothing);

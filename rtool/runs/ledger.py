@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from rtool import __version__
 from rtool.core.heartbeat import Heartbeat, RunState
 from rtool.core.slurm import RUNNING_STATES, SqueueJob, expand_hostlist
 from rtool.runs import signatures
@@ -309,6 +310,8 @@ def build(
         or (prev.step_seconds if prev else None),
         updated=inp.now,
         crash_loop_at=prev.crash_loop_at if prev else None,
+        rtool_version=__version__,
+        shim_version=(hb.rtool_version if hb else None) or (prev.shim_version if prev else None),
     )
     _best_step(ledger, prev, hb, inp.now)
     return ledger

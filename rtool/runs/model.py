@@ -28,6 +28,8 @@ ENDED_STATES = frozenset(
         "GONE",  # degraded mode: left the queue without an end record
     }
 )
+#: The ledger's layout (`format` in its JSON; an unmarked ledger, from rtool 0.1, is format 1).
+LEDGER_FORMAT = 1
 #: States where Slurm (not the training) ended the attempt on purpose.
 LIMIT_STATES = frozenset({"TIMEOUT", "PREEMPTED", "DEADLINE"})
 
@@ -161,6 +163,10 @@ class Ledger:
     updated: float | None = None
     #: The run's crash loop that was acted on (hold), so the hold is done once.
     crash_loop_at: float | None = None
+    #: The rtool that last rebuilt this ledger (the watcher), and the one whose shim wrote the
+    #: run's latest heartbeat (the trainer's); None when unknown (rtool 0.1).
+    rtool_version: str | None = None
+    shim_version: str | None = None
 
     @property
     def last(self) -> Attempt | None:
@@ -168,6 +174,7 @@ class Ledger:
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "format": LEDGER_FORMAT,
             "run": self.run,
             "accounting": self.accounting,
             "note": self.note,
@@ -178,6 +185,8 @@ class Ledger:
             "step_seconds": self.step_seconds,
             "updated": self.updated,
             "crash_loop_at": self.crash_loop_at,
+            "rtool_version": self.rtool_version,
+            "shim_version": self.shim_version,
             "attempts": [a.to_json() for a in self.attempts],
         }
 
@@ -195,4 +204,10 @@ class Ledger:
             step_seconds=d.get("step_seconds"),
             updated=d.get("updated"),
             crash_loop_at=d.get("crash_loop_at"),
+            rtool_version=_opt_str(d.get("rtool_version")),
+            shim_version=_opt_str(d.get("shim_version")),
         )
+
+
+def _opt_str(value: Any) -> str | None:
+    return str(value)[:40] if isinstance(value, str) and value else None

@@ -78,4 +78,8 @@ def table(led: Ledger, tot: Totals, now: float) -> str:
     )
     if led.accounting and led.note:
         lines.append(f"note: {led.note}")
+    if led.rtool_version or led.shim_version:
+        lines.append(
+            f"rtool: {led.rtool_version or '?'} watching, {led.shim_version or '?'} in the training"
+        )
     return "\n".join(lines) + "\n"

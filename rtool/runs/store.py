@@ -6,8 +6,10 @@ import hashlib
 import re
 from typing import Any
 
+from rtool import __version__
+from rtool.core.errors import RtoolError
 from rtool.core.state import StateDir
-from rtool.runs.model import Ledger
+from rtool.runs.model import LEDGER_FORMAT, Ledger
 
 _SAFE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 
@@ -20,10 +22,24 @@ def ledger_file(run: str) -> str:
     return f"runs/run-{digest}.json"
 
 
+class LedgerFormatError(RtoolError):
+    """A ledger written by a newer rtool in a layout this one does not know."""
+
+
 def load(state: StateDir, run: str) -> Ledger | None:
+    """The stored ledger of `run`, None when there is none (or not a ledger). A ledger in a
+    newer format raises LedgerFormatError (one line: which rtool wrote it, what to do)."""
     data: Any = state.read_json(ledger_file(run))
     if not isinstance(data, dict) or data.get("run") != run:
         return None
+    found = data.get("format", 1)
+    if not isinstance(found, int) or isinstance(found, bool) or found > LEDGER_FORMAT:
+        by = str(data.get("rtool_version") or "a newer rtool")[:40]
+        raise LedgerFormatError(
+            f"{state.path / ledger_file(run)}: run ledger format {found!r} (written by rtool "
+            f"{by}); rtool {__version__} reads format {LEDGER_FORMAT}: run the newer rtool, or "
+            "remove the file (rtool rebuilds it from sacct and the run's records)"
+        )
     try:
         return Ledger.from_json(data)
     except (TypeError, ValueError):
@@ -31,4 +47,5 @@ def load(state: StateDir, run: str) -> Ledger | None:
 
 
 def save(state: StateDir, ledger: Ledger) -> None:
+    ledger.rtool_version = __version__  # which rtool watched the run
     state.write_json(ledger_file(ledger.run), ledger.to_json())

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rtool import __version__
 from rtool.core.heartbeat import Heartbeat, HeartbeatFormatError, RunState, read_heartbeat
 
 log = logging.getLogger("rtool.shim")
@@ -179,6 +180,7 @@ class JobIdentity:
             world_size=self.world_size,
             pid=os.getpid(),
             started=now,
+            rtool_version=__version__,
         )
 
 

@@ -9,7 +9,8 @@ signal = "B:USR1@600"      # [B:][R:]SIG@SECONDS; the batch shell forwards it
 array = "1-10%1"           # default array for every submission (none when unset)
 requeue = false
 launcher = "torchrun --nproc-per-node 8"   # wraps the Python script (default: plain python)
-python = "python"
+python = "python"          # the training's interpreter, found on the job's PATH (docs/submit.md)
+rtool = "/shared/venvs/rtool/bin/rtool"   # rtool as the compute nodes see it (default: this one)
 max_requeues = 3           # bound of --auto-requeue
 template_dir = "~/rtool-templates"          # templates here override the shipped ones by name
 extra_lines = ["#SBATCH --qos=high", "module load cuda/12.4"]   # #SBATCH lines, or shell lines
@@ -22,6 +23,8 @@ group_writable = false        # true: folders 2775, switches 664 (colleagues may
 """
 
 from __future__ import annotations
+
+import os
 
 from pydantic import field_validator
 
@@ -38,6 +41,9 @@ class SubmitConfig(Section):
     requeue: bool = False
     launcher: str | None = None
     python: str = "python"
+    #: rtool's own command in the batch script (pre-flight), as the compute nodes see it.
+    #: Default: the `rtool` that runs `rtool submit` (rtool.core.selfcmd.rtool_argv).
+    rtool: str | None = None
     max_requeues: int = 3
     extra_lines: list[str] = []
     template_dir: str | None = None
@@ -61,6 +67,19 @@ class SubmitConfig(Section):
     @classmethod
     def _words(cls, value: str | None) -> str | None:
         return specs.validate_words(value, "value") if value else value
+
+    @field_validator("rtool")
+    @classmethod
+    def _rtool(cls, value: str | None) -> str | None:
+        if not value:
+            return None
+        path = os.path.expanduser(specs.check_text(value, "rtool"))
+        if not os.path.isabs(path):
+            raise ValueError(
+                f"{value!r}: the absolute path of the rtool command, e.g. "
+                "/shared/venvs/rtool/bin/rtool"
+            )
+        return path
 
     @field_validator("max_requeues")
     @classmethod

@@ -80,6 +80,17 @@ class SlurmJob:
                 pairs.append((opt, value))
         return pairs
 
+    @property
+    def self_command(self) -> str | None:
+        """The absolute path by which this job runs rtool itself, when it does: the script
+        checks it exists on the node before anything else (`_rtool_self_check.j2`)."""
+        return None
+
+    #: How to fix a missing `self_command`, said by the batch script.
+    self_command_fix = (
+        "install rtool where every compute node sees it (a virtualenv on a shared filesystem)"
+    )
+
     def sbatch_lines(self) -> list[Quoted]:
         """The text after `#SBATCH ` of each header line, values quoted for sbatch."""
         lines = []
@@ -119,6 +130,16 @@ class CronSchedulerJob(SlurmJob):
     def __post_init__(self) -> None:
         super().__post_init__()
         self.command = _command_words(self.command)
+
+    @property
+    def self_command(self) -> str | None:
+        first = str(self.command[0])
+        return first if first.startswith("/") else None
+
+    self_command_fix = (
+        "install rtool where every compute node sees it (a virtualenv on a shared filesystem) "
+        "and run `rtool cron start` with that rtool"
+    )
 
 
 @dataclass

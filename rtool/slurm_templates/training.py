@@ -132,6 +132,16 @@ class TrainingJob(SlurmJob):
         self.open_mode = self.open_mode or "append"
 
     @property
+    def self_command(self) -> str | None:
+        """rtool's own command in the script (the pre-flight), checked on the node first."""
+        return self.rtool[0] if self.preflight else None
+
+    self_command_fix = (
+        "install rtool where every compute node sees it (a virtualenv on a shared filesystem) "
+        'or name the path the nodes see in the config: [submit] rtool = "/shared/venv/bin/rtool"'
+    )
+
+    @property
     def command_prefix(self) -> list[str]:
         """What runs the script under srun: the launcher (`torchrun ...`), else the python."""
         return self.launcher or [self.python]

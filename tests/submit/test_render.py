@@ -102,7 +102,7 @@ def test_golden_wrapped_batch_script(tmp_path: Path) -> None:
 def test_golden_cron_and_watchdog() -> None:
     cron = CronSchedulerJob(
         job_name="rtool-cron",
-        command=["/usr/bin/python3", "-c", "import sys", "cron", "tick", "--dir", "/home/u/c r"],
+        command=["/home/u/venv/bin/rtool", "cron", "tick", "--dir", "/home/u/c r"],
         begin="2025-01-31T16:00:00",
         time="00:10:00",
         output="/home/u/cron/logs/scheduler.%j.log",

@@ -39,17 +39,19 @@ def check(ctx: typer.Context) -> int:
 def show(
     ctx: typer.Context, as_json: bool = typer.Option(False, "--json", help="JSON output.")
 ) -> int:
-    """Print the effective config (defaults filled in, secrets redacted).
+    """Print the effective config (defaults filled in, secrets redacted) and rtool's version.
 
     Example: rtool config show --json
     """
+    from rtool import __version__
+
     actx = get_context(ctx)
     data = redacted(actx.config)
     if as_json:
-        typer.echo(json.dumps(data, indent=2))
+        typer.echo(json.dumps({"rtool_version": __version__, **data}, indent=2))
     else:
         path = find_config_path(actx.config_path)
-        typer.echo(f"# effective config from {path or 'built-in defaults'}")
+        typer.echo(f"# rtool {__version__}: effective config from {path or 'built-in defaults'}")
         typer.echo(_to_toml(data))
     return 0
 

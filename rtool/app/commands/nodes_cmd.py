@@ -141,8 +141,7 @@ def preflight(
 def _node_args(
     app_ctx: AppContext, gpus: int | None, dirs: list[str] | None
 ) -> tuple[Any, list[str]]:
-    import sys
-
+    from rtool.core.selfcmd import python_argv
     from rtool.nodes.preflight.base import NodeContext
 
     pf = app_ctx.config.nodes.preflight
@@ -155,14 +154,13 @@ def _node_args(
         timeout=pf.check_timeout,
         nvidia_smi=os.environ.get("RTOOL_NVIDIA_SMI", "nvidia-smi"),
     )
-    argv = [
-        sys.executable,
+    argv = python_argv(  # isolated: nothing is imported from the job's folder
         "-m",
         "rtool.nodes.preflight",
         "--json",
         "--timeout",
         f"{pf.check_timeout:g}s",
-    ]
+    )
     if gpus:
         argv += ["--gpus", str(gpus)]
     for d in node_ctx.dirs:

@@ -1,4 +1,4 @@
-"""`python -m nodes.preflight ...`: the checks of this node (see nodes.preflight.node)."""
+"""`python -I -m rtool.nodes.preflight ...`: this node's checks (rtool.nodes.preflight.node)."""
 
 import sys
 

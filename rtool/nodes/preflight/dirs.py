@@ -7,10 +7,9 @@ hang the pre-flight): it creates the folder if needed, writes, fsyncs and remove
 
 from __future__ import annotations
 
-import sys
-
 from rtool.core.proc import ProcError, ProcTimeout
 from rtool.core.proc import run as run_proc
+from rtool.core.selfcmd import python_argv
 from rtool.core.units import format_size
 from rtool.nodes.preflight.base import NodeContext, Outcome
 
@@ -45,7 +44,7 @@ def applies(ctx: NodeContext) -> bool:
 
 def probe(path: str, min_free: int, timeout: float) -> str | None:
     """None when `path` is fine, else why not (one line)."""
-    argv = [sys.executable, "-c", _PROBE, path, str(min_free)]
+    argv = python_argv("-c", _PROBE, path, str(min_free))  # -I: not the folder it runs in
     try:
         res = run_proc(argv, timeout=timeout, check=False)
     except ProcTimeout:

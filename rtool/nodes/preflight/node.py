@@ -1,6 +1,6 @@
 """The checks of one node, and the one line each node prints for the job-level step.
 
-    python -m nodes.preflight --gpus 8 --dir /scratch/me --min-free 10GiB --command "..." --json
+    python -I -m rtool.nodes.preflight --gpus 8 --dir /scratch --min-free 10GiB --command C --json
 
 prints `RTOOL-PREFLIGHT {"node": ..., "ok": ..., "outcomes": [...]}` (exit 0 healthy, 1 not).
 """
@@ -65,7 +65,7 @@ def from_line(line: str) -> NodeReport | None:
 
 
 def parse_args(argv: list[str]) -> tuple[NodeContext, argparse.Namespace]:
-    p = argparse.ArgumentParser(prog="python -m nodes.preflight", description=__doc__)
+    p = argparse.ArgumentParser(prog="python -I -m rtool.nodes.preflight", description=__doc__)
     p.add_argument("--gpus", type=int, default=None, help="GPUs requested on this node")
     p.add_argument("--dir", action="append", default=[], help="folder to write (repeatable)")
     p.add_argument("--min-free", default="0", help="free space needed in each folder (10GiB)")

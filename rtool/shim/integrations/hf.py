@@ -1,4 +1,4 @@
-"""rtool.shim for the Hugging Face `transformers` Trainer (`pip install 'rtool[hf]'`).
+"""rtool.shim for the Hugging Face `transformers` Trainer (the `[hf]` extra: transformers 4.45+).
 
     from rtool.shim.integrations.hf import RtoolCallback
 
@@ -42,7 +42,8 @@ try:
     from transformers import TrainerCallback
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError(
-        "rtool.shim.integrations.hf needs transformers (pip install 'rtool[hf]')"
+        "rtool.shim.integrations.hf needs transformers (pip install 'transformers>=4.45' "
+        "accelerate)"
     ) from exc
 
 __all__ = ["DEFAULT_MAX_NONFINITE", "RtoolCallback"]

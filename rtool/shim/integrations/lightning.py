@@ -1,4 +1,4 @@
-"""rtool.shim for Lightning (`pip install 'rtool[lightning]'`).
+"""rtool.shim for Lightning (the `[lightning]` extra: `pip install '<checkout>[lightning]'`).
 
     from rtool.shim.integrations.lightning import RtoolCallback
 
@@ -43,7 +43,7 @@ try:
     from lightning.pytorch.callbacks import Callback
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError(
-        "rtool.shim.integrations.lightning needs lightning (pip install 'rtool[lightning]')"
+        "rtool.shim.integrations.lightning needs lightning (pip install 'lightning>=2.2')"
     ) from exc
 
 __all__ = ["DEFAULT_MAX_NONFINITE", "RtoolCallback"]
