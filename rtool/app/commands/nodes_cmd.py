@@ -157,6 +157,7 @@ def _node_args(
     )
     argv = [
         sys.executable,
+        "-I",  # isolated: the job's folder is not on sys.path (rtool.core.selfcmd)
         "-m",
         "rtool.nodes.preflight",
         "--json",
