@@ -17,6 +17,7 @@ from typing import Any
 from rtool.core import validate
 from rtool.core.proc import ProcError, ProcNotFound, run
 from rtool.core.slurm import Slurm
+from rtool.core.slurm.cmd import check_records
 from rtool.core.state import StateDir
 from rtool.watchdogs.base import Action, ActionKind, CheckResult
 
@@ -52,7 +53,7 @@ def dump_argv(action: Action, slurm: Slurm) -> list[str]:
         return [py_spy(), "dump", "--pid", str(action.pid)]
     ident = validate.job_id(action.job)
     records = slurm.show_job(ident)  # raises SlurmError: no dump
-    slurm.check_records(records, ident)  # srun into another user's job: never (even as root)
+    check_records(records, ident, slurm.user)  # srun into another user's job: never (as root)
     record = records[0] if records else {}
     jobid = validate.job_id(record.get("JobId") or ident)
     script = _JOB_DUMP.format(shlex.quote(py_spy()))

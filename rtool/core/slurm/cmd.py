@@ -13,13 +13,13 @@ raise `ForeignJob` for anyone else's.
 from __future__ import annotations
 
 import logging
-import re
 import time
 from collections.abc import Iterable, Mapping, Sequence
 
 from rtool.core import validate as v
-from rtool.core.identity import current_uid, current_user
+from rtool.core.identity import current_user
 from rtool.core.proc import ProcError, ProcTimeout, Result, run
+from rtool.core.slurm import owner
 from rtool.core.slurm.nodes import SINFO_FORMAT, NodeState, parse_sinfo_nodes
 from rtool.core.slurm.parse import (
     SQUEUE_FORMAT,
@@ -51,35 +51,13 @@ class ForeignJob(SlurmError):
     on it, whoever it runs as (root and Slurm operators included)."""
 
 
-#: scontrol verbs that act on jobs named by their ids (the owner is checked first).
-JOB_VERBS = frozenset(
-    {"hold", "uhold", "release", "requeue", "requeuehold", "suspend", "resume", "top"}
-)
-_UID = re.compile(r"\((\d+)\)\s*$", re.ASCII)
-
-
-def _user_arg(name: str) -> str:
-    """A user for `--user=`: a login name, or a uid number (a user the passwd file lacks)."""
-    return name if name.isascii() and name.isdigit() and len(name) <= 10 else v.user(name)
-
-
-def _is_job_key(arg: str) -> bool:
-    return arg.split("=", 1)[0].lower() in ("jobid", "job") and "=" in arg
-
-
-def record_uid(record: Mapping[str, str]) -> int | None:
-    """The uid in a `scontrol show job` record's `UserId=alice(1001)`, or None."""
-    m = _UID.search(record.get("UserId", ""))
-    return int(m.group(1)) if m else None
-
-
 class Slurm:
     """Thin, typed access to the Slurm commands. One instance per process is enough."""
 
     def __init__(self, timeout: float = 30.0) -> None:
         self.timeout = timeout
         #: Whose jobs are queried by default and the only ones acted on (the process's uid).
-        self.user = _user_arg(current_user())
+        self.user = owner.user_arg(current_user())
         #: Every command run, in order (used by benchmarks to count squeue calls per sweep).
         self.calls: list[list[str]] = []
 
@@ -119,7 +97,7 @@ class Slurm:
         """Jobs known to slurmctld (one call, whatever the number of names): only yours unless
         `user`/`users` name others or `all_users` asks for everyone's (read-only watches)."""
         argv = ["squeue", "-h", "-o", SQUEUE_FORMAT, f"--states={v.states(states)}"]
-        user_list = [_user_arg(u) for u in [*(users or []), *([user] if user else [])]]
+        user_list = [owner.user_arg(u) for u in [*(users or []), *([user] if user else [])]]
         if not (user_list or all_users):
             user_list = [self.user]
         if user_list:
@@ -139,9 +117,6 @@ class Slurm:
                 return []  # the job left the queue
             raise
         return parse_squeue(res.stdout)
-
-    def my_jobs(self, names: Iterable[str] | None = None) -> list[SqueueJob]:
-        return self.squeue(user=self.user, names=names)
 
     def show_job(self, job_id: str) -> list[dict[str, str]]:
         """`scontrol show job ID` records ([] when the job is no longer known)."""
@@ -171,11 +146,11 @@ class Slurm:
     ) -> list[SacctRecord]:
         """Accounting records of this user's jobs (one per attempt with `all_attempts`).
 
-        Always `--user=<you>`: without it sacct run by root (or given job ids) answers for
-        every user. `job_ids` are `15` or `12_3` (an array's own id gives all its tasks);
-        `since` is an epoch time (without it and without job ids Slurm's default applies:
-        since midnight). Raises AccountingDisabled on a cluster without accounting, SlurmError
-        when sacct cannot answer (slurmdbd down...), ValueError on a bad job id or name.
+        Always `--user=<you>` (root's sacct, or one given job ids, answers for every user).
+        `job_ids` are `15` or `12_3` (an array's own id gives all its tasks); `since` is an
+        epoch time (without it and without job ids Slurm's default applies: since midnight).
+        Raises AccountingDisabled on a cluster without accounting, SlurmError when sacct
+        cannot answer (slurmdbd down...), ValueError on a bad job id or name.
         """
         argv = sacct_argv(job_ids=job_ids, names=names, since=since, all_attempts=all_attempts)
         argv.append(f"--user={self.user}")
@@ -225,14 +200,14 @@ class Slurm:
         user: str | None = None,
         states: str | None = None,
     ) -> None:
-        """Cancel (or signal) your jobs: by id (each checked to be yours first) or by name;
-        always restricted to `--user=<you>`. Another `user` raises ForeignJob."""
+        """Cancel (or signal) your jobs: by id, each checked to be yours first, or by name
+        with `--user=<you>`. Another `user` raises ForeignJob."""
         ids = v.job_ids(list(job_ids))
         if not (ids or name):
             raise v.ArgvError("scancel needs job ids or a job name (refusing to guess)")
-        if user is not None and _user_arg(user) != self.user:
+        if user is not None and owner.user_arg(user) != self.user:
             raise ForeignJob(["scancel", f"--user={user}"], f"not your jobs (you are {self.user})")
-        self.check_owner(ids)
+        check_owner(self, ids)
         argv = ["scancel"]
         if signal:
             argv.append(f"--signal={v.signal_name(signal)}")
@@ -241,8 +216,7 @@ class Slurm:
         if full:
             argv.append("--full")
         if name:
-            argv.append(f"--name={v.name(name, 'job name')}")
-        argv.append(f"--user={self.user}")
+            argv += [f"--name={v.name(name, 'job name')}", f"--user={self.user}"]
         if states:
             argv.append(f"--state={v.states(states)}")
         argv.extend(ids)
@@ -252,34 +226,8 @@ class Slurm:
         """Any other scontrol action (`requeue`, `hold`, `release`, `update` ...). A verb that
         acts on jobs (`JOB_VERBS`, `update jobid=...`) runs only on your own jobs."""
         checked = [v.plain(a, "scontrol argument") for a in args]
-        if checked[:1] and checked[0].lower() in JOB_VERBS:
-            checked[1:] = v.job_ids(checked[1:])
-            self.check_owner(checked[1:])
-        elif checked[:1] and checked[0].lower() == "update":
-            ids = [a.split("=", 1)[1] for a in checked[1:] if _is_job_key(a)]
-            self.check_owner(v.job_ids(ids))
+        check_owner(self, owner.acted_on(checked) or [])
         return self._run(["scontrol", *checked]).stdout
-
-    def check_owner(self, job_ids: Iterable[str]) -> None:
-        """Raise ForeignJob unless Slurm says each job (every task of an array) is yours;
-        asked right before acting, never taken from squeue output or a file."""
-        for job_id in job_ids:
-            records = self.show_job(job_id)
-            argv = ["scontrol", "show", "job", job_id]
-            if not records:
-                raise SlurmError(argv, "no such job (nothing done)")
-            self.check_records(records, job_id)
-
-    def check_records(self, records: Iterable[Mapping[str, str]], job_id: str) -> None:
-        """Raise ForeignJob unless every `scontrol show job` record is a job of yours."""
-        for rec in records:
-            uid = record_uid(rec)
-            if uid != current_uid():
-                owner = rec.get("UserId") or "an unknown user"
-                raise ForeignJob(
-                    ["scontrol", "show", "job", job_id],
-                    f"job {job_id} belongs to {owner}, not to you ({self.user}): not touched",
-                )
 
     # -- cluster config and the user's Slurm crontab (rtool/cron/scron.py) ----------------------
     def show_config(self) -> dict[str, str]:
@@ -341,10 +289,27 @@ class Slurm:
         SlurmError when no pending job was updated."""
         names = [v.node(n) for n in nodes]
         argv = ["scontrol", "update", f"jobid={v.job_id(job_id)}"]
-        self.check_owner([job_id])
+        check_owner(self, [job_id])
         argv.append("ExcNodeList=" + ",".join(names))
         res = self._run(argv, check=False)
         text = (res.stdout + res.stderr).strip()
         if res.returncode == 0 or "No error" in text:
             return text  # an array: the running tasks refuse, the pending ones took it
         raise SlurmError(argv, f"exit code {res.returncode}", res.returncode, res.stderr)
+
+
+def check_owner(slurm: Slurm, job_ids: Iterable[str]) -> None:
+    """Raise ForeignJob unless Slurm says each job (every task of an array) is yours; asked
+    right before acting, never taken from squeue output or a file."""
+    for job_id in job_ids:
+        records = slurm.show_job(job_id)
+        if not records:
+            raise SlurmError(["scontrol", "show", "job", job_id], "no such job (nothing done)")
+        check_records(records, job_id, slurm.user)
+
+
+def check_records(records: Iterable[Mapping[str, str]], job_id: str, me: str) -> None:
+    """Raise ForeignJob unless every `scontrol show job` record is a job of yours (`me`)."""
+    why = owner.foreign(records, job_id, me)
+    if why:
+        raise ForeignJob(["scontrol", "show", "job", job_id], why)
