@@ -207,7 +207,6 @@ class Slurm:
             raise v.ArgvError("scancel needs job ids or a job name (refusing to guess)")
         if user is not None and owner.user_arg(user) != self.user:
             raise ForeignJob(["scancel", f"--user={user}"], f"not your jobs (you are {self.user})")
-        check_owner(self, ids)
         argv = ["scancel"]
         if signal:
             argv.append(f"--signal={v.signal_name(signal)}")
@@ -220,6 +219,7 @@ class Slurm:
         if states:
             argv.append(f"--state={v.states(states)}")
         argv.extend(ids)
+        check_owner(self, ids)  # after every argument is validated, right before acting
         self._run(argv)
 
     def scontrol(self, *args: str) -> str:
@@ -289,8 +289,8 @@ class Slurm:
         SlurmError when no pending job was updated."""
         names = [v.node(n) for n in nodes]
         argv = ["scontrol", "update", f"jobid={v.job_id(job_id)}"]
-        check_owner(self, [job_id])
         argv.append("ExcNodeList=" + ",".join(names))
+        check_owner(self, [job_id])
         res = self._run(argv, check=False)
         text = (res.stdout + res.stderr).strip()
         if res.returncode == 0 or "No error" in text:
