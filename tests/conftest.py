@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from rtool.core.slurm import Slurm
-from rtool.testing import localslurm
+from rtool.testing import localslurm, users
 
 
 @pytest.fixture(autouse=True)
@@ -76,6 +76,25 @@ def slurm_cluster() -> Iterator[localslurm.Cluster]:
         os.environ.pop("SLURM_CONF", None)
     else:
         os.environ["SLURM_CONF"] = old
+
+
+@pytest.fixture(scope="session")
+def peer() -> users.LocalUser:
+    """A second Unix user (`rtool-peer`, in group `rtool-peers`), created when missing: the
+    other user of a shared cluster. Fails (never skips) when it cannot be made."""
+    try:
+        return users.ensure_user()
+    except users.LocalUserError as exc:
+        pytest.fail(f"the second test user could not be made: {exc}", pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def peer_cluster(slurm_cluster: localslurm.Cluster, peer: users.LocalUser) -> users.LocalUser:
+    """The second user, able to use the session's cluster (its folder opened for traversal so
+    that their commands read slurm.conf; slurmdbd.conf and the database stay 0600/0700)."""
+    mode = slurm_cluster.dir.stat().st_mode & 0o7777
+    os.chmod(slurm_cluster.dir, mode | 0o011)
+    return peer
 
 
 @pytest.fixture

@@ -19,6 +19,7 @@ from rtool.app.commands import errors
 from rtool.app.commands.lazy import LazyGroup
 from rtool.app.context import AppContext
 from rtool.core import redact
+from rtool.core.errors import UsageError
 
 #: Subcommands are loaded on first use (rtool/app/commands/lazy.py lists them).
 cli = typer.Typer(
@@ -60,6 +61,12 @@ def _global_options(
         "~/.config/rtool/rtool.toml, built-in defaults).",
         envvar=None,
     ),
+    no_config: bool = typer.Option(
+        False,
+        "--no-config",
+        help="Built-in defaults only: read no config file (the batch script's pre-flight uses "
+        "this when rtool submit found none, so a file planted in the submit folder is ignored).",
+    ),
     verbose: int = typer.Option(0, "-v", "--verbose", count=True, help="More log output (-vv)."),
     quiet: bool = typer.Option(False, "-q", "--quiet", help="Only errors."),
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks on errors."),
@@ -74,7 +81,11 @@ def _global_options(
 ) -> None:
     global _DEBUG
     _DEBUG = debug
-    ctx.obj = AppContext(config_path=config, verbose=verbose, quiet=quiet, debug=debug)
+    if no_config and config is not None:
+        raise UsageError("give --config or --no-config, not both")
+    ctx.obj = AppContext(
+        config_path=config, verbose=verbose, quiet=quiet, debug=debug, no_config=no_config
+    )
     level = logging.ERROR if quiet else [logging.WARNING, logging.INFO][min(verbose, 1)]
     if verbose >= 2 or debug:
         level = logging.DEBUG

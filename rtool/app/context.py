@@ -21,13 +21,15 @@ class AppContext:
     verbose: int = 0
     quiet: bool = False
     debug: bool = False
+    #: `--no-config`: the built-in defaults, whatever $RTOOL_CONFIG or ./rtool.toml say.
+    no_config: bool = False
 
     @cached_property
     def config(self) -> Config:
         """The config file, validated whole; with none, the defaults (made as they are read)."""
         from rtool.core.config import find_config_path
 
-        if find_config_path(self.config_path) is None:
+        if self.no_config or find_config_path(self.config_path) is None:
             from rtool.app.defaults import DefaultConfig
 
             return cast("Config", DefaultConfig())

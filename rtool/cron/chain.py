@@ -5,7 +5,6 @@ Side effects (squeue, sbatch, scancel) go through rtool's Slurm layer.
 
 from __future__ import annotations
 
-import getpass
 import logging
 from pathlib import Path
 
@@ -19,7 +18,7 @@ log = logging.getLogger(__name__)
 
 def chain_jobs(slurm: Slurm, name: str) -> list[SqueueJob]:
     """This user's queued or running jobs named `name` (one squeue call; raises SlurmError)."""
-    return active_jobs(slurm.squeue(user=getpass.getuser(), names=[name]), name)
+    return active_jobs(slurm.squeue(names=[name]), name)  # the Slurm layer: yours only
 
 
 def active_jobs(jobs: list[SqueueJob], name: str) -> list[SqueueJob]:
@@ -69,4 +68,4 @@ def submit_tick(
 
 
 def cancel_chain(slurm: Slurm, name: str) -> None:
-    slurm.scancel(name=name, user=getpass.getuser())
+    slurm.scancel(name=name)  # always `--user=<you>` (rtool.core.slurm.cmd)

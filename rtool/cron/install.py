@@ -27,7 +27,7 @@ def install(env: TickEnv, backend: Backend) -> list[str]:
             raise RtoolError(f"cannot use scrontab: {avail.reason}; use --backend jobs or auto")
         return lines + _scrontab(env)
     store = CronStore(env.state, env.root)
-    if avail.usable and scron.remove(env.slurm, store.key):
+    if avail.usable and scron.remove(env.slurm, store.key, env.state.path):
         lines.append(f"removed the scrontab entry of {env.root}")
     return [*lines, start(env)]
 
@@ -49,7 +49,7 @@ def _scrontab(env: TickEnv) -> list[str]:
         store.save(data)
         store.write_heartbeat({**(store.read_heartbeat() or {}), "started": now})
         (env.root / "logs").mkdir(parents=True, exist_ok=True)
-        scron.install(env.slurm, text, store.key)
+        scron.install(env.slurm, text, store.key, env.state.path)
     spec = scron.cron_spec(cfg)
     return [*lines, f"scrontab entry installed for {env.root} ({store.name}, '{spec}')"]
 
@@ -63,7 +63,7 @@ def uninstall(env: TickEnv) -> list[str]:
     """Remove the scrontab entry (when scrontab is usable) and cancel the chain's jobs."""
     store = CronStore(env.state, env.root)
     lines = []
-    if scron.detect(env.slurm).usable and scron.remove(env.slurm, store.key):
+    if scron.detect(env.slurm).usable and scron.remove(env.slurm, store.key, env.state.path):
         lines.append(f"removed the scrontab entry of {env.root}")
     with store.chain_lock():
         jobs = chain.chain_jobs(env.slurm, store.name)

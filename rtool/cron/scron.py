@@ -124,13 +124,14 @@ def without(text: str, key: str) -> str:
     return "\n".join(out).rstrip("\n") + ("\n" if out else "")
 
 
-def install(slurm: Slurm, new_block: str, key: str) -> None:
-    """Put `new_block` in the user's scrontab in place of this folder's old one."""
+def install(slurm: Slurm, new_block: str, key: str, private: Path) -> None:
+    """Put `new_block` in the user's scrontab in place of this folder's old one (`private`:
+    a folder of the user's own, e.g. the state dir, for the file handed to scrontab)."""
     text = without(slurm.scrontab_text(), key).rstrip("\n")
-    write(slurm, (text + "\n\n" if text.strip() else "") + new_block)
+    write(slurm, (text + "\n\n" if text.strip() else "") + new_block, private)
 
 
-def remove(slurm: Slurm, key: str) -> bool:
+def remove(slurm: Slurm, key: str, private: Path) -> bool:
     """Take this folder's block out of the scrontab; False when there was none."""
     current = slurm.scrontab_text()
     begin, _ = markers(key)
@@ -138,14 +139,16 @@ def remove(slurm: Slurm, key: str) -> bool:
         return False
     rest = without(current, key)
     if rest.strip():
-        write(slurm, rest)
+        write(slurm, rest, private)
     else:
         slurm.scrontab_remove()
     return True
 
 
-def write(slurm: Slurm, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(prefix="rtool-scrontab-", suffix=".txt")
+def write(slurm: Slurm, text: str, private: Path) -> None:
+    """Install `text` as the user's scrontab through a mkstemp file in `private` (never a
+    predictable name, never the shared $TMPDIR where another user could swap it)."""
+    fd, tmp = tempfile.mkstemp(prefix=".rtool-scrontab-", suffix=".txt", dir=private)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)

@@ -7,7 +7,6 @@ its state lives in `<state dir>/cron/<hash>/`, and the heartbeat is also copied 
 
 from __future__ import annotations
 
-import getpass
 import hashlib
 import json
 import logging
@@ -16,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from rtool.core.errors import UsageError
+from rtool.core.identity import current_user
 from rtool.core.state import StateDir, atomic_write
 
 log = logging.getLogger(__name__)
@@ -34,7 +34,7 @@ def resolve_dir(path: str | Path) -> Path:
 
 
 def chain_key(root: Path, user: str | None = None) -> str:
-    who = user or getpass.getuser()
+    who = user or current_user()
     return hashlib.sha256(f"{who}\0{root}".encode()).hexdigest()[:10]
 
 

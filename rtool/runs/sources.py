@@ -12,6 +12,7 @@ import os
 from collections.abc import Sequence
 
 from rtool.core.heartbeat import Heartbeat, HeartbeatFormatError, read_heartbeat
+from rtool.core.identity import is_mine
 from rtool.core.slurm import AccountingDisabled, SacctRecord, Slurm, SlurmError, SqueueJob
 from rtool.core.state import StateDir
 from rtool.runs import ledger as ledger_mod
@@ -130,7 +131,7 @@ def refresh(
         sacct=sacct,
         records=recs,
         heartbeat=hb,
-        queue=[j for j in queue if j.name == spec.slurm_name],
+        queue=[j for j in queue if j.name == spec.slurm_name and is_mine(j.user)],
         done=done,
         total_steps=spec.total_steps,
         note="; ".join(notes),

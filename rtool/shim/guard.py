@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import logging
 import math
-import os
 import signal
 import time
 from collections.abc import Callable, Mapping
@@ -38,6 +37,7 @@ from rtool.shim.options import GuardOptions, ShimConfigError
 from rtool.shim.report import Reporter
 from rtool.shim.signals import SignalFlags
 from rtool.shim.stopping import Stopper
+from rtool.shim.switchfile import switch_set
 
 __all__ = ["Guard"]
 
@@ -126,9 +126,8 @@ class Guard:
 
     @property
     def killed(self) -> bool:
-        """The kill switch exists (checked now)."""
-        ks = self.options.kill_switch
-        return bool(ks and os.path.exists(ks))
+        """The kill switch is set, by you or root (checked now; another user's is ignored)."""
+        return switch_set(self.options.kill_switch, "kill")
 
     def exit_if_killed(self) -> None:
         """Exit 0 at once when the kill switch exists (call at the top of main)."""

@@ -8,7 +8,6 @@ Everything that costs a syscall happens here, every `poll_interval` seconds, nev
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable
@@ -18,6 +17,7 @@ import psutil
 
 from rtool.shim import slurm as _shim_slurm
 from rtool.shim.options import GuardOptions
+from rtool.shim.switchfile import file_ident, switch_set
 
 log = logging.getLogger("rtool.shim")
 
@@ -204,7 +204,7 @@ class Monitor:
 
     def _poll_switches(self) -> None:
         c, s = self.config, self.sources
-        if c.kill_switch and not s.kill and os.path.exists(c.kill_switch):
+        if c.kill_switch and not s.kill and switch_set(c.kill_switch, "kill"):
             s.kill = True
             self._wake()
         if c.save_switch:
@@ -346,15 +346,6 @@ class Monitor:
         self._last_beat = mono
         self._beat_step = self._last_step
         self.on_progress()
-
-
-def file_ident(path: str) -> tuple[int, int] | None:
-    """(inode, mtime_ns) of `path`, or None when it does not exist."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return (st.st_ino, st.st_mtime_ns)
 
 
 def _gpu_device() -> int:

@@ -18,7 +18,7 @@ extra_lines = ["#SBATCH --qos=high", "module load cuda/12.4"]   # #SBATCH lines,
 [switches]
 kill = "~/runs/kill-switch"   # default: kill-switch in the submission directory
 save = "~/runs/save-switch"   # default: save-switch in the submission directory
-group_writable = false        # true: folders 2775, switches 664 (colleagues may stop a run)
+group_writable = false        # true: folders 2775, switches 664 (a shared project folder)
 ```
 """
 
@@ -95,6 +95,7 @@ class SubmitConfig(Section):
 class SwitchesConfig(Section):
     kill: str | None = None
     save: str | None = None
-    #: Let the group write switch folders and files (colleagues may stop a run). Off: a
-    #: group-writable switch folder is refused, since any member could plant a symlink there.
+    #: Allow group-writable switch folders (a shared project folder; created 2775, files 664).
+    #: Off: such a folder is refused, since any member could plant a symlink there. Either
+    #: way a switch file another member made is ignored (only yours or root's count).
     group_writable: bool = False

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from rtool.core.identity import foreign_owner, writable_by_others
 from rtool.core.safeio import UnsafeFileError, create_nofollow
 
 #: Private by default; with `[switches] group_writable = true` the folders created for switches
@@ -58,12 +59,50 @@ def touch_switch(path: str | Path, group_writable: bool = False) -> Path:
     if problem:
         raise UnsafeFileError(f"refusing switch folder {p.parent}: {problem}")
     try:
+        if foreign_owner(p) is not None:  # another user's file would be ignored: replace it
+            os.unlink(p)
         if create_nofollow(p, file_mode):
             with contextlib.suppress(OSError):
                 os.chmod(p, file_mode)  # the umask may have narrowed it
     except OSError as exc:
         raise UnsafeFileError(f"cannot create switch {p}: {exc.strerror}") from None
+    if foreign_owner(p) is not None:  # planted again in between
+        raise UnsafeFileError(f"cannot create switch {p}: another user keeps a file there")
     return p
+
+
+def foreign_switch(path: str | Path) -> str | None:
+    """Why the file at a switch path does not count (another user made it), or None. The batch
+    script and the shim ignore such a switch too (only yours or root's stop or save a run)."""
+    p = Path(path).expanduser()
+    owner = foreign_owner(p)
+    if owner is None and p.is_symlink():
+        owner = foreign_owner(p.resolve())
+    return None if owner is None else f"it is owned by uid {owner}, not by you or root"
+
+
+def folder_warnings(job: Any) -> list[str]:
+    """One line per folder of the run's switches and heartbeat (its attempt records sit beside
+    it) that other users may write into: their files there are ignored, but the folder is not
+    private. Folders that do not exist yet are created private by rtool."""
+    out, seen = [], set()
+    for what, path in (
+        ("kill switch", job.kill_switch),
+        ("save switch", job.save_switch),
+        ("heartbeat", job.heartbeat),
+    ):
+        if not path:
+            continue
+        folder = Path(path).expanduser().absolute().parent
+        why = writable_by_others(folder)
+        if why is None or folder in seen:
+            continue
+        seen.add(folder)
+        out.append(
+            f"warning: the folder of the {what}, {folder}, is {why}: other users can create "
+            f"files there (rtool ignores switches and records they own); chmod go-w {folder}"
+        )
+    return out
 
 
 def record_name(job_name: str) -> str:

@@ -17,6 +17,7 @@ from typing import Any
 from rtool.core import validate
 from rtool.core.proc import ProcError, ProcNotFound, run
 from rtool.core.slurm import Slurm
+from rtool.core.slurm.cmd import check_records
 from rtool.core.state import StateDir
 from rtool.watchdogs.base import Action, ActionKind, CheckResult
 
@@ -51,10 +52,8 @@ def dump_argv(action: Action, slurm: Slurm) -> list[str]:
     if action.pid is not None:
         return [py_spy(), "dump", "--pid", str(action.pid)]
     ident = validate.job_id(action.job)
-    try:
-        records = slurm.show_job(ident)
-    except ProcError:
-        records = []
+    records = slurm.show_job(ident)  # raises SlurmError: no dump
+    check_records(records, ident, slurm.user)  # srun into another user's job: never (as root)
     record = records[0] if records else {}
     jobid = validate.job_id(record.get("JobId") or ident)
     script = _JOB_DUMP.format(shlex.quote(py_spy()))
@@ -66,13 +65,14 @@ def dump_stacks(action: Action, slurm: Slurm, timeout: float) -> str:
     """The stacks the dump `action` asks for (see `dump_argv`), or why there are none."""
     try:
         argv = dump_argv(action, slurm)
+    except (ProcError, validate.ArgvError) as exc:  # a job that is not yours: ForeignJob
+        return f"not dumped: {exc}"
+    try:
         res = run(argv, timeout=timeout, check=False)
     except ProcNotFound:
         return f"{Path(argv[0]).name} is not installed"
     except ProcError as exc:
         return str(exc)
-    except validate.ArgvError as exc:
-        return f"not dumped: {exc}"
     text = (res.stdout + res.stderr).strip() or f"no output (exit code {res.returncode})"
     return text[-MAX_STACKS:]
 

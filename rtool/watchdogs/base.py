@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 
 from rtool.core.alert import Alert, AlertKey, Status
+from rtool.core.identity import current_user
 from rtool.watchdogs.metrics import Measure
 
 if TYPE_CHECKING:
@@ -114,22 +115,31 @@ class CheckResult:
 
 @dataclass(frozen=True)
 class SqueueQuery:
-    """What a watchdog needs from the one squeue call of a sweep (None = no filter)."""
+    """What a watchdog needs from the one squeue call of a sweep.
+
+    names: None = any name. users: None = only yours (the default everywhere); other users
+    only for a read-only watch (`[[watch.job]] users`), `everyone` for one of a unix group.
+    """
 
     names: frozenset[str] | None = None
     users: frozenset[str] | None = None
+    everyone: bool = False
+
+    def user_set(self) -> frozenset[str]:
+        return self.users if self.users is not None else frozenset([current_user()])
 
     @staticmethod
     def union(queries: list[SqueueQuery]) -> SqueueQuery:
         """One query that returns every job any of `queries` would return."""
         names: set[str] | None = set()
-        users: set[str] | None = set()
+        users: set[str] = set()
         for q in queries:
             names = None if names is None or q.names is None else names | q.names
-            users = None if users is None or q.users is None else users | q.users
+            users |= q.user_set()
         return SqueueQuery(
             frozenset(names) if names is not None else None,
-            frozenset(users) if users is not None else None,
+            frozenset(users),
+            any(q.everyone for q in queries),
         )
 
 
@@ -167,7 +177,8 @@ class ProbeEnv:
         q = self.query
         return self.slurm.squeue(
             names=sorted(q.names) if q.names else None,
-            users=sorted(q.users) if q.users else None,
+            users=None if q.everyone else sorted(q.user_set()),
+            all_users=q.everyone,
         )
 
 

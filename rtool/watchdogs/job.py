@@ -1,4 +1,8 @@
-"""job: is the training job running or queued? One squeue call per sweep for every name."""
+"""job: is the training job running or queued? One squeue call per sweep for every name.
+
+Your own jobs only, unless an entry names `users` or a `group` (`--user`, `--group`): then it
+watches theirs too, read-only (no suspect recorded, nothing excluded, held or requeued).
+"""
 
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ from typing import Any
 from rtool.core.alert import Status
 from rtool.core.errors import RtoolError
 from rtool.core.heartbeat import HeartbeatFormatError, RunState, read_heartbeat
+from rtool.core.identity import is_mine
 from rtool.core.proc import ProcError, run
 from rtool.core.slurm import ACTIVE_STATES, QUEUED_STATES, RUNNING_STATES, SqueueJob
 from rtool.core.units import format_duration
@@ -91,7 +96,8 @@ class JobWatchdog(SpecWatchdog[JobWatch]):
         queries = [
             SqueueQuery(
                 names=None if s.regex else frozenset([s.name]),
-                users=frozenset(s.users) if s.users and not s.group else None,
+                users=frozenset(s.users) if s.users else None,  # None: only yours
+                everyone=bool(s.group),  # a group's members are known after the call
             )
             for s in self.specs
         ]
@@ -116,9 +122,10 @@ class JobWatchdog(SpecWatchdog[JobWatch]):
                 obs.finished.add(s.name)
         if obs.error is not None:
             return obs
-        mine = [j for s in self.specs for j in matching(s, obs)]
+        seen = [j for s in self.specs for j in matching(s, obs)]
         names = sorted({s.name for s in self.specs if not s.regex})
-        obs.nodes = jobnodes.observe(env.slurm, mine, names, self.nodes_cfg)
+        obs.nodes = jobnodes.observe(env.slurm, seen, names, self.nodes_cfg)
+        mine = [j for j in seen if is_mine(j.user)]  # other users' jobs: watched, never touched
         if self.act and mine:
             try:
                 suspects = SuspectStore(env.state, self.nodes_cfg.expiry)
@@ -146,6 +153,7 @@ def heartbeat_finished(path: str) -> bool:
 
 
 def matching(spec: JobWatch, obs: JobObservation) -> list[SqueueJob]:
+    """The jobs `spec` watches: yours, or (read-only) those of its `users` and `group`."""
     pattern = spec.pattern()
     users = set(spec.users) | set(obs.members.get(spec.group or "", []))
     return [
@@ -153,7 +161,7 @@ def matching(spec: JobWatch, obs: JobObservation) -> list[SqueueJob]:
         for j in obs.jobs or []
         if pattern.fullmatch(j.name)
         and j.job_id not in obs.own_ids
-        and (not (spec.users or spec.group) or j.user in users)
+        and (j.user in users if (spec.users or spec.group) else is_mine(j.user))
         and (spec.partition is None or j.partition == spec.partition)
     ]
 

@@ -24,6 +24,7 @@ from typing import Any
 
 from rtool.core.alert import Status
 from rtool.core.heartbeat import Heartbeat, HeartbeatFormatError, RunState
+from rtool.core.identity import is_mine
 from rtool.core.proc import ProcError
 from rtool.core.slurm import RUNNING_STATES, SqueueJob
 from rtool.core.units import format_duration
@@ -172,7 +173,10 @@ def _job_state(env: ProbeEnv, o: LogObservation) -> None:
     o.jobs = [
         j
         for j in jobs
-        if j.name == o.spec.job_name and j.state in RUNNING_STATES and j.job_id not in own
+        if j.name == o.spec.job_name
+        and j.state in RUNNING_STATES
+        and j.job_id not in own
+        and is_mine(j.user)
     ]
     o.job_ids = [j.job_id for j in o.jobs]
 

@@ -1,7 +1,8 @@
 """Prometheus metrics for node_exporter's textfile collector, written with `prometheus_client`.
 
 `rtool watch ... --prom-textfile DIR` (or `watch.prom_textfile`) writes two files into DIR,
-each atomically (`write_to_textfile`: a temp file in DIR, then rename, as node_exporter asks):
+each atomically (a mkstemp file in DIR, then rename, as node_exporter asks; prometheus_client's
+`write_to_textfile` would use a predictable temp name):
 
   rtool-watch-<checks>-<hash>.prom   this invocation's checks: status per check and the
                                      measures of each (disk bytes/inodes, log and heartbeat
@@ -25,10 +26,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Gauge, write_to_textfile
+from prometheus_client import CollectorRegistry, Gauge, generate_latest
 
 from rtool.core.errors import RtoolError
-from rtool.core.state import StateDir
+from rtool.core.state import StateDir, atomic_write
 from rtool.watchdogs.base import CheckResult
 from rtool.watchdogs.metrics import Metric
 
@@ -76,8 +77,8 @@ def write(folder: Path, results: list[CheckResult], state: StateDir, now: float)
     """Write both files; returns their paths."""
     check_folder(folder)
     paths = [folder / checks_file(results), folder / STATE_FILE]
-    write_to_textfile(str(paths[0]), checks_registry(results, now))
-    write_to_textfile(str(paths[1]), state_registry(state, now))
+    atomic_write(paths[0], generate_latest(checks_registry(results, now)), 0o644)
+    atomic_write(paths[1], generate_latest(state_registry(state, now)), 0o644)
     return paths
 
 

@@ -5,7 +5,8 @@ mode; heartbeats, the batch script's records, log tails) and stores it; the chec
 finished is OK; CRITICAL crash loop (K bad attempts in a row; the rest of the array is held
 unless `on_crash_loop = "none"`), CRITICAL stalled, CRITICAL exhausted without finished(),
 WARNING budget, WARNING restart storm. Every non-OK result names the attempt, its nodes,
-state, exit code, signature and the last lines of its log.
+state, exit code, signature and the last lines of its log. Only your own jobs are attempts (a
+same-named job of another user is neither counted nor held).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rtool.core.alert import Status
+from rtool.core.identity import is_mine
 from rtool.core.proc import ProcError
 from rtool.core.slurm import SqueueJob
 from rtool.core.units import format_duration
@@ -62,7 +64,7 @@ class RunWatchdog(SpecWatchdog[RunWatch]):
         except ProcError as exc:
             return [RunObservation(s, None, [], f"squeue failed: {exc}") for s in self.specs]
         for spec in self.specs:
-            queue = [j for j in jobs if j.name == spec.slurm_name]
+            queue = [j for j in jobs if j.name == spec.slurm_name and is_mine(j.user)]
             try:
                 led = refresh(
                     spec,

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import getpass
 import inspect
+import os
 import typing
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -37,6 +37,7 @@ def submit(ctx: typer.Context, **given: Any) -> int:
     job = _build(app_ctx, req)
     for note in job.notes:
         typer.echo(f"rtool: {note}", err=True)
+    own_kill_switch = _check_switches(job)
     if req.preflight:
         job.preflight = preflight_argv(app_ctx, job)
     if req.exclude_suspects:
@@ -49,11 +50,30 @@ def submit(ctx: typer.Context, **given: Any) -> int:
         if req.extra_args:
             typer.echo(f"# sbatch arguments: {' '.join(req.extra_args)}", err=True)
         return 0
-    if Path(job.kill_switch).exists():
+    if own_kill_switch:
         raise RtoolError(
             f"kill switch {job.kill_switch} is present: the job would exit at once; remove it first"
         )
     return _submit(app_ctx, job, text, req.extra_args, req.parsable)
+
+
+def _check_switches(job: TrainingJob) -> bool:
+    """Warn about another user's switch (the job ignores it) and about switch or heartbeat
+    folders others may write into; True when your own kill switch is set."""
+    from rtool.slurm_templates.switches import folder_warnings, foreign_switch
+
+    for line in folder_warnings(job):
+        typer.echo(f"rtool: {line}", err=True)
+    own = False
+    for which, path in (("kill", job.kill_switch), ("save", job.save_switch)):
+        if not os.path.lexists(path):
+            continue
+        why = foreign_switch(path)
+        if why:
+            typer.echo(f"rtool: warning: ignoring {which} switch {path}: {why}", err=True)
+        elif which == "kill":
+            own = os.path.exists(path)
+    return own
 
 
 def _request(given: dict[str, Any]) -> SubmitRequest:
@@ -94,9 +114,10 @@ def preflight_argv(app_ctx: AppContext, job: TrainingJob) -> list[str] | None:
     if not pf.enabled or not (gpus or pf.dirs or pf.command):
         return None
     argv = list(job.rtool)  # absolute: nothing is imported from the submit folder
-    found = find_config_path(app_ctx.config_path)
-    if found is not None:
-        argv += ["--config", str(found.resolve())]
+    found = None if app_ctx.no_config else find_config_path(app_ctx.config_path)
+    # Exactly the config this submission read (or none): never one found at run time in the
+    # submit folder, $RTOOL_CONFIG or ~/.config, which another user may have planted.
+    argv += ["--config", str(found.resolve())] if found is not None else ["--no-config"]
     argv.append("preflight")
     if gpus:
         argv += ["--gpus", str(gpus)]
@@ -173,7 +194,7 @@ def _render(app_ctx: AppContext, job: TrainingJob, template: Path | None) -> str
 def _find_job(app_ctx: AppContext, name: str) -> str:
     """The job id that `--after-name NAME` waits for: the one run (a plain job, or a whole
     array whatever its tasks' states) of the user with that name, running or pending."""
-    jobs = app_ctx.slurm.squeue(user=getpass.getuser(), names=[name], states="PENDING,RUNNING")
+    jobs = app_ctx.slurm.squeue(names=[name], states="PENDING,RUNNING")  # yours only
     runs: dict[str, list[SqueueJob]] = {}
     for j in jobs:
         if j.name == name:
@@ -273,7 +294,7 @@ def stop(
     path = touch_switch(_switch(app_ctx, job_name, kill_switch, "kill"), shared)
     typer.echo(f"kill switch {path} is set (remove it before the next submission)")
     if cancel_pending and job_name:
-        app_ctx.slurm.scancel(name=job_name, user=getpass.getuser(), states="PENDING")
+        app_ctx.slurm.scancel(name=job_name, states="PENDING")  # yours only
         typer.echo(f"cancelled the pending jobs and array tasks named {job_name}")
     return 0
 

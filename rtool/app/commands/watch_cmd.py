@@ -57,8 +57,12 @@ def job_cmd(
     ctx: typer.Context,
     name: list[str] = typer.Option(..., "--name", help="Job name (repeat for several)."),
     regex: bool = typer.Option(False, "--regex", help="Names are regular expressions."),
-    user: list[str] = typer.Option([], "--user", help="Only jobs of this user (repeatable)."),
-    group: str | None = typer.Option(None, "--group", help="Only jobs of this unix group."),
+    user: list[str] = typer.Option(
+        [], "--user", help="Watch this user's jobs instead of yours, read-only (repeatable)."
+    ),
+    group: str | None = typer.Option(
+        None, "--group", help="Watch the jobs of this unix group's members, read-only."
+    ),
     partition: str | None = typer.Option(None, "--partition", help="Only this partition."),
     max_pending: str = typer.Option("24h", "--max-pending", help="Pending longer -> WARNING."),
 ) -> Build:
@@ -66,6 +70,8 @@ def job_cmd(
 
     RUNNING is OK; PENDING is OK unless held, never satisfiable or pending past
     --max-pending; neither running nor queued is CRITICAL; squeue failing is UNKNOWN.
+    Only your own jobs count, unless --user/--group name others: theirs are watched
+    read-only (nothing is excluded, held or recorded as suspect for them).
 
     Example: rtool watch job --name train-10b --user alice --max-pending 6h
     """

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import getpass
 import shutil
 import tempfile
 import time
@@ -104,7 +103,7 @@ def _cleanup(demo: Demo, problems: list[str]) -> None:
             continue
         demo.n.say(f"cancelling what is left of {name}")
         try:
-            demo.slurm.scancel(name=name, user=getpass.getuser())
+            demo.slurm.scancel(name=name)
         except Exception as exc:  # report, never hide the scenario's own result
             problems.append(f"cleanup: scancel {name}: {exc}")
 

@@ -7,7 +7,6 @@ command a user would type.
 
 from __future__ import annotations
 
-import getpass
 import json
 import os
 import shlex
@@ -157,7 +156,7 @@ class Demo:
 
     def jobs(self, name: str) -> list[SqueueJob]:
         try:
-            return self.slurm.squeue(user=getpass.getuser(), names=[name])
+            return self.slurm.squeue(names=[name])
         except SlurmError:
             return []
 

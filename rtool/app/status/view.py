@@ -7,7 +7,6 @@ other section is still shown. Nothing here alerts or writes state.
 
 from __future__ import annotations
 
-import getpass
 import socket
 import time
 from pathlib import Path
@@ -15,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from rtool.app.status import sections as status_sections
 from rtool.core.alert import Status
+from rtool.core.identity import current_user
 from rtool.core.proc import ProcError
 
 if TYPE_CHECKING:
@@ -46,7 +46,7 @@ def gather(
         "schema": SCHEMA,
         "time": now,
         "host": socket.gethostname(),
-        "user": getpass.getuser(),
+        "user": current_user(),  # the uid's name: whose jobs the sections show
         "state_dir": str(state.path),
         "slurm": slurm_info,
         "jobs": jobs,

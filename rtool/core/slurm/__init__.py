@@ -4,7 +4,13 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from rtool.core.slurm.cmd import AccountingDisabled, Slurm, SlurmError, SlurmTimeout
+    from rtool.core.slurm.cmd import (
+        AccountingDisabled,
+        ForeignJob,
+        Slurm,
+        SlurmError,
+        SlurmTimeout,
+    )
     from rtool.core.slurm.parse import (
         ACTIVE_STATES,
         QUEUED_STATES,
@@ -26,6 +32,7 @@ __all__ = [
     "QUEUED_STATES",
     "RUNNING_STATES",
     "AccountingDisabled",
+    "ForeignJob",
     "ParseError",
     "SacctRecord",
     "Slurm",
@@ -45,6 +52,7 @@ __all__ = [
 #: name -> the submodule that defines it (imported on first use: a light package import).
 _WHERE = {
     "AccountingDisabled": "rtool.core.slurm.cmd",
+    "ForeignJob": "rtool.core.slurm.cmd",
     "Slurm": "rtool.core.slurm.cmd",
     "SlurmError": "rtool.core.slurm.cmd",
     "SlurmTimeout": "rtool.core.slurm.cmd",

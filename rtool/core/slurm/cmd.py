@@ -2,17 +2,24 @@
 
 Every call goes through `rtool.core.proc.run` with a timeout. Failures raise `SlurmError`
 (a timeout raises `SlurmTimeout`); checks turn both into UNKNOWN, never "job missing".
+
+Scoped to the user rtool runs as (its uid, `rtool.core.identity`), whoever that is (root
+included): squeue and sacct ask for `--user=<you>` unless a caller names other users explicitly
+(a read-only watch); scancel always carries `--user=<you>`; hold, release, requeue, ExcNodeList
+updates and cancels by id first ask Slurm whose job it is (`scontrol show job`: UserId) and
+raise `ForeignJob` for anyone else's.
 """
 
 from __future__ import annotations
 
-import getpass
 import logging
 import time
 from collections.abc import Iterable, Mapping, Sequence
 
 from rtool.core import validate as v
+from rtool.core.identity import current_user
 from rtool.core.proc import ProcError, ProcTimeout, Result, run
+from rtool.core.slurm import owner
 from rtool.core.slurm.nodes import SINFO_FORMAT, NodeState, parse_sinfo_nodes
 from rtool.core.slurm.parse import (
     SQUEUE_FORMAT,
@@ -39,11 +46,18 @@ class AccountingDisabled(SlurmError):
     """The cluster has no accounting storage: sacct cannot tell how jobs ended."""
 
 
+class ForeignJob(SlurmError):
+    """A job that is not the user's own (or whose owner Slurm does not say): rtool never acts
+    on it, whoever it runs as (root and Slurm operators included)."""
+
+
 class Slurm:
     """Thin, typed access to the Slurm commands. One instance per process is enough."""
 
     def __init__(self, timeout: float = 30.0) -> None:
         self.timeout = timeout
+        #: Whose jobs are queried by default and the only ones acted on (the process's uid).
+        self.user = owner.user_arg(current_user())
         #: Every command run, in order (used by benchmarks to count squeue calls per sweep).
         self.calls: list[list[str]] = []
 
@@ -78,12 +92,16 @@ class Slurm:
         job_ids: Iterable[str] | None = None,
         partition: str | None = None,
         states: str = "all",
+        all_users: bool = False,
     ) -> list[SqueueJob]:
-        """Jobs known to slurmctld (one call, whatever the number of names)."""
+        """Jobs known to slurmctld (one call, whatever the number of names): only yours unless
+        `user`/`users` name others or `all_users` asks for everyone's (read-only watches)."""
         argv = ["squeue", "-h", "-o", SQUEUE_FORMAT, f"--states={v.states(states)}"]
-        user_list = [v.user(u) for u in [*(users or []), *([user] if user else [])]]
+        user_list = [owner.user_arg(u) for u in [*(users or []), *([user] if user else [])]]
+        if not (user_list or all_users):
+            user_list = [self.user]
         if user_list:
-            argv.append("--user=" + ",".join(user_list))
+            argv.append("--user=" + ",".join(dict.fromkeys(user_list)))
         name_list = [v.name(n, "job name") for n in names or []]
         if name_list:
             argv.append("--name=" + ",".join(name_list))
@@ -99,9 +117,6 @@ class Slurm:
                 return []  # the job left the queue
             raise
         return parse_squeue(res.stdout)
-
-    def my_jobs(self, names: Iterable[str] | None = None) -> list[SqueueJob]:
-        return self.squeue(user=getpass.getuser(), names=names)
 
     def show_job(self, job_id: str) -> list[dict[str, str]]:
         """`scontrol show job ID` records ([] when the job is no longer known)."""
@@ -131,12 +146,14 @@ class Slurm:
     ) -> list[SacctRecord]:
         """Accounting records of this user's jobs (one per attempt with `all_attempts`).
 
+        Always `--user=<you>` (root's sacct, or one given job ids, answers for every user).
         `job_ids` are `15` or `12_3` (an array's own id gives all its tasks); `since` is an
         epoch time (without it and without job ids Slurm's default applies: since midnight).
         Raises AccountingDisabled on a cluster without accounting, SlurmError when sacct
         cannot answer (slurmdbd down...), ValueError on a bad job id or name.
         """
         argv = sacct_argv(job_ids=job_ids, names=names, since=since, all_attempts=all_attempts)
+        argv.append(f"--user={self.user}")
         try:
             res = self._run(argv, env={"SLURM_TIME_FORMAT": "standard"})
         except SlurmTimeout:
@@ -183,9 +200,13 @@ class Slurm:
         user: str | None = None,
         states: str | None = None,
     ) -> None:
+        """Cancel (or signal) your jobs: by id, each checked to be yours first, or by name
+        with `--user=<you>`. Another `user` raises ForeignJob."""
         ids = v.job_ids(list(job_ids))
-        if not (ids or name or user):
-            raise v.ArgvError("scancel needs job ids, a job name or a user (refusing to guess)")
+        if not (ids or name):
+            raise v.ArgvError("scancel needs job ids or a job name (refusing to guess)")
+        if user is not None and owner.user_arg(user) != self.user:
+            raise ForeignJob(["scancel", f"--user={user}"], f"not your jobs (you are {self.user})")
         argv = ["scancel"]
         if signal:
             argv.append(f"--signal={v.signal_name(signal)}")
@@ -194,19 +215,18 @@ class Slurm:
         if full:
             argv.append("--full")
         if name:
-            argv.append(f"--name={v.name(name, 'job name')}")
-        if user:
-            argv.append(f"--user={v.user(user)}")
+            argv += [f"--name={v.name(name, 'job name')}", f"--user={self.user}"]
         if states:
             argv.append(f"--state={v.states(states)}")
         argv.extend(ids)
+        check_owner(self, ids)  # after every argument is validated, right before acting
         self._run(argv)
 
     def scontrol(self, *args: str) -> str:
-        """Any other scontrol action (`requeue`, `hold`, `release`, `update` ...)."""
+        """Any other scontrol action (`requeue`, `hold`, `release`, `update` ...). A verb that
+        acts on jobs (`JOB_VERBS`, `update jobid=...`) runs only on your own jobs."""
         checked = [v.plain(a, "scontrol argument") for a in args]
-        if checked[:1] in (["requeue"], ["requeuehold"], ["hold"], ["release"]):
-            checked[1:] = v.job_ids(checked[1:])
+        check_owner(self, owner.acted_on(checked) or [])
         return self._run(["scontrol", *checked]).stdout
 
     # -- cluster config and the user's Slurm crontab (rtool/cron/scron.py) ----------------------
@@ -270,8 +290,26 @@ class Slurm:
         names = [v.node(n) for n in nodes]
         argv = ["scontrol", "update", f"jobid={v.job_id(job_id)}"]
         argv.append("ExcNodeList=" + ",".join(names))
+        check_owner(self, [job_id])
         res = self._run(argv, check=False)
         text = (res.stdout + res.stderr).strip()
         if res.returncode == 0 or "No error" in text:
             return text  # an array: the running tasks refuse, the pending ones took it
         raise SlurmError(argv, f"exit code {res.returncode}", res.returncode, res.stderr)
+
+
+def check_owner(slurm: Slurm, job_ids: Iterable[str]) -> None:
+    """Raise ForeignJob unless Slurm says each job (every task of an array) is yours; asked
+    right before acting, never taken from squeue output or a file."""
+    for job_id in job_ids:
+        records = slurm.show_job(job_id)
+        if not records:
+            raise SlurmError(["scontrol", "show", "job", job_id], "no such job (nothing done)")
+        check_records(records, job_id, slurm.user)
+
+
+def check_records(records: Iterable[Mapping[str, str]], job_id: str, me: str) -> None:
+    """Raise ForeignJob unless every `scontrol show job` record is a job of yours (`me`)."""
+    why = owner.foreign(records, job_id, me)
+    if why:
+        raise ForeignJob(["scontrol", "show", "job", job_id], why)

@@ -2,7 +2,9 @@
 
 Each folder is probed in a child process bounded by the timeout (a hung network mount cannot
 hang the pre-flight): it creates the folder if needed, writes, fsyncs and removes a small file
-(never following a symlink), and reads statvfs's f_bavail (what a user may write).
+(made by mkstemp: a random name opened O_EXCL, never following a symlink another user planted
+at a predictable name), and reads statvfs's f_bavail (what a user may write). The child runs
+isolated (`python -I`): nothing is imported from the job's folder.
 """
 
 from __future__ import annotations
@@ -16,12 +18,11 @@ from rtool.nodes.preflight.base import NodeContext, Outcome
 NAME = "dirs"
 
 _PROBE = r"""
-import os, sys
+import os, sys, tempfile
 path, need = sys.argv[1], int(sys.argv[2])
 try:
     os.makedirs(path, exist_ok=True)
-    name = os.path.join(path, ".rtool-preflight-%d" % os.getpid())
-    fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    fd, name = tempfile.mkstemp(prefix=".rtool-preflight-", dir=path)
     try:
         os.write(fd, b"rtool pre-flight\n")
         os.fsync(fd)

@@ -142,7 +142,7 @@ def requeue_away(
     suspects = list(dict.fromkeys([*bad, *(s.node for s in store.suspects())]))
     with contextlib.suppress(RtoolError, ParseError):  # the run's other pending jobs
         name = info.job_name or info.name
-        mine = slurm.squeue(names=[name], users=[info.user] if info.user else None)
+        mine = slurm.squeue(names=[name])  # yours only (never $SLURM_JOB_USER or $USER)
         apply_to_pending(slurm, [j for j in mine if j.job_id != info.job_id], suspects, cap)
     try:
         _, members = partition_nodes(slurm, info.partition)
