@@ -69,6 +69,14 @@ def group_members(group: str, timeout: float) -> list[str]:
 
 
 class JobWatchdog(SpecWatchdog[JobWatch]):
+    """Is the training job running or queued? One squeue call for all names.
+
+    RUNNING is OK; PENDING is OK unless held, never satisfiable or pending past
+    --max-pending; neither running nor queued is CRITICAL; squeue failing is UNKNOWN.
+
+    Example: rtool watch job --name train-10b --user alice --max-pending 6h
+    """
+
     name = "job"
     spec = JobWatch
 

@@ -86,6 +86,11 @@ def gpu_memory(timeout: float) -> list[tuple[str, int, int]] | None:
 
 
 class MemoryWatchdog(SpecWatchdog[MemoryWatch]):
+    """Node RAM and swap, RSS growth of processes or a job, GPU memory.
+
+    Example: rtool watch memory --max-used 90% --job $SLURM_JOB_ID --gpu
+    """
+
     name = "memory"
     spec = MemoryWatch
 

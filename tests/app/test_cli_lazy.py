@@ -57,12 +57,24 @@ def test_a_typo_suggests_the_command(cli) -> None:
 
 
 def test_a_group_converts_only_the_subcommand_run() -> None:
-    group = lazy.load("watch")
+    group = lazy.load("cron")
     assert group.commands == {}  # nothing converted yet
     written = list(group.command_order)
-    assert written[:4] == ["job", "log", "disk", "memory"]
+    assert written[:3] == ["init", "start", "stop"]
+    start = group.get_command(None, "start")
+    assert start.name == "start" and list(group.commands) == ["start"]
+    assert group.get_command(None, "start") is start  # converted once
+    assert group.list_commands(None)[: len(written)] == written  # help keeps the order
+    assert group.get_command(None, "no-such") is None
+
+
+def test_watch_makes_only_the_command_run() -> None:
+    from rtool.watchdogs.registry import LINES
+
+    group = lazy.load("watch")
+    assert group.commands == {}
+    assert group.list_commands(None) == [line.name for line in LINES] + ["all"]
     disk = group.get_command(None, "disk")
     assert disk.name == "disk" and list(group.commands) == ["disk"]
-    assert group.get_command(None, "disk") is disk  # converted once
-    assert group.list_commands(None)[: len(written)] == written  # help keeps the order
+    assert group.get_command(None, "disk") is disk
     assert group.get_command(None, "no-such") is None

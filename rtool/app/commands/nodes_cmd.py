@@ -19,8 +19,7 @@ if TYPE_CHECKING:
 
 app = errors.group(
     errors.DEFAULT,
-    help="Suspect nodes: which nodes hurt your runs, why, since when.\n\n"
-    "Examples:\n\n"
+    help="Examples:\n\n"
     "  rtool nodes                 # the suspects, with their evidence\n\n"
     "  rtool nodes --json\n\n"
     "  rtool nodes forget gpu017   # clear a node by hand",
@@ -116,9 +115,7 @@ def preflight(
         False, "--here", help="Check only this node (default inside a job: every node via srun)."
     ),
 ) -> int:
-    """Pre-flight check before training: GPUs, ECC, folders, your command (docs/nodes.md).
-
-    Inside a job (the rendered batch script runs it) it checks every allocated node; on a
+    """Inside a job (the rendered batch script runs it) it checks every allocated node; on a
     failure it records the node, alerts, and requeues the attempt away from it (exit 3), or
     exits 1. Outside a job (or with --here) it checks this node and prints the result.
 

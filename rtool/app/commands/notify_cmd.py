@@ -13,8 +13,7 @@ from rtool.core.errors import UsageError
 
 app = errors.group(
     errors.DEFAULT,
-    help="Alert channels (email, Slack, webhook, PagerDuty, log) and the outbox.\n\n"
-    "Examples:\n\n"
+    help="Examples:\n\n"
     "  rtool notify test                  # a test alert through every channel\n\n"
     "  rtool notify test --channel slack\n\n"
     "  rtool notify flush                 # deliver what is queued now\n\n"

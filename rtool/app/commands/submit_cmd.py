@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from rtool.app.commands.fromspec import default_note
 from rtool.app.context import get_context
 from rtool.core.errors import RtoolError, UsageError
 from rtool.slurm_templates.request import SubmitRequest, declared
@@ -24,9 +25,7 @@ if TYPE_CHECKING:
 
 
 def submit(ctx: typer.Context, **given: Any) -> int:
-    """Submit a training run as a job array with signals, switches and requeue.
-
-    Example: rtool submit train.py --array 1-10%1 --time 20:00:00 --signal B:USR1@600
+    """Example: rtool submit train.py --array 1-10%1 --time 20:00:00 --signal B:USR1@600
 
     Example: rtool submit job.slurm --after-name pretrain -- --mem=64G
     """
@@ -72,10 +71,11 @@ def _signature() -> inspect.Signature:
         annotation, default = hints[f.name], f.default
         if f.default_factory is not dataclasses.MISSING:  # a list: None when not given
             annotation, default = annotation | None, None
+        text = f"{opt.help} {default_note('submit.' + opt.config)}" if opt.config else opt.help
         if opt.is_argument:
-            info = typer.Argument(... if default is dataclasses.MISSING else default, help=opt.help)
+            info = typer.Argument(... if default is dataclasses.MISSING else default, help=text)
         else:
-            info = typer.Option(default, *opt.flags, help=opt.help)
+            info = typer.Option(default, *opt.flags, help=text)
         kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
         params.append(inspect.Parameter(f.name, kind, default=info, annotation=annotation))
     return inspect.Signature(params, return_annotation=int)
@@ -260,10 +260,7 @@ def stop(
     ),
     kill_switch: str | None = typer.Option(None, "--kill-switch", help="Kill switch path."),
 ) -> int:
-    """Touch the kill switch: the run saves and stops, queued tasks exit at once.
-
-    Example: rtool stop --job-name llama-7b --cancel-pending
-    """
+    """Example: rtool stop --job-name llama-7b --cancel-pending"""
     from rtool.slurm_templates.switches import touch_switch
 
     app_ctx = get_context(ctx)
@@ -283,10 +280,7 @@ def save(
     job_name: str | None = _NAME,
     save_switch: str | None = typer.Option(None, "--save-switch", help="Save switch path."),
 ) -> int:
-    """Touch the save switch: the run saves a checkpoint and goes on.
-
-    Example: rtool save --job-name llama-7b
-    """
+    """Example: rtool save --job-name llama-7b"""
     from rtool.slurm_templates.switches import touch_switch
 
     app_ctx = get_context(ctx)
