@@ -103,29 +103,22 @@ def refresh_node_fails(app_ctx: AppContext, store: SuspectStore) -> str | None:
     return None
 
 
-def preflight(
-    ctx: typer.Context,
-    gpus: int | None = typer.Option(None, "--gpus", help="GPUs requested per node."),
-    directory: list[str] | None = typer.Option(
-        None,
-        "--dir",
-        help="A folder that must be writable (repeatable; default [nodes.preflight]).",
-    ),
-    here: bool = typer.Option(
-        False, "--here", help="Check only this node (default inside a job: every node via srun)."
-    ),
-) -> int:
+def preflight(ctx: typer.Context, here: bool, **given: Any) -> int:
     """Inside a job (the rendered batch script runs it) it checks every allocated node; on a
     failure it records the node, alerts, and requeues the attempt away from it (exit 3), or
-    exits 1. Outside a job (or with --here) it checks this node and prints the result.
+    exits 1. Outside a job (or with --here) it checks this node and prints the result. The
+    checks' options default to the [nodes.preflight] keys of the config.
 
     Example: rtool preflight --gpus 8 --here
     """
+    from rtool.app.commands import fromspec
     from rtool.nodes.preflight.node import run_checks
 
     app_ctx = get_context(ctx)
     pf = app_ctx.config.nodes.preflight
-    node_ctx, node_argv = _node_args(app_ctx, gpus or pf.gpus, directory)
+    values = {k: getattr(pf, k) for k in _declared().made}
+    values.update(fromspec.values(_declared(), given))
+    node_ctx, node_argv = _node_args(app_ctx, values)
     if here or not os.environ.get("SLURM_JOB_ID"):
         report = run_checks(node_ctx)
         typer.echo(f"pre-flight {'OK' if report.ok else 'FAILED'} - {report.summary()}")
@@ -135,40 +128,54 @@ def preflight(
     return _job_preflight(app_ctx, node_argv, pf.timeout)
 
 
-def _node_args(
-    app_ctx: AppContext, gpus: int | None, dirs: list[str] | None
-) -> tuple[Any, list[str]]:
-    import sys
+def _declared() -> Any:
+    """`rtool preflight`'s options: the registered checks' settings (their defaults: the
+    [nodes.preflight] keys)."""
+    from rtool.app.commands import fromspec
+    from rtool.nodes.preflight.registry import Settings
 
-    from rtool.nodes.preflight.base import NodeContext
+    return fromspec.declare(Settings, section="nodes.preflight")
+
+
+def _preflight_command() -> Any:
+    """`preflight` with one option per check setting, then --here."""
+    import inspect
+
+    kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    here = typer.Option(
+        False, "--here", help="Check only this node (default inside a job: every node via srun)."
+    )
+    params = [
+        inspect.Parameter("ctx", kind, annotation=typer.Context),
+        *_declared().params,
+        inspect.Parameter("here", kind, default=here, annotation=bool),
+    ]
+
+    def command(ctx: typer.Context, **given: Any) -> int:
+        return preflight(ctx, **given)
+
+    command.__signature__ = inspect.Signature(params, return_annotation=int)  # type: ignore[attr-defined]
+    command.__doc__ = preflight.__doc__
+    return command
+
+
+def _node_args(app_ctx: AppContext, values: dict[str, Any]) -> tuple[Any, list[str]]:
+    """The context of this node's checks, and the command that runs them on every node."""
+    from rtool.nodes.preflight.node import settings_argv
+    from rtool.nodes.preflight.registry import NodeContext
 
     pf = app_ctx.config.nodes.preflight
-    folders = list(dirs or pf.dirs)
-    node_ctx = NodeContext(
-        gpus=gpus,
-        dirs=tuple(os.path.expanduser(d) for d in folders),
-        min_free=pf.min_free,
-        command=pf.command,
-        timeout=pf.check_timeout,
-        nvidia_smi=os.environ.get("RTOOL_NVIDIA_SMI", "nvidia-smi"),
-    )
-    argv = [
-        sys.executable,
-        "-m",
-        "rtool.nodes.preflight",
-        "--json",
-        "--timeout",
-        f"{pf.check_timeout:g}s",
-    ]
-    if gpus:
-        argv += ["--gpus", str(gpus)]
-    for d in node_ctx.dirs:
-        argv += ["--dir", d]
-    if node_ctx.dirs:
-        argv += ["--min-free", str(pf.min_free)]
-    if pf.command:
-        argv += ["--command", pf.command]
-    return node_ctx, argv
+    node_ctx = NodeContext(**values, timeout=pf.check_timeout)
+    settings = {k: getattr(node_ctx, k) for k in values}
+    argv = [*_node_command(), "--json", "--timeout", f"{pf.check_timeout:g}s"]
+    return node_ctx, argv + settings_argv(settings)
+
+
+def _node_command() -> list[str]:
+    """The program that runs the checks of one node (rtool/nodes/preflight/node.py)."""
+    import sys
+
+    return [sys.executable, "-m", "rtool.nodes.preflight"]
 
 
 def _job_preflight(app_ctx: AppContext, node_argv: list[str], timeout: float) -> int:
@@ -211,4 +218,4 @@ def _alert(app_ctx: AppContext, alerts: list[Any]) -> None:
 
 def register(cli: typer.Typer) -> None:
     cli.add_typer(app, name="nodes")
-    cli.command("preflight")(preflight)
+    cli.command("preflight")(_preflight_command())

@@ -88,10 +88,12 @@ submit.__annotations__ = {}
 def preflight_argv(app_ctx: AppContext, job: TrainingJob) -> list[str] | None:
     """The pre-flight command of the batch script, or None when there is nothing to check."""
     from rtool.core.config import find_config_path
+    from rtool.nodes.preflight.registry import NodeContext, Settings, applies
 
     pf = app_ctx.config.nodes.preflight
-    gpus = job.gpus_per_node or pf.gpus
-    if not pf.enabled or not (gpus or pf.dirs or pf.command):
+    gpus = job.gpus_per_node or pf.gpus  # the job's GPUs are the ones each node must show
+    settings = {**{k: getattr(pf, k) for k in Settings.model_fields}, "gpus": gpus}
+    if not pf.enabled or not applies(NodeContext(**settings)):
         return None
     argv = list(job.rtool)  # absolute: nothing is imported from the submit folder
     found = find_config_path(app_ctx.config_path)

@@ -62,6 +62,8 @@ def setting(
         "cli": cli,
     }
     schema: dict[str, Any] = {_KEY: extra}
+    if "default_factory" in field:
+        return Field(description=help or None, json_schema_extra=schema, **field)
     return Field(default, description=help or None, json_schema_extra=schema, **field)
 
 
