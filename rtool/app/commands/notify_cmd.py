@@ -10,6 +10,7 @@ import typer
 from rtool.app.commands import errors
 from rtool.app.context import get_context
 from rtool.core.errors import UsageError
+from rtool.notify import channels
 
 app = errors.group(
     errors.DEFAULT,
@@ -26,7 +27,7 @@ app = errors.group(
 def test(
     ctx: typer.Context,
     channel: str | None = typer.Option(
-        None, "--channel", "-c", help="Only this channel: email, slack, webhook, pagerduty or log."
+        None, "--channel", "-c", help=f"Only this channel: {', '.join(channels.names())}."
     ),
 ) -> int:
     """Send a test alert through each configured channel; print per-channel success or the
