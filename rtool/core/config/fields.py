@@ -138,7 +138,7 @@ def exact_size(n: int) -> str:
 
 def shown(value: Any, unit: str | None = None) -> str | None:
     """A value as it is written in the config and on the command line (None: nothing to show)."""
-    if value is None or value == [] or value == ():
+    if value is None or value == [] or value == () or value == {}:
         return None
     if isinstance(value, (list, tuple)):
         return ", ".join(s for v in value if (s := shown(v, unit)) is not None)

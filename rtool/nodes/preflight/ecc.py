@@ -1,7 +1,7 @@
-"""ecc: `nvidia-smi --query-gpu=index,ecc.errors.uncorrected.volatile.total,retired_pages.pending,
-remapped_rows.pending,remapped_rows.failure` shows no uncorrectable error since the driver
-loaded, no pending page retirement or row remapping (the GPU needs a reset), no failed row
-remapping (older drivers: the first three fields). Runs where `gpus` is asked."""
+"""ecc: nvidia-smi shows no uncorrectable ECC error since the driver loaded, no pending page
+retirement or row remapping (the GPU needs a reset) and no failed row remapping (the FIELDS
+below; older drivers: the first three). Runs where `gpus` is asked.
+"""
 
 from __future__ import annotations
 
