@@ -206,15 +206,12 @@ def _run_state(records: list[SqueueJob]) -> str:
 
 def _task_count(spec: str) -> int:
     """Tasks in an array spec like `2-10%1` or `1,3,5-7` (1 when it cannot be read)."""
-    total = 0
-    for part in spec.split("%")[0].split(","):
-        lo, _, rest = part.partition("-")
-        hi = rest.split(":")[0]
-        step = int(rest.split(":")[1]) if ":" in rest else 1
-        if not lo.isdigit() or (hi and not hi.isdigit()):
-            return max(total, 1)
-        total += (int(hi) - int(lo)) // step + 1 if hi else 1
-    return total
+    from rtool.slurm_templates.specs import SpecError, array_task_count
+
+    try:
+        return array_task_count(spec)
+    except SpecError:
+        return 1
 
 
 def _submit(
