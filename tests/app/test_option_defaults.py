@@ -77,7 +77,7 @@ def test_a_made_option_shows_its_fields_default(where: str, param: Any) -> None:
         assert default_note(f"{section}.{name}") in text
     elif cli.default_from:
         assert default_note(cli.default_from) in text
-    elif cli.switch is None and shown_default(info) not in (None, "false"):
+    elif cli.switch is None and not isinstance(info.default, bool) and shown_default(info):
         assert f"(default: {shown_default(info)})" in text
     else:  # may say in words what happens when it is left out, but names no value
         assert not re.search(r"\(default: [^)]*\d", text), text

@@ -72,7 +72,7 @@ def help_page(path: list[str]) -> list[str]:
             continue
         info = source[0].model_fields[source[1]]
         value = shown_default(info)
-        if cli_of(info).switch is None and value not in (None, "false"):
+        if cli_of(info).switch is None and value is not None and not isinstance(info.default, bool):
             text = " ".join((param.help or "").replace("\\[", "[").split())
             if f"(default: {value})" not in text:
                 out_problems.append(f"{param.opts[0]}: the help does not show its default {value}")

@@ -128,8 +128,8 @@ def help_text(name: str, info: Any, section: str | None = None) -> str:
         text += " " + default_note(cli.default_from)
     elif cli.switch is not None:
         text += f" (this flag: {cli.switch[1]})"
-    elif (value := shown_default(info)) is not None and value != "false":
-        text += f" (default: {value})"
+    elif (value := shown_default(info)) is not None and not isinstance(default_of(info), bool):
+        text += f" (default: {value})"  # a flag says by its name what it turns
     return text.strip()
 
 
