@@ -197,21 +197,8 @@ def _run_state(records: list[SqueueJob]) -> str:
     if not any(r.is_array for r in records):
         return records[0].state.lower()
     running = sum(1 for r in records if r.state == "RUNNING")
-    pending = 0
-    for r in records:
-        if r.state == "PENDING":
-            pending += _task_count(r.pending_tasks) if r.pending_tasks else 1
+    pending = sum(r.tasks for r in records if r.state == "PENDING")
     return f"array: {running} running, {pending} pending"
-
-
-def _task_count(spec: str) -> int:
-    """Tasks in an array spec like `2-10%1` or `1,3,5-7` (1 when it cannot be read)."""
-    from rtool.slurm_templates.specs import SpecError, array_task_count
-
-    try:
-        return array_task_count(spec)
-    except SpecError:
-        return 1
 
 
 def _submit(
