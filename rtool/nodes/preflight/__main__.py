@@ -1,4 +1,4 @@
-"""`python -m nodes.preflight ...`: the checks of this node (see nodes.preflight.node)."""
+"""`python -m rtool.nodes.preflight ...`: the checks of this node (see rtool/nodes/preflight/node.py)."""
 
 import sys
 
