@@ -1,4 +1,4 @@
-"""`python -m rtool.nodes.preflight ...`: the checks of this node (see rtool/nodes/preflight/node.py)."""
+"""`python -m rtool.nodes.preflight ...`: the checks of this node (see node.py)."""
 
 import sys
 
