@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import time
@@ -116,9 +117,11 @@ def preflight(ctx: typer.Context, here: bool, **given: Any) -> int:
 
     app_ctx = get_context(ctx)
     pf = app_ctx.config.nodes.preflight
-    values = {k: getattr(pf, k) for k in _declared().made}
-    values.update(fromspec.values(_declared(), given))
-    node_ctx, node_argv = _node_args(app_ctx, values)
+    declared = _declared()
+    configured = {k: getattr(pf, k) for k in declared.made}
+    # the options over the config's keys; a bad value is a usage error naming its option
+    settings = fromspec.make(declared, {**configured, **fromspec.values(declared, given)})
+    node_ctx, node_argv = _node_args(app_ctx, dict(settings))
     if here or not os.environ.get("SLURM_JOB_ID"):
         report = run_checks(node_ctx)
         typer.echo(f"pre-flight {'OK' if report.ok else 'FAILED'} - {report.summary()}")
@@ -128,6 +131,7 @@ def preflight(ctx: typer.Context, here: bool, **given: Any) -> int:
     return _job_preflight(app_ctx, node_argv, pf.timeout)
 
 
+@functools.cache
 def _declared() -> Any:
     """`rtool preflight`'s options: the registered checks' settings (their defaults: the
     [nodes.preflight] keys)."""
