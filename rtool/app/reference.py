@@ -69,17 +69,15 @@ def _keys(model: Any, *, flags: bool, skip: set[str] | None = None) -> str:
 
 
 def watchdogs(_: str | None = None) -> str:
-    from rtool.watchdogs.registry import REGISTRY
+    """Every `rtool watch` command: one per watchdog, then the written ones."""
+    from rtool.app.commands.watch_cmd import WRITTEN
+    from rtool.watchdogs.registry import REGISTRY, load
 
     rows = ["| command | config | what it watches |", "|---|---|---|"]
     for w in REGISTRY:
         entry = f"`[[watch.{w.name}]]`" if w.in_config else ""
         rows.append(f"| `rtool watch {w.name}` | {entry} | {_cell(_summary(w))} |")
-    from rtool.app.commands.watch_cmd import WRITTEN
-
     for name, where in WRITTEN.items():
-        from rtool.watchdogs.registry import load
-
         rows.append(f"| `rtool watch {name}` | | {_cell(_summary(load(where)))} |")
     return "\n".join(rows)
 
