@@ -166,6 +166,47 @@ def _find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
+def load_imports(path: Path, module: str, names: set[str]) -> Iterator[str]:
+    """The project modules `path` imports when it is loaded: its module-level imports (not
+    those inside functions or `if TYPE_CHECKING:`), `from pkg import mod` resolved to `mod`."""
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    for node in parsed(path)[0].body:
+        if isinstance(node, ast.Import):
+            found = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                up = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*up, base] if base else up)
+            found = [
+                f"{base}.{a.name}" if f"{base}.{a.name}" in names else base for a in node.names
+            ]
+        else:
+            continue
+        for name in found:
+            while name and name not in names:
+                name = name.rpartition(".")[0]
+            if name and name != module:
+                yield name
+
+
+def test_no_cycles_between_modules() -> None:
+    """No two modules need each other to load (a lazy import inside a function may close a
+    loop on purpose: it runs after both are loaded)."""
+    found = dict(modules("rtool"))
+    graph = {m: set(load_imports(path, m, set(found))) for m, path in found.items()}
+    cycle = _find_cycle(graph)
+    assert cycle is None, "modules that import each other: " + " -> ".join(cycle or [])
+
+
+def test_the_checker_sees_module_cycles(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text("from rtool.x import b\nimport typing\n")
+    (tmp_path / "b.py").write_text("def f():\n    import rtool.x.a\n")
+    names = {"rtool.x.a", "rtool.x.b"}
+    assert list(load_imports(tmp_path / "a.py", "rtool.x.a", names)) == ["rtool.x.b"]
+    assert list(load_imports(tmp_path / "b.py", "rtool.x.b", names)) == []  # lazy: not a loop
+
+
 def test_the_checker_sees_cycles_and_upward_imports() -> None:
     assert _find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert _find_cycle({"a": {"b"}, "b": set()}) is None

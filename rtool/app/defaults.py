@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
+    from pydantic.fields import FieldInfo
 
     from rtool.app.appconfig import Config
 
@@ -38,6 +39,25 @@ def section_class(name: str) -> type[BaseModel]:
     module, _, attr = SECTIONS[name].partition(":")
     cls: type[BaseModel] = getattr(importlib.import_module(module), attr)
     return cls
+
+
+def config_field(path: str) -> tuple[type[BaseModel], FieldInfo]:
+    """The model and field of the config key `path` (`cron.grace`, `nodes.preflight.gpus`);
+    KeyError when there is none. Imports only that section."""
+    first, *rest = path.split(".")
+    if first not in SECTIONS or not rest:
+        raise KeyError(path)
+    model = section_class(first)
+    for i, name in enumerate(rest):
+        info = model.model_fields.get(name)
+        if info is None:
+            raise KeyError(path)
+        if i == len(rest) - 1:
+            return model, info
+        model = info.annotation  # type: ignore[assignment]
+        if not (isinstance(model, type) and hasattr(model, "model_fields")):
+            raise KeyError(path)
+    raise KeyError(path)  # pragma: no cover
 
 
 class DefaultConfig:

@@ -21,20 +21,35 @@ max_requeues = 3            # requeue away from a bad node at most this many tim
 
 from __future__ import annotations
 
-from rtool.core.config.types import Duration, Percent, Section, Size
+from typing import TYPE_CHECKING, Any
+
+from rtool.core.config.fields import setting
+from rtool.core.config.types import Duration, Percent, Section
+from rtool.nodes.preflight import registry
+from rtool.nodes.preflight.base import NodeBase
 
 
-class PreflightConfig(Section):
-    enabled: bool = True
-    #: GPUs each node must show (default: --gpus-per-node; set it where whole nodes are
-    #: allocated without a GPU request).
-    gpus: int | None = None
-    dirs: list[str] = []
-    min_free: Size = 1024**3
-    command: str | None = None
-    timeout: Duration = 60.0
-    check_timeout: Duration = 20.0
-    max_requeues: int = 3
+class PreflightBase(Section):
+    """The pre-flight's own keys; every check adds its settings (`registry.with_settings`)."""
+
+    enabled: bool = setting(
+        True, "Run it in every rendered training script that has something to check."
+    )
+    timeout: Duration = setting(60.0, "The whole pre-flight, all nodes.")
+    check_timeout: Duration = setting(
+        NodeBase.model_fields["timeout"].default, NodeBase.model_fields["timeout"].description or ""
+    )
+    max_requeues: int = setting(3, "Requeue away from a bad node at most this many times per job.")
+
+    if TYPE_CHECKING:  # the checks' settings (`pf.gpus`, `pf.dirs` ...)
+
+        def __getattr__(self, name: str) -> Any: ...
+
+
+if TYPE_CHECKING:
+    PreflightConfig = PreflightBase
+else:
+    PreflightConfig = registry.with_settings(PreflightBase, "PreflightConfig", registry.CHECKS)
 
 
 class NodesConfig(Section):

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import field_validator, model_validator
 
+from rtool.core.config.fields import setting
 from rtool.core.config.types import Duration, Section, Size
 
 if TYPE_CHECKING:
@@ -63,26 +64,35 @@ _RUN_NAME = re.compile(r"[^-\s,][^\s,]{0,199}")
 
 
 class RunWatch(Section):
-    name: str
-    #: The Slurm job name of its attempts (default: the run name).
-    job_name: str | None = None
-    heartbeat: str | None = None
-    #: The batch script's records (default: `<heartbeat>.attempts`).
-    records: str | None = None
-    #: The attempt's log: Slurm's %j (job id), %A (array id), %a (task), %x (job name), %%.
-    log: str | None = None
-    total_steps: int | None = None
-    crash_loop: int = 2
-    #: An attempt that dies within this of its start (not on a time limit) is a bad one.
-    short: Duration = 300.0
-    on_crash_loop: Literal["hold", "none"] = "hold"
-    stalled: Duration | None = 2 * 3600.0
-    restart_storm: int | None = 6
-    #: How far back sacct looks for the run's attempts.
-    lookback: Duration = 14 * 86400.0
-    #: "auto": sacct where accounting exists; "off": degraded mode always.
-    accounting: Literal["auto", "off"] = "auto"
-    timeout: Duration | None = None
+    name: str = setting(..., "The run (rtool submit --run; default the job name).")
+    job_name: str | None = setting(None, "The Slurm job name of its attempts (default: the run).")
+    heartbeat: str | None = setting(None, "The shim's heartbeat file.")
+    records: str | None = setting(
+        None, "The batch script's attempt records (default: <heartbeat>.attempts)."
+    )
+    log: str | None = setting(
+        None, "The attempt's log, Slurm-style: logs/train-%A_%a.out (%j %A %a %x %%)."
+    )
+    total_steps: int | None = setting(None, "The steps the run needs; enables the budget check.")
+    crash_loop: int = setting(2, "Bad attempts in a row that make a crash loop -> CRITICAL.")
+    short: Duration = setting(
+        300.0, "An attempt that dies within this of its start (not on a time limit) is bad."
+    )
+    on_crash_loop: Literal["hold", "none"] = setting(
+        "hold", "On a crash loop: hold the rest of the array (scontrol hold) or do nothing."
+    )
+    stalled: Duration | None = setting(
+        2 * 3600.0, "Highest step not grown this long while attempts run -> CRITICAL."
+    )
+    restart_storm: int | None = setting(6, "More attempts than this in an hour -> WARNING.")
+    lookback: Duration = setting(14 * 86400.0, "How far back sacct looks for the run's attempts.")
+    accounting: Literal["auto", "off"] = setting(
+        "auto",
+        "auto: ask sacct where accounting exists; off: never (degraded mode: the batch "
+        "script's records).",
+        switch=("--no-accounting", "off"),
+    )
+    timeout: Duration | None = setting(None, "Timeout of this entry's probes.")
 
     @model_validator(mode="after")
     def _valid(self) -> RunWatch:

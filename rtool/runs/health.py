@@ -11,20 +11,6 @@ from dataclasses import dataclass
 from rtool.core.slurm import QUEUED_STATES, RUNNING_STATES, SqueueJob
 from rtool.runs.model import LIMIT_STATES, Attempt, Ledger
 
-_RANGE = re.compile(r"(\d+)(?:-(\d+))?(?::(\d+))?")
-
-
-def count_tasks(spec: str) -> int:
-    """Tasks in a pending array spec: `4-10%1` -> 7, `2,5,7-8` -> 4."""
-    total = 0
-    for part in spec.split("%", 1)[0].split(","):
-        m = _RANGE.fullmatch(part.strip())
-        if not m:
-            continue
-        lo, hi, step = int(m.group(1)), int(m.group(2) or m.group(1)), int(m.group(3) or 1)
-        total += len(range(lo, hi + 1, max(1, step)))
-    return total
-
 
 @dataclass(frozen=True)
 class Queue:
@@ -46,7 +32,7 @@ class Queue:
 
     @property
     def pending_count(self) -> int:
-        return sum(count_tasks(j.pending_tasks) if j.pending_tasks else 1 for j in self.pending)
+        return sum(j.tasks for j in self.pending)
 
     def hold_targets(self) -> list[str]:
         """What `scontrol hold` takes to hold the rest: an array's id, or each pending job."""

@@ -1,7 +1,7 @@
 """The few Slurm calls the in-loop shim makes: EndTime lookup, hold and cancel of pending tasks.
 
-The shim must stay stdlib + psutil, so it cannot use `rtool.core.proc` or `rtool.core.slurm`.
-These helpers are the one documented exception to "every subprocess goes through
+The shim reads Slurm's output with the core's pure parsers (`rtool.core.slurm.parse`), but
+its calls are the one documented exception to "every subprocess goes through
 rtool.core.proc": they call
 `subprocess.run(..., timeout=...)` directly, never raise, and log a warning when a call fails.
 """
@@ -10,28 +10,24 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import subprocess
-from datetime import datetime
 
 log = logging.getLogger("rtool.shim")
 
 #: Seconds any scontrol/scancel call of the shim may take.
 SLURM_TIMEOUT = 15.0
 
-_END_TIME = re.compile(r"(?:^|\s)EndTime=(\S+)")
-_NO_TIME = {"UNKNOWN", "NONE", "N/A", "(NULL)", "UNLIMITED", "INVALID"}
-
 
 def parse_end_time(show_job: str) -> float | None:
     """Unix time of `EndTime=` in `scontrol show job` output (local time), or None."""
-    m = _END_TIME.search(show_job)
-    if not m or m.group(1).upper() in _NO_TIME:
-        return None
+    # imported when asked (rarely: Slurm exports the end time), so `import rtool.shim` stays light
+    from rtool.core.slurm.parse import ParseError, parse_scontrol_record, parse_slurm_timestamp
+
     try:
-        return datetime.strptime(m.group(1), "%Y-%m-%dT%H:%M:%S").timestamp()
-    except ValueError:
+        stamp = parse_slurm_timestamp(parse_scontrol_record(show_job).get("EndTime", ""))
+    except ParseError:
         return None
+    return stamp.timestamp() if stamp is not None else None
 
 
 def run_slurm(argv: list[str], timeout: float = SLURM_TIMEOUT) -> str | None:

@@ -134,8 +134,7 @@ class SubmitRequest:
     )
     signal: str | None = option(
         "--signal",
-        help="[B:][R:]SIG@SECONDS before the time limit (default B:USR1@600, a shorter lead "
-        "for a short --time).",
+        help="[B:][R:]SIG@SECONDS before the time limit (a shorter lead for a short --time).",
         sbatch="signal",
         config="signal",
     )
@@ -183,9 +182,7 @@ class SubmitRequest:
         help='Runs the script under srun, e.g. "torchrun --nproc-per-node 8".',
         config="launcher",
     )
-    python: str | None = option(
-        "--python", help="Python interpreter (default python).", config="python"
-    )
+    python: str | None = option("--python", help="Python interpreter.", config="python")
     script_args: str | None = option("--args", help="Arguments of the Python script.")
     auto_requeue: bool = option(
         "--auto-requeue",
@@ -197,7 +194,7 @@ class SubmitRequest:
     )
     max_requeues: int | None = option(
         "--max-requeues",
-        help="Bound of --auto-requeue (default [submit] max_requeues, 3).",
+        help="Bound of --auto-requeue.",
         config="max_requeues",
     )
     heartbeat: str | None = option("--heartbeat", help="Heartbeat file for the shim.")

@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, TypeVar
 
 import psutil
 
+from rtool.core.slurm.nodes import SINFO_FORMAT, parse_sinfo_nodes
+from rtool.core.slurm.parse import ParseError, parse_scontrol_show_job
 from rtool.testing.daemons import LocalSlurmError, pid_is, sh, wait_until
 from rtool.testing.slurmconf import sbin
 
@@ -47,15 +49,13 @@ def start_slurmd(cluster: Cluster, name: str) -> None:
 
 def node_states(cluster: Cluster) -> dict[str, str]:
     """{node: state as sinfo prints it (`idle`, `mixed`, `down*`, `drained`...)}; {} on error."""
-    res = sh(["sinfo", "-N", "-h", "-o", "%N %T"], env=cluster.env, timeout=15, check=False)
+    res = sh(["sinfo", "-N", "-h", "-o", SINFO_FORMAT], env=cluster.env, timeout=15, check=False)
     if res.returncode != 0:
         return {}
-    out = {}
-    for line in res.stdout.splitlines():
-        parts = line.split()
-        if len(parts) == 2:
-            out[parts[0]] = parts[1]
-    return out
+    try:
+        return {n.name: n.state for n in parse_sinfo_nodes(res.stdout)}
+    except ParseError:
+        return {}
 
 
 def _scontrol(cluster: Cluster, *args: str, check: bool = True) -> str:
@@ -168,9 +168,9 @@ def job_state(cluster: Cluster, job_id: str) -> str | None:
     """JobState from `scontrol show job` (None when slurmctld no longer knows the job)."""
     if not _JOB.fullmatch(job_id):
         raise ValueError(f"not a Slurm job id: {job_id!r}")
-    res = sh(["scontrol", "-o", "show", "job", job_id], env=cluster.env, timeout=20, check=False)
-    m = re.search(r"\bJobState=(\S+)", res.stdout)
-    return m.group(1) if m else None
+    res = sh(["scontrol", "show", "job", job_id], env=cluster.env, timeout=20, check=False)
+    records = parse_scontrol_show_job(res.stdout) if res.returncode == 0 else []
+    return records[0].get("JobState") if records else None
 
 
 def wait_job_state(cluster: Cluster, job_id: str, states: Iterable[str], timeout: float) -> str:

@@ -210,18 +210,26 @@ SpecT = TypeVar("SpecT")
 class SpecWatchdog(Generic[SpecT]):
     """The base of every watchdog built from config entries (specs).
 
-    A new watchdog is one module with a subclass and one line in `rtool.watchdogs.registry`:
+    A new watchdog is one module with its entry type and a subclass, and one line in
+    `rtool.watchdogs.registry.LINES` (docs/architecture.md has a worked example):
 
-        class FooWatch(Section):              # its [[watch.foo]] entry (and `rtool watch foo`
-            path: str                         # flags: required fields are arguments,
-            limit: Percent = Field(90.0, description="Used above -> CRITICAL.")  # others --x)
+        class FooWatch(Section):              # its [[watch.foo]] entry and `rtool watch foo`'s
+            path: str = setting(..., "A file that must exist.")       # options (fields.py)
+            limit: Percent = setting(90.0, "Used above -> CRITICAL.")
 
         class FooWatchdog(SpecWatchdog[FooWatch]):
+            \"""Is the file there? (the summary line of `rtool watch foo --help`)
+
+            Example: rtool watch foo /scratch/me/ckpt
+            \"""
             name = "foo"
             spec = FooWatch
             def target(self, spec): return spec.path
             def probe(self, env): ...         # I/O, bounded by self.timeout_of(spec)
             def check(self, probe_output, now): ...   # pure: list[CheckResult]
+
+    The class docstring is the command's help (a summary line, then an Example); a field named
+    like one of the options every `rtool watch` command has (`timeout`) is given by that one.
     """
 
     #: The watchdog's name: `rtool watch NAME`, `[[watch.NAME]]`, the alert keys' prefix.
@@ -230,6 +238,9 @@ class SpecWatchdog(Generic[SpecT]):
     spec: ClassVar[type[Any]]
     #: Whether `[[watch.NAME]]` entries configure it (the [watch] section gets a field).
     in_config: ClassVar[bool] = True
+    #: `rtool watch NAME X` starts from the config's `[[watch.NAME]]` entry whose field of this
+    #: name is X (its flags override that entry); None: the flags and the declared defaults.
+    config_entry_by: ClassVar[str | None] = None
 
     def __init__(self, specs: list[SpecT], timeout: float = 10.0) -> None:
         self.specs = specs

@@ -40,25 +40,34 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from pydantic import field_validator, model_validator
 
+from rtool.core.config.fields import setting
 from rtool.core.config.types import Duration, Percent, PositiveDuration, Section, Size
 
 S = TypeVar("S")
 
+_TIMEOUT = "Timeout of this entry's probes (default: [watch] timeout)."
+
 
 class JobWatch(Section):
-    name: str
-    regex: bool = False
-    users: list[str] = []
-    group: str | None = None
-    partition: str | None = None
-    #: PENDING longer than this (since submission) -> WARNING.
-    max_pending: Duration | None = 24 * 3600.0
-    #: The run these jobs are attempts of (default: the name); its ledger (rtool watch run)
-    #: says whether it finished or is crash-looping.
-    run: str | None = None
-    #: The shim's heartbeat: its done marker (or state finished) means the run finished.
-    heartbeat: str | None = None
-    timeout: PositiveDuration | None = None
+    name: str = setting(..., "Job name (repeat for several).", flag="--name", each=True)
+    regex: bool = setting(False, "Names are regular expressions (full match).")
+    users: list[str] = setting(
+        [], "Watch this user's jobs instead of yours, read-only (repeatable).", flag="--user"
+    )
+    group: str | None = setting(None, "Watch the jobs of this unix group's members, read-only.")
+    partition: str | None = setting(None, "Only jobs in this partition.")
+    max_pending: Duration | None = setting(
+        24 * 3600.0, "PENDING longer than this (since submission) -> WARNING."
+    )
+    run: str | None = setting(
+        None,
+        "The run these jobs are attempts of (default: the name); its ledger says whether it "
+        "finished or is crash-looping.",
+    )
+    heartbeat: str | None = setting(
+        None, "The shim's heartbeat: its done marker (or state finished) means finished."
+    )
+    timeout: PositiveDuration | None = setting(None, _TIMEOUT)
 
     @model_validator(mode="after")
     def _valid_name(self) -> JobWatch:
@@ -76,17 +85,16 @@ class JobWatch(Section):
 
 
 class LogWatch(Section):
-    path: str
-    stale: Duration = 30 * 60.0
-    job_name: str | None = None
-    #: Heartbeat file written by the training shim (sharper than the log).
-    heartbeat: str | None = None
-    dump_stacks: bool = False
-    #: Process to dump with py-spy (else the heartbeat's pid, or the job's processes via srun).
-    pid: int | None = None
-    #: `none`, `requeue`, or `signal:USR1` (scancel --signal to the job's batch step).
-    on_hang: str = "none"
-    timeout: PositiveDuration | None = None
+    path: str = setting(..., "Log file or glob (newest match wins).")
+    stale: Duration = setting(30 * 60.0, "Not written for longer -> CRITICAL.")
+    job_name: str | None = setting(None, "Stale while this job is not running: OK with a note.")
+    heartbeat: str | None = setting(
+        None, "Heartbeat file of the training shim (a sharper signal than the log)."
+    )
+    dump_stacks: bool = setting(False, "On a hang, attach a py-spy dump to the alert.")
+    pid: int | None = setting(None, "Process to dump (else the heartbeat's pid, or the job's).")
+    on_hang: str = setting("none", "none, requeue or signal:USR1 (once per hang).")
+    timeout: PositiveDuration | None = setting(None, _TIMEOUT)
 
     @field_validator("on_hang")
     @classmethod
@@ -97,24 +105,31 @@ class LogWatch(Section):
 
 
 class DiskWatch(Section):
-    path: str
-    max_used: Percent | None = None  # CRITICAL above
-    warn_used: Percent | None = None  # WARNING above
-    min_free: Size | None = None  # CRITICAL below
-    max_inodes_used: Percent | None = None
-    min_free_inodes: int | None = None
-    #: On some distributed filesystems 80% is the real 100%: percentages are of the usable part.
-    usable: Percent = 100.0
-    #: WARNING when the usage trend fills the partition within this.
-    runway: Duration | None = None
-    history: Duration = 7 * 86400.0
-    trend_min_span: Duration = 3600.0
-    #: Quota command (argv list or a string split like a shell would) and its output format.
-    quota_cmd: list[str] | str | None = None
-    quota_format: Literal["lfs", "mmlsquota", "simple"] = "simple"
-    on_timeout: Literal["critical", "unknown"] = "critical"
-    quota_on_failure: Literal["critical", "unknown"] = "unknown"
-    timeout: PositiveDuration | None = None
+    path: str = setting(..., "Paths on the partitions the run needs.", each=True)
+    max_used: Percent | None = setting(90.0, "Used above -> CRITICAL.")
+    warn_used: Percent | None = setting(None, "Used above -> WARNING.")
+    min_free: Size | None = setting(None, "Free below -> CRITICAL, e.g. 5TiB.")
+    max_inodes_used: Percent | None = setting(None, "Inodes used above -> CRITICAL, e.g. 90%.")
+    min_free_inodes: int | None = setting(None, "Free inodes below -> CRITICAL, e.g. 100000.")
+    usable: Percent = setting(
+        100.0, "Share of the size that is usable (80%: percentages are of that part)."
+    )
+    runway: Duration | None = setting(None, "WARNING when the usage trend fills it within this.")
+    history: Duration = setting(7 * 86400.0, "How long the usage history is kept.")
+    trend_min_span: Duration = setting(3600.0, "History needed before a trend counts.")
+    quota_cmd: list[str] | str | None = setting(
+        None, "Quota command (argv list or a string split like a shell would)."
+    )
+    quota_format: Literal["lfs", "mmlsquota", "simple"] = setting(
+        "simple", "Output format of the quota command."
+    )
+    on_timeout: Literal["critical", "unknown"] = setting(
+        "critical", "Status of a probe that hangs (a hung mount)."
+    )
+    quota_on_failure: Literal["critical", "unknown"] = setting(
+        "unknown", "Status when the quota command fails."
+    )
+    timeout: PositiveDuration | None = setting(None, _TIMEOUT)
 
     @field_validator("usable")
     @classmethod
@@ -125,36 +140,40 @@ class DiskWatch(Section):
 
 
 class MemoryWatch(Section):
-    max_used: Percent = 95.0  # node RAM, CRITICAL above
-    warn_used: Percent = 90.0  # node RAM, WARNING above
-    max_swap_used: Percent | None = 80.0  # WARNING above
-    pids: list[int] = []
-    job: str | None = None
-    gpu: bool = False
-    gpu_max_used: Percent = 95.0
-    #: WARNING when the RSS trend fills the node within this.
-    runway: Duration = 24 * 3600.0
-    history: Duration = 6 * 3600.0
-    trend_min_span: Duration = 30 * 60.0
-    timeout: PositiveDuration | None = None
+    max_used: Percent = setting(95.0, "Node RAM used above -> CRITICAL.")
+    warn_used: Percent = setting(90.0, "Node RAM used above -> WARNING.")
+    max_swap_used: Percent | None = setting(80.0, "Swap used above -> WARNING.")
+    pids: list[int] = setting(
+        [], "Watch the RSS growth of this process (repeatable).", flag="--pid"
+    )
+    job: str | None = setting(None, "Watch the RSS growth of a Slurm job's processes here.")
+    gpu: bool = setting(False, "Check GPU memory (nvidia-smi) if there is a GPU.")
+    gpu_max_used: Percent = setting(95.0, "GPU memory used above -> CRITICAL.")
+    runway: Duration = setting(24 * 3600.0, "WARNING when the RSS growth fills RAM within this.")
+    history: Duration = setting(6 * 3600.0, "How long the RSS history is kept.")
+    trend_min_span: Duration = setting(30 * 60.0, "History needed before a trend counts.")
+    timeout: PositiveDuration | None = setting(None, _TIMEOUT)
 
 
 class CronWatchEntry(Section):
     """One `[[watch.cron]]` entry; what it leaves out comes from the `[cron]` section."""
 
-    #: The cron folder (default: [cron] dir).
-    dir: str | None = None
-    #: CRITICAL when the last tick is older than the tick period plus this (default: [cron] grace).
-    grace: Duration | None = None
+    dir: str | None = setting(None, "The cron folder.", default_from="cron.dir")
+    grace: Duration | None = setting(
+        None,
+        "CRITICAL when the last tick is older than the tick period plus this.",
+        default_from="cron.grace",
+    )
 
 
 class WatchBase(Section):
     """What every [watch] section has; `rtool.watchdogs.registry.WatchConfig` adds one list of
     entries per registered watchdog (`[[watch.NAME]]`)."""
 
-    timeout: PositiveDuration = 10.0
-    #: node_exporter textfile-collector folder for Prometheus metrics (`--prom-textfile`).
-    prom_textfile: str | None = None
+    timeout: PositiveDuration = setting(10.0, "Timeout of every probe.")
+    prom_textfile: str | None = setting(
+        None, "node_exporter textfile-collector folder that Prometheus metrics are written into."
+    )
 
     if TYPE_CHECKING:  # the generated fields: `watch.disk` is a list of DiskWatch entries
 

@@ -45,6 +45,15 @@ class CronObservation:
 
 
 class CronWatchdog(SpecWatchdog[CronWatch]):
+    """Who watches the watchman: is the `rtool cron` chain alive?
+
+    CRITICAL when its last tick is older than the tick period plus the grace, or when no
+    scheduler job is queued or running; UNKNOWN when squeue fails. Run it from a login
+    node's real crontab where there is one.
+
+    Example: rtool watch cron --dir ~/rtool-cron --grace 15m
+    """
+
     name = "cron"
     #: Its `[[watch.cron]]` entries leave out what `[cron]` gives (see `from_entries`).
     spec = CronWatchEntry

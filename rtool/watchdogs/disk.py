@@ -39,6 +39,11 @@ class DiskObservation:
 
 
 class DiskWatchdog(SpecWatchdog[DiskWatch]):
+    """Space and inodes on every partition the run needs (a hung mount never hangs rtool).
+
+    Example: rtool watch disk /scratch /home --max-used 80% --min-free-inodes 100000 --runway 48h
+    """
+
     name = "disk"
     spec = DiskWatch
 

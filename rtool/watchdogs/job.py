@@ -74,6 +74,16 @@ def group_members(group: str, timeout: float) -> list[str]:
 
 
 class JobWatchdog(SpecWatchdog[JobWatch]):
+    """Is the training job running or queued? One squeue call for all names.
+
+    RUNNING is OK; PENDING is OK unless held, never satisfiable or pending past
+    --max-pending; neither running nor queued is CRITICAL; squeue failing is UNKNOWN.
+    Only your own jobs count, unless --user/--group name others: theirs are watched
+    read-only (nothing is excluded, held or recorded as suspect for them).
+
+    Example: rtool watch job --name train-10b --user alice --max-pending 6h
+    """
+
     name = "job"
     spec = JobWatch
 

@@ -90,6 +90,11 @@ def non_finite_stop(hb: Heartbeat) -> bool:
 
 
 class LogWatchdog(SpecWatchdog[LogWatch]):
+    """Has the training stopped writing its log (or heartbeat)?
+
+    Example: rtool watch log 'logs/train-*.out' --stale 30m --job-name train-10b --on-hang requeue
+    """
+
     name = "log"
     spec = LogWatch
 

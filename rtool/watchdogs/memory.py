@@ -6,8 +6,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from rtool.core import gpu
 from rtool.core.alert import Status
-from rtool.core.proc import ProcError, ProcNotFound, run
 from rtool.core.units import format_size
 from rtool.watchdogs import history
 from rtool.watchdogs.base import CheckResult, ProbeEnv, SpecWatchdog
@@ -70,22 +70,22 @@ def _proc_sample(what: str, pid: int | None, job: str | None) -> ProcSample:
         return ProcSample(what, None, error=f"pid {pid} is not running")
 
 
-def gpu_memory(timeout: float) -> list[tuple[str, int, int]] | None:
-    """Per GPU (index, used MiB, total MiB) from nvidia-smi; None when there is no nvidia-smi."""
-    argv = ["nvidia-smi", "--query-gpu=index,memory.used,memory.total"]
-    try:
-        res = run([*argv, "--format=csv,noheader,nounits"], timeout=timeout)
-    except ProcNotFound:
-        return None
-    rows = []
-    for line in res.stdout.splitlines():
-        parts = [p.strip() for p in line.split(",")]
-        if len(parts) == 3 and parts[1].isdigit() and parts[2].isdigit():
-            rows.append((parts[0], int(parts[1]), int(parts[2])))
-    return rows
+def gpu_memory(timeout: float) -> tuple[list[tuple[str, int, int]] | None, str | None]:
+    """Per GPU (index, used MiB, total MiB) from nvidia-smi, or why not; (None, None) when
+    there is no nvidia-smi (no GPU here: nothing to check)."""
+    answer = gpu.query(["index", "memory.used", "memory.total"], timeout, units=False)
+    if answer.missing or answer.error:
+        return None, answer.error if not answer.missing else None
+    rows = [(r[0], int(r[1]), int(r[2])) for r in answer.rows if r[1].isdigit() and r[2].isdigit()]
+    return rows, None
 
 
 class MemoryWatchdog(SpecWatchdog[MemoryWatch]):
+    """Node RAM and swap, RSS growth of processes or a job, GPU memory.
+
+    Example: rtool watch memory --max-used 90% --job $SLURM_JOB_ID --gpu
+    """
+
     name = "memory"
     spec = MemoryWatch
 
@@ -111,10 +111,7 @@ class MemoryWatchdog(SpecWatchdog[MemoryWatch]):
                 s.samples = history.append(env.state, "memory", what, sample, spec.history)
             o.procs.append(s)
         if spec.gpu:
-            try:
-                o.gpus = gpu_memory(self.timeout_of(spec))
-            except ProcError as exc:
-                o.gpu_error = str(exc)
+            o.gpus, o.gpu_error = gpu_memory(self.timeout_of(spec))
         return o
 
     def check(self, probe_output: list[MemoryObservation], now: float) -> list[CheckResult]:

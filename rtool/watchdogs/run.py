@@ -34,8 +34,18 @@ class RunObservation:
 
 
 class RunWatchdog(SpecWatchdog[RunWatch]):
+    """Is the run progressing across its attempts (array tasks, requeues, chained jobs)?
+
+    CRITICAL crash loop (and the rest of the array held), stalled, or exhausted without
+    finished(); WARNING budget or restart storm. A [[watch.run]] entry of the same name in the
+    config gives the defaults; flags override it.
+
+    Example: rtool watch run llama-7b --heartbeat ckpt/heartbeat.json --log 'logs/llama-%A_%a.out'
+    """
+
     name = "run"
     spec = RunWatch
+    config_entry_by = "name"
 
     def __init__(self, specs: list[RunWatch], timeout: float = 10.0) -> None:
         super().__init__(specs, timeout)

@@ -53,6 +53,17 @@ def test_squeue_array_pending_running_and_held() -> None:
     assert run.time_limit == 365 * 86400 and run.nodelist == "vm"
     assert task.array_task == "1" and task.pending_tasks is None
     assert task.time_used == 2 * 86400 + 15 * 3600 + 52 * 60 + 19
+    assert (pend.tasks, held.tasks, run.tasks, task.tasks) == (3, 1, 1, 1)
+
+
+@pytest.mark.parametrize(
+    ("spec", "tasks"),
+    [("2-10%1", 9), ("2,5,7-8", 4), ("0-99:2%4", 50), ("1-3,junk", 3), ("junk", 1)],
+)
+def test_the_tasks_a_pending_array_record_stands_for(spec: str, tasks: int) -> None:
+    line = SQUEUE.splitlines()[0].replace("2-4%1", spec)
+    [job] = parse_squeue(line)
+    assert job.pending_tasks == spec and job.tasks == tasks
 
 
 def test_squeue_bad_line() -> None:

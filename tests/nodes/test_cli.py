@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -41,3 +42,24 @@ def test_preflight_here_and_rendered_script(cli, tmp_path, monkeypatch):
     assert subprocess.run(["bash", "-n"], input=script, text=True).returncode == 0
     off = cli("submit", "train.py", "--gpus-per-node", "4", "--no-preflight", "--dry-run").out
     assert "_rtool_pf" not in off
+
+
+def test_preflight_options_are_the_checks_keys(cli, tmp_path, monkeypatch):
+    """Each check's keys are `rtool preflight` options over the config's values; a bad one is
+    a usage error naming the option, on the job side and on the node side."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("SLURM_JOB_ID", raising=False)
+    Path("rtool.toml").write_text('[nodes.preflight]\nmin_free = "1000PiB"\n')
+    r = cli("preflight", "--dir", str(tmp_path / "ckpt"))
+    assert r.code == 1 and "FAIL dirs: " in r.out and "needed" in r.out, r.out
+    r = cli("preflight", "--dir", str(tmp_path / "ckpt"), "--min-free", "1KiB")
+    assert r.code == 0 and "ok   dirs: 1 folder(s) writable" in r.out, r.out
+    r = cli("preflight", "--min-free", "lots")
+    assert r.code == 2 and r.err.startswith("rtool: --min-free: not a size: 'lots'")
+    node = subprocess.run(
+        [sys.executable, "-m", "rtool.nodes.preflight", "--min-free", "lots"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert node.returncode == 2 and "min_free: " in node.stderr

@@ -154,3 +154,18 @@ def test_a_rank_stuck_in_a_collective_is_ended_through_the_wakeup_fd(tmp_path: P
     assert "in recv" in out  # every thread's stack, dumped before the end
     got = read_heartbeat(hb)
     assert got is not None and got.stop_reason == "unresponsive" and got.step == 2
+
+
+def test_the_end_time_is_read_from_scontrol_with_the_cores_parser() -> None:
+    from datetime import datetime
+
+    from rtool.shim.slurm import parse_end_time
+
+    text = (
+        "JobId=5 JobName=train\n   RunTime=00:00:05 TimeLimit=00:02:00 TimeMin=N/A\n"
+        "   StartTime=2026-01-02T03:04:05 EndTime=2026-01-02T03:06:05 Deadline=N/A\n"
+    )
+    assert parse_end_time(text) == datetime(2026, 1, 2, 3, 6, 5).timestamp()
+    assert parse_end_time(text.replace("EndTime=2026-01-02T03:06:05", "EndTime=Unknown")) is None
+    assert parse_end_time(text.replace("2026-01-02T03:06:05", "soon")) is None
+    assert parse_end_time("no such job") is None

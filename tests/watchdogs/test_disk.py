@@ -38,6 +38,20 @@ def test_space_threshold_on_a_filling_tmpfs(tmpfs, tmp_path, cli):
     assert perf.startswith(f"'{fs}'=90%;;80;0;100 '{fs} used'=9437184B;;;0;10485760 ")
 
 
+def test_an_entry_without_max_used_alerts_like_the_command(tmpfs, tmp_path, cli):
+    """A `[[watch.disk]]` entry without `max_used` read DISK OK at 95% while the command line
+    defaulted to 90% (issue #30): both now take the one declared default."""
+    fs = tmpfs("full", size="10M")
+    fill(fs, 95 * 10 * 1024 * 1024 // 100)
+    config = tmp_path / "rtool.toml"
+    config.write_text(f'[[watch.disk]]\npath = "{fs}"\n')
+    from_config = cli("--config", str(config), "watch", "all", "--no-notify")
+    from_flags = cli("watch", "disk", str(fs), "--no-notify")
+    for res in (from_config, from_flags):
+        assert res.code == 2, res.out + res.err
+        assert res.out.startswith(f"DISK CRITICAL - {fs} 95% used (limit 90%)"), res.out
+
+
 def test_usable_share_and_min_free(tmpfs, tmp_path):
     fs = tmpfs("lustre", size="10M")
     fill(fs, 5 * 1024 * 1024)  # 50% of the raw size

@@ -65,3 +65,22 @@ def test_gone_pid_is_unknown_and_no_gpu_is_no_error(cli):
     assert r.code == 3
     assert "MEMORY UNKNOWN - pid:999999999: pid 999999999 is not running" in r.out
     assert "gpu" not in r.out  # no nvidia-smi here: no GPU check, no error
+
+
+def test_gpu_memory_is_read_through_the_one_nvidia_smi_reader(cli, tmp_path, monkeypatch):
+    """The memory watchdog asks nvidia-smi through rtool.core.gpu, like the pre-flight does
+    (a stand-in answering in nvidia-smi's csv,noheader,nounits format)."""
+    smi = tmp_path / "nvidia-smi"
+    smi.write_text(
+        '#!/bin/bash\ncase "$*" in\n'
+        '  *memory.used*nounits*) printf "0, 80000, 81559\\n1, 1000, 81559\\n" ;;\n'
+        "  *) exit 9 ;;\nesac\n"
+    )
+    smi.chmod(0o755)
+    monkeypatch.setenv("RTOOL_NVIDIA_SMI", str(smi))
+    r = cli("watch", "memory", "--gpu", "--max-used", "100%", "--warn-used", "100%", "--no-notify")
+    assert "MEMORY CRITICAL - gpu0 98% memory used (80000 of 81559 MiB) (limit 95%)" in r.out
+    assert "MEMORY OK - gpu1 1% memory used" in r.out and r.code == 2
+    smi.write_text("#!/bin/bash\necho 'NVIDIA-SMI has failed' >&2\nexit 9\n")
+    r = cli("watch", "memory", "--gpu", "--max-used", "100%", "--warn-used", "100%", "--no-notify")
+    assert "MEMORY UNKNOWN - gpu: nvidia-smi exit code 9: NVIDIA-SMI has failed" in r.out

@@ -12,10 +12,7 @@ from rtool.core.config import find_config_path, redacted
 
 app = errors.group(
     errors.DEFAULT,
-    help="Check and show the config file.\n\n"
-    "Examples:\n\n"
-    "  rtool config check\n\n"
-    "  rtool --config team.toml config show",
+    help="Examples:\n\n  rtool config check\n\n  rtool --config team.toml config show",
     no_args_is_help=True,
 )
 

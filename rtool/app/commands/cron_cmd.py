@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from rtool.app.commands import errors
+from rtool.app.commands.fromspec import default_note
 from rtool.app.context import get_context
 
 if TYPE_CHECKING:
@@ -15,13 +16,11 @@ if TYPE_CHECKING:
 
 app = errors.group(
     errors.DEFAULT,
-    help="A crontab for Slurm clusters: a self-resubmitting scheduler job that runs "
-    "cron.hourly/, cron.daily/, cron.weekly/ and cron.d/ without drift or duplicates.\n\n"
-    "Example: rtool cron init ~/rtool-cron && rtool cron start",
+    help="Example: rtool cron init ~/rtool-cron && rtool cron start",
     no_args_is_help=True,
 )
 
-_DIR_HELP = "The cron folder (default: cron.dir in the config, ~/rtool-cron)."
+_DIR_HELP = f"The cron folder {default_note('cron.dir')}."
 
 
 def _env(ctx: typer.Context, directory: Path | None) -> TickEnv:

@@ -25,10 +25,7 @@ def demo(
         help="Keep the temp workspace, and the local Slurm if the demo started it.",
     ),
 ) -> int:
-    """Run a training array on Slurm through a time limit, a save request, a hang and a kill
-    switch, watched by the cron emulator, and show the alerts (1-2 minutes).
-
-    Starts the local single-node Slurm when none is reachable.
+    """Starts the local single-node Slurm when none is reachable.
 
     Exit code: 0 when every step happened as expected, 1 otherwise (the summary says why).
 

@@ -29,9 +29,7 @@ def history(
     ),
     no_accounting: bool = typer.Option(False, "--no-accounting", help="Do not ask sacct."),
 ) -> int:
-    """Every attempt of a run (array tasks, requeues, chained jobs) and where the time went.
-
-    Rebuilt from sacct where accounting exists, else from the batch script's records,
+    """Rebuilt from sacct where accounting exists, else from the batch script's records,
     heartbeats and squeue (and says so). A watch.run entry of the same name in the config gives the
     heartbeat and log paths. Exit 0; 1 when there is nothing to show; 2 on bad input.
 

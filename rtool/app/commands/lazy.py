@@ -1,9 +1,10 @@
 """The top-level group loads a command's module only when that command runs.
 
-`rtool --help` lists every command from the one-line summaries below without importing any
-command module (so it starts like a bare typer app), and `rtool watch disk ...` imports
-`watch_cmd` alone, not sbatch templates, notify channels or the demo. A test checks that each
-summary is the real command's own first line.
+A command is a module and one line in `COMMANDS` below: its name, its module and its one-line
+summary. The summary is written only there: `rtool --help` lists it without importing any
+command module (so it starts like a bare typer app), and the command's own help page starts
+with it (the module's help text and docstrings go on from there). `rtool watch disk ...`
+imports `watch_cmd` alone, not sbatch templates, notify channels or the demo.
 """
 
 from __future__ import annotations
@@ -29,8 +30,8 @@ class Lazy:
 
 
 _M = "rtool.app.commands."
-#: name -> where it lives. Order = order in `rtool --help`. A module with `register(cli)` adds
-#: its commands and groups to `cli`; one with only an `app` is that command group.
+#: name -> where it lives and its summary. Order = order in `rtool --help`. A module with
+#: `register(cli)` adds its commands and groups to `cli`; one with only an `app` is that group.
 COMMANDS: dict[str, Lazy] = {
     "submit": Lazy(
         _M + "submit_cmd",
@@ -58,7 +59,7 @@ COMMANDS: dict[str, Lazy] = {
     ),
     "watch": Lazy(
         _M + "watch_cmd",
-        "Watchdogs for a training run: job, log, disk, memory, run, cron, or all from the config.",
+        "Watchdogs for a training run, one command each, or all of the config's in one sweep.",
     ),
     "cron": Lazy(
         _M + "cron_cmd",
@@ -68,10 +69,10 @@ COMMANDS: dict[str, Lazy] = {
     "nodes": Lazy(_M + "nodes_cmd", "Suspect nodes: which nodes hurt your runs, why, since when."),
     "preflight": Lazy(
         _M + "nodes_cmd",
-        "Pre-flight check before training: GPUs, ECC, folders, your command (docs/nodes.md).",
+        "Pre-flight check of every node before training (docs/nodes.md).",
     ),
     "notify": Lazy(
-        _M + "notify_cmd", "Alert channels (email, Slack, webhook, PagerDuty, log) and the outbox."
+        _M + "notify_cmd", "Alert channels and the outbox: test them, deliver, show their state."
     ),
     "silence": Lazy(
         _M + "silence_cmd", "Silences: hold matching alerts during maintenance, then summarise."
@@ -91,7 +92,14 @@ def load(name: str) -> Any:
     else:
         cmd = _group(module.app)
     cmd.name = name
+    cmd.help = _with_summary(COMMANDS[name].summary, cmd.help)
     return tidy(cmd)
+
+
+def _with_summary(summary: str, body: str | None) -> str:
+    """The help page: the command's summary (written once, above), then its own text."""
+    body = (body or "").strip()
+    return f"{summary}\n\n{body}" if body else summary
 
 
 def _group(app: typer.Typer) -> Any:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import time
@@ -19,8 +20,7 @@ if TYPE_CHECKING:
 
 app = errors.group(
     errors.DEFAULT,
-    help="Suspect nodes: which nodes hurt your runs, why, since when.\n\n"
-    "Examples:\n\n"
+    help="Examples:\n\n"
     "  rtool nodes                 # the suspects, with their evidence\n\n"
     "  rtool nodes --json\n\n"
     "  rtool nodes forget gpu017   # clear a node by hand",
@@ -104,31 +104,24 @@ def refresh_node_fails(app_ctx: AppContext, store: SuspectStore) -> str | None:
     return None
 
 
-def preflight(
-    ctx: typer.Context,
-    gpus: int | None = typer.Option(None, "--gpus", help="GPUs requested per node."),
-    directory: list[str] | None = typer.Option(
-        None,
-        "--dir",
-        help="A folder that must be writable (repeatable; default [nodes.preflight]).",
-    ),
-    here: bool = typer.Option(
-        False, "--here", help="Check only this node (default inside a job: every node via srun)."
-    ),
-) -> int:
-    """Pre-flight check before training: GPUs, ECC, folders, your command (docs/nodes.md).
-
-    Inside a job (the rendered batch script runs it) it checks every allocated node; on a
+def preflight(ctx: typer.Context, here: bool, **given: Any) -> int:
+    """Inside a job (the rendered batch script runs it) it checks every allocated node; on a
     failure it records the node, alerts, and requeues the attempt away from it (exit 3), or
-    exits 1. Outside a job (or with --here) it checks this node and prints the result.
+    exits 1. Outside a job (or with --here) it checks this node and prints the result. The
+    checks' options default to the [nodes.preflight] keys of the config.
 
     Example: rtool preflight --gpus 8 --here
     """
+    from rtool.app.commands import fromspec
     from rtool.nodes.preflight.node import run_checks
 
     app_ctx = get_context(ctx)
     pf = app_ctx.config.nodes.preflight
-    node_ctx, node_argv = _node_args(app_ctx, gpus or pf.gpus, directory)
+    declared = _declared()
+    configured = {k: getattr(pf, k) for k in declared.made}
+    # the options over the config's keys; a bad value is a usage error naming its option
+    settings = fromspec.make(declared, {**configured, **fromspec.values(declared, given)})
+    node_ctx, node_argv = _node_args(app_ctx, dict(settings))
     if here or not os.environ.get("SLURM_JOB_ID"):
         report = run_checks(node_ctx)
         typer.echo(f"pre-flight {'OK' if report.ok else 'FAILED'} - {report.summary()}")
@@ -138,38 +131,55 @@ def preflight(
     return _job_preflight(app_ctx, node_argv, pf.timeout)
 
 
-def _node_args(
-    app_ctx: AppContext, gpus: int | None, dirs: list[str] | None
-) -> tuple[Any, list[str]]:
-    from rtool.core.selfcmd import python_argv
-    from rtool.nodes.preflight.base import NodeContext
+@functools.cache
+def _declared() -> Any:
+    """`rtool preflight`'s options: the registered checks' settings (their defaults: the
+    [nodes.preflight] keys)."""
+    from rtool.app.commands import fromspec
+    from rtool.nodes.preflight.registry import Settings
+
+    return fromspec.declare(Settings, section="nodes.preflight")
+
+
+def _preflight_command() -> Any:
+    """`preflight` with one option per check setting, then --here."""
+    import inspect
+
+    kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    here = typer.Option(
+        False, "--here", help="Check only this node (default inside a job: every node via srun)."
+    )
+    params = [
+        inspect.Parameter("ctx", kind, annotation=typer.Context),
+        *_declared().params,
+        inspect.Parameter("here", kind, default=here, annotation=bool),
+    ]
+
+    def command(ctx: typer.Context, **given: Any) -> int:
+        return preflight(ctx, **given)
+
+    command.__signature__ = inspect.Signature(params, return_annotation=int)  # type: ignore[attr-defined]
+    command.__doc__ = preflight.__doc__
+    return command
+
+
+def _node_args(app_ctx: AppContext, values: dict[str, Any]) -> tuple[Any, list[str]]:
+    """The context of this node's checks, and the command that runs them on every node."""
+    from rtool.nodes.preflight.node import settings_argv
+    from rtool.nodes.preflight.registry import NodeContext
 
     pf = app_ctx.config.nodes.preflight
-    folders = list(dirs or pf.dirs)
-    node_ctx = NodeContext(
-        gpus=gpus,
-        dirs=tuple(os.path.expanduser(d) for d in folders),
-        min_free=pf.min_free,
-        command=pf.command,
-        timeout=pf.check_timeout,
-        nvidia_smi=os.environ.get("RTOOL_NVIDIA_SMI", "nvidia-smi"),
-    )
-    argv = python_argv(  # isolated: nothing is imported from the job's folder
-        "-m",
-        "rtool.nodes.preflight",
-        "--json",
-        "--timeout",
-        f"{pf.check_timeout:g}s",
-    )
-    if gpus:
-        argv += ["--gpus", str(gpus)]
-    for d in node_ctx.dirs:
-        argv += ["--dir", d]
-    if node_ctx.dirs:
-        argv += ["--min-free", str(pf.min_free)]
-    if pf.command:
-        argv += ["--command", pf.command]
-    return node_ctx, argv
+    node_ctx = NodeContext(**values, timeout=pf.check_timeout)
+    settings = {k: getattr(node_ctx, k) for k in values}
+    argv = [*_node_command(), "--json", "--timeout", f"{pf.check_timeout:g}s"]
+    return node_ctx, argv + settings_argv(settings)
+
+
+def _node_command() -> list[str]:
+    """The program that runs the checks of one node (rtool/nodes/preflight/node.py)."""
+    from rtool.core.selfcmd import python_argv
+
+    return python_argv("-m", "rtool.nodes.preflight")  # -I: nothing from the job's folder
 
 
 def _job_preflight(app_ctx: AppContext, node_argv: list[str], timeout: float) -> int:
@@ -212,4 +222,4 @@ def _alert(app_ctx: AppContext, alerts: list[Any]) -> None:
 
 def register(cli: typer.Typer) -> None:
     cli.add_typer(app, name="nodes")
-    cli.command("preflight")(preflight)
+    cli.command("preflight")(_preflight_command())

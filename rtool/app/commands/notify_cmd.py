@@ -10,11 +10,11 @@ import typer
 from rtool.app.commands import errors
 from rtool.app.context import get_context
 from rtool.core.errors import UsageError
+from rtool.notify import channels
 
 app = errors.group(
     errors.DEFAULT,
-    help="Alert channels (email, Slack, webhook, PagerDuty, log) and the outbox.\n\n"
-    "Examples:\n\n"
+    help="Examples:\n\n"
     "  rtool notify test                  # a test alert through every channel\n\n"
     "  rtool notify test --channel slack\n\n"
     "  rtool notify flush                 # deliver what is queued now\n\n"
@@ -27,7 +27,7 @@ app = errors.group(
 def test(
     ctx: typer.Context,
     channel: str | None = typer.Option(
-        None, "--channel", "-c", help="Only this channel: email, slack, webhook, pagerduty or log."
+        None, "--channel", "-c", help=f"Only this channel: {', '.join(channels.names())}."
     ),
 ) -> int:
     """Send a test alert through each configured channel; print per-channel success or the

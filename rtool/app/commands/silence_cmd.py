@@ -13,8 +13,7 @@ from rtool.core.errors import UsageError
 
 app = errors.group(
     errors.DEFAULT,
-    help="Silences: hold matching alerts during maintenance, then summarise.\n\n"
-    "Alerts matching a silence are held (not lost) while it is in force; when it ends, one "
+    help="Alerts matching a silence are held (not lost) while it is in force; when it ends, one "
     "summary goes to the channels they would have reached, and what is still open alerts "
     "again. Resolved notices still close alerts that went out before.\n\n"
     "Matchers: name=value, name!=value, name=~regex, name!~regex on the labels key, check, "

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import typer
 
+from rtool.app.commands.fromspec import default_note
 from rtool.app.context import get_context
 from rtool.core.redact import redact, redact_data
 
@@ -28,18 +29,16 @@ def status(
     cron_dir: Path | None = typer.Option(
         None,
         "--cron-dir",
-        help="Cron folder (default: cron.dir in the config).",
+        help=f"Cron folder {default_note('cron.dir')}.",
         show_default=False,
     ),
     timeout: str | None = typer.Option(
         None,
         "--timeout",
-        help="Timeout of squeue and of each file probe (default [watch] timeout).",
+        help=f"Timeout of squeue and of each file probe {default_note('watch.timeout')}.",
     ),
 ) -> int:
-    """Show jobs, cron chain, open alerts, disk runway, memory, switches and outbox at once.
-
-    Reads the config and the state dir; sends nothing, changes nothing; one squeue call.
+    """Reads the config and the state dir; sends nothing, changes nothing; one squeue call.
     Exit 0 whatever it shows (see the JSON `status` for a verdict); 2 on a bad config.
 
     Example: rtool status

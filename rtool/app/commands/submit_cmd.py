@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from rtool.app.commands.fromspec import default_note
 from rtool.app.context import get_context
 from rtool.core.errors import RtoolError, UsageError
 from rtool.slurm_templates.request import SubmitRequest, declared
@@ -24,9 +25,7 @@ if TYPE_CHECKING:
 
 
 def submit(ctx: typer.Context, **given: Any) -> int:
-    """Submit a training run as a job array with signals, switches and requeue.
-
-    Example: rtool submit train.py --array 1-10%1 --time 20:00:00 --signal B:USR1@600
+    """Example: rtool submit train.py --array 1-10%1 --time 20:00:00 --signal B:USR1@600
 
     Example: rtool submit job.slurm --after-name pretrain -- --mem=64G
     """
@@ -92,10 +91,11 @@ def _signature() -> inspect.Signature:
         annotation, default = hints[f.name], f.default
         if f.default_factory is not dataclasses.MISSING:  # a list: None when not given
             annotation, default = annotation | None, None
+        text = f"{opt.help} {default_note('submit.' + opt.config)}" if opt.config else opt.help
         if opt.is_argument:
-            info = typer.Argument(... if default is dataclasses.MISSING else default, help=opt.help)
+            info = typer.Argument(... if default is dataclasses.MISSING else default, help=text)
         else:
-            info = typer.Option(default, *opt.flags, help=opt.help)
+            info = typer.Option(default, *opt.flags, help=text)
         kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
         params.append(inspect.Parameter(f.name, kind, default=info, annotation=annotation))
     return inspect.Signature(params, return_annotation=int)
@@ -108,10 +108,12 @@ submit.__annotations__ = {}
 def preflight_argv(app_ctx: AppContext, job: TrainingJob) -> list[str] | None:
     """The pre-flight command of the batch script, or None when there is nothing to check."""
     from rtool.core.config import find_config_path
+    from rtool.nodes.preflight.registry import NodeContext, Settings, applies
 
     pf = app_ctx.config.nodes.preflight
-    gpus = job.gpus_per_node or pf.gpus
-    if not pf.enabled or not (gpus or pf.dirs or pf.command):
+    gpus = job.gpus_per_node or pf.gpus  # the job's GPUs are the ones each node must show
+    settings = {**{k: getattr(pf, k) for k in Settings.model_fields}, "gpus": gpus}
+    if not pf.enabled or not applies(NodeContext(**settings)):
         return None
     argv = list(job.rtool)  # absolute: nothing is imported from the submit folder
     found = None if app_ctx.no_config else find_config_path(app_ctx.config_path)
@@ -216,24 +218,8 @@ def _run_state(records: list[SqueueJob]) -> str:
     if not any(r.is_array for r in records):
         return records[0].state.lower()
     running = sum(1 for r in records if r.state == "RUNNING")
-    pending = 0
-    for r in records:
-        if r.state == "PENDING":
-            pending += _task_count(r.pending_tasks) if r.pending_tasks else 1
+    pending = sum(r.tasks for r in records if r.state == "PENDING")
     return f"array: {running} running, {pending} pending"
-
-
-def _task_count(spec: str) -> int:
-    """Tasks in an array spec like `2-10%1` or `1,3,5-7` (1 when it cannot be read)."""
-    total = 0
-    for part in spec.split("%")[0].split(","):
-        lo, _, rest = part.partition("-")
-        hi = rest.split(":")[0]
-        step = int(rest.split(":")[1]) if ":" in rest else 1
-        if not lo.isdigit() or (hi and not hi.isdigit()):
-            return max(total, 1)
-        total += (int(hi) - int(lo)) // step + 1 if hi else 1
-    return total
 
 
 def _submit(
@@ -281,10 +267,7 @@ def stop(
     ),
     kill_switch: str | None = typer.Option(None, "--kill-switch", help="Kill switch path."),
 ) -> int:
-    """Touch the kill switch: the run saves and stops, queued tasks exit at once.
-
-    Example: rtool stop --job-name llama-7b --cancel-pending
-    """
+    """Example: rtool stop --job-name llama-7b --cancel-pending"""
     from rtool.slurm_templates.switches import touch_switch
 
     app_ctx = get_context(ctx)
@@ -304,10 +287,7 @@ def save(
     job_name: str | None = _NAME,
     save_switch: str | None = typer.Option(None, "--save-switch", help="Save switch path."),
 ) -> int:
-    """Touch the save switch: the run saves a checkpoint and goes on.
-
-    Example: rtool save --job-name llama-7b
-    """
+    """Example: rtool save --job-name llama-7b"""
     from rtool.slurm_templates.switches import touch_switch
 
     app_ctx = get_context(ctx)

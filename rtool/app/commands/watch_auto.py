@@ -1,25 +1,29 @@
-"""`rtool watch NAME` for a registered watchdog that `watch_cmd` writes no command for: one
-option per field of its config entry (required fields are arguments, `Field(description=...)`
-is the help), plus --json, --no-notify, --tee, --timeout and --prom-textfile. Built when
-first asked for, so the CLI's start-up does not import the watchdogs."""
+"""`rtool watch NAME` for every registered watchdog, made from its declaration: one parameter
+per field of its config entry (`rtool.app.commands.fromspec`: required fields are arguments, the
+others options, with the field's help and default), the class docstring as the help, plus
+--json, --no-notify, --tee, --timeout and --prom-textfile. Made when first asked for, so the
+CLI's start-up does not import the watchdogs."""
 
 from __future__ import annotations
 
 import inspect
-import types
-import typing
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
-from rtool.app.commands import watch_common
+from rtool.app.commands import fromspec, watch_common
+from rtool.app.commands.helptext import tidy
+from rtool.app.context import get_context
+
+if TYPE_CHECKING:
+    from rtool.watchdogs.base import SpecWatchdog
 
 
-def registered(exclude: set[str]) -> list[str]:
-    """Names of configurable registered watchdogs without a written command."""
+def registered() -> list[str]:
+    """Names of the configurable registered watchdogs, in registry order."""
     from rtool.watchdogs.registry import configurable
 
-    return [name for name in configurable() if name not in exclude]
+    return configurable()
 
 
 def command_for(name: str) -> Any:
@@ -29,39 +33,30 @@ def command_for(name: str) -> Any:
     factory = by_name(name)
     if factory is None or not factory.in_config:
         return None
+    declared = fromspec.declare(factory.spec, skip=watch_common.COMMON_NAMES)
 
     def body(ctx: typer.Context, **given: Any) -> watch_common.Build:
-        spec = watch_common.make_spec(factory.spec, **given)
-        return lambda t: [factory([spec], t)]
+        config = get_context(ctx).config
+        specs = fromspec.entries(declared, given, _config_entry(factory, config, given))
+        return lambda t: [factory.from_entries(specs, t, config)]
 
-    body.__signature__ = _signature(factory.spec)  # type: ignore[attr-defined]
-    body.__doc__ = (factory.__doc__ or f"The {name} watchdog.").split("\n\n")[0]
+    kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    ctx_param = inspect.Parameter("ctx", kind, annotation=typer.Context)
+    body.__signature__ = inspect.Signature([ctx_param, *declared.params])  # type: ignore[attr-defined]
+    body.__doc__ = inspect.getdoc(factory) or f"The {name} watchdog."
     sub = typer.Typer()
     sub.command(name)(watch_common.command(body))
-    return typer.main.get_command(sub)
+    return fromspec.tag(tidy(typer.main.get_command(sub)), declared)
 
 
-def _signature(spec: type[Any]) -> inspect.Signature:
-    kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
-    params = [inspect.Parameter("ctx", kind, annotation=typer.Context)]
-    for field, info in spec.model_fields.items():
-        annotation = _cli_type(info.annotation)
-        if info.is_required():
-            default: Any = typer.Argument(..., help=info.description)
-        else:
-            flag = "--" + field.replace("_", "-")
-            default = typer.Option(None, flag, help=info.description)
-            annotation = annotation | None
-        params.append(inspect.Parameter(field, kind, default=default, annotation=annotation))
-    return inspect.Signature(params)
-
-
-def _cli_type(annotation: Any) -> Any:
-    """bool, int and float stay; lists become repeatable text options; the rest is text that
-    the entry's validators parse (durations, sizes, percentages)."""
-    args = [a for a in typing.get_args(annotation) if a is not type(None)]
-    if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
-        annotation = args[0] if len(args) == 1 else str
-    if typing.get_origin(annotation) is list:
-        return list[str]
-    return annotation if annotation in (bool, int, float) else str
+def _config_entry(
+    factory: type[SpecWatchdog[Any]], config: Any, given: dict[str, Any]
+) -> dict[str, Any]:
+    """The fields of the `[[watch.NAME]]` entry the command line names (`config_entry_by`)."""
+    key = factory.config_entry_by
+    if key is None or given.get(key) is None:
+        return {}
+    for entry in getattr(config.watch, factory.name, None) or []:
+        if getattr(entry, key) == given[key]:
+            return dict(entry)  # validated values, not their printed form (90s stays 90s)
+    return {}

@@ -1,11 +1,12 @@
-"""What every `rtool watch` command shares: the common options, a config entry from flags,
-and running the built watchdogs (`watch_cmd.py` writes commands, `watch_auto.py` generates
-them)."""
+"""What every `rtool watch` command shares: the common options and running the built
+watchdogs (`watch_auto.py` makes one command per registered watchdog, `watch_cmd.py` lists the
+written ones)."""
 
 from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -15,34 +16,54 @@ from rtool.app.context import get_context
 from rtool.core.errors import UsageError
 
 if TYPE_CHECKING:
-    from pydantic import BaseModel
-
     from rtool.watchdogs.base import Watchdog
 
-JSON = typer.Option(False, "--json", help="Print the results as JSON instead of status lines.")
-NO_NOTIFY = typer.Option(False, "--no-notify", help="Only print; send no alert.")
-TEE = typer.Option(None, "--tee", help="Also append the status lines, time-stamped, to this file.")
-PROM = typer.Option(
-    None,
-    "--prom-textfile",
-    help="Also write Prometheus metrics into this node_exporter textfile-collector folder "
-    "(default: watch.prom_textfile in the config).",
-)
-TIMEOUT = typer.Option(
-    None, "--timeout", help="Timeout of every probe (default: watch.timeout in the config, 10s)."
-)
 
-#: (name, typer parameter, type) of the options every `rtool watch` command has, last.
+@dataclass(frozen=True)
+class Common:
+    """An option every `rtool watch` command has, after its own."""
+
+    name: str
+    flag: str
+    type: Any
+    help: str
+    #: The config key its default comes from (the help shows it and its value).
+    config: str | None = None
+
+
 COMMON = (
-    ("json_out", JSON, bool),
-    ("no_notify", NO_NOTIFY, bool),
-    ("tee", TEE, Path | None),
-    ("timeout", TIMEOUT, str | None),
-    ("prom", PROM, Path | None),
+    Common("json_out", "--json", bool, "Print the results as JSON instead of status lines."),
+    Common("no_notify", "--no-notify", bool, "Only print; send no alert."),
+    Common(
+        "tee", "--tee", Path | None, "Also append the status lines, time-stamped, to this file."
+    ),
+    Common("timeout", "--timeout", str | None, "Timeout of every probe.", "watch.timeout"),
+    Common(
+        "prom",
+        "--prom-textfile",
+        Path | None,
+        "Also write Prometheus metrics into this node_exporter textfile-collector folder.",
+        "watch.prom_textfile",
+    ),
 )
+#: A watchdog's field named like a common option is left out of its command (`--timeout`
+#: gives the probe timeout of every entry).
+COMMON_NAMES = {c.name for c in COMMON} | {c.flag[2:].replace("-", "_") for c in COMMON}
 
 #: What a command body returns: its watchdogs, built with the probe timeout.
 Build = Callable[[float], "list[Watchdog]"]
+
+
+def _common_parameters() -> list[inspect.Parameter]:
+    from rtool.app.commands.fromspec import default_note
+
+    kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    out = []
+    for c in COMMON:
+        text = f"{c.help} {default_note(c.config)}" if c.config else c.help
+        default = typer.Option(False if c.type is bool else None, c.flag, help=text)
+        out.append(inspect.Parameter(c.name, kind, default=default, annotation=c.type))
+    return out
 
 
 def command(body: Callable[..., Build]) -> Callable[..., int]:
@@ -51,31 +72,15 @@ def command(body: Callable[..., Build]) -> Callable[..., int]:
     watchdogs: the COMMON options are added after its own, and the watchdogs are run."""
 
     def watch(ctx: typer.Context, **given: Any) -> int:
-        common = {key: given.pop(key) for key, _, _ in COMMON}
+        common = {c.name: given.pop(c.name) for c in COMMON}
         return run(ctx, body(ctx, **given), **common)
 
     own = inspect.signature(body, eval_str=True)
-    kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
-    params = [*own.parameters.values()]
-    params += [inspect.Parameter(k, kind, default=opt, annotation=t) for k, opt, t in COMMON]
+    params = [*own.parameters.values(), *_common_parameters()]
     watch.__signature__ = own.replace(parameters=params, return_annotation=int)  # type: ignore[attr-defined]
     watch.__doc__ = body.__doc__
     watch.__name__ = body.__name__
     return watch
-
-
-def make_spec(model: type[BaseModel], **values: Any) -> Any:
-    """A config entry from flags; a bad value is a one-line usage error naming the flag."""
-    from pydantic import ValidationError
-
-    clean = {k: v for k, v in values.items() if v is not None}
-    try:
-        return model(**clean)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        flag = "--" + str(err["loc"][0]).replace("_", "-") if err["loc"] else model.__name__
-        msg = str(err["msg"]).removeprefix("Value error, ")
-        raise UsageError(f"{flag}: {msg}") from None
 
 
 def run(

@@ -40,6 +40,7 @@ QUEUED_STATES = frozenset(
 #: Job states of a job that is still queued or running.
 ACTIVE_STATES = RUNNING_STATES | QUEUED_STATES
 
+_TASK_RANGE = re.compile(r"(\d{1,9})(?:-(\d{1,9}))?(?::(\d{1,9}))?", re.ASCII)
 _NONE_WORDS = {"", "N/A", "NONE", "(NULL)", "UNKNOWN", "INVALID", "UNLIMITED", "NOT_SET"}
 
 
@@ -76,6 +77,22 @@ class SqueueJob:
         if self.array_task and "[" in self.job_id:
             return self.array_task.strip("[]")
         return None
+
+    @property
+    def tasks(self) -> int:
+        """How many jobs this record stands for: the pending tasks of an array record
+        (`88_[2-10%1]` 9, `2,5,7-8` 4; parts that cannot be read are not counted, at least
+        1), else 1."""
+        spec = self.pending_tasks
+        if spec is None:
+            return 1
+        total = 0
+        for part in spec.split("%", 1)[0].split(","):
+            m = _TASK_RANGE.fullmatch(part.strip())
+            if m:
+                lo, hi, step = int(m[1]), int(m[2] or m[1]), int(m[3] or 1)
+                total += len(range(lo, hi + 1, max(1, step)))
+        return max(total, 1)
 
 
 @dataclass(frozen=True)

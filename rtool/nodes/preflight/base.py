@@ -1,22 +1,40 @@
-"""What every pre-flight check sees and returns. A check is one module with `NAME`,
-`applies(ctx)` and `run(ctx)`, listed in `rtool.nodes.preflight.registry.CHECKS`."""
+"""What every pre-flight check sees and returns (see `Check`).
+
+`NodeContext`, what the checks of one node are asked to verify, is `NodeBase` plus every
+registered check's settings; `rtool.nodes.preflight.registry` makes it from the checks.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+from rtool.core.config.fields import setting
+from rtool.core.config.types import Duration, Section
+from rtool.core.gpu import nvidia_smi
 
 
-@dataclass(frozen=True)
-class NodeContext:
-    """What the checks on one node are asked to verify."""
+class NodeBase(Section):
+    """What every check may use: the timeout of each command, the nvidia-smi to run."""
 
-    gpus: int | None = None  # GPUs requested per node (None: no GPU check)
-    dirs: tuple[str, ...] = ()  # must be writable with `min_free` bytes free
-    min_free: int = 0
-    command: str | None = None  # the user's own check (bash -c), exit 0 = healthy
-    timeout: float = 20.0  # each command (a hung nvidia-smi is killed after this)
-    nvidia_smi: str = "nvidia-smi"
+    timeout: Duration = setting(20.0, "Each command on a node (a hung nvidia-smi is killed).")
+    nvidia_smi: str = setting(default_factory=nvidia_smi, help="The nvidia-smi to run.")
+
+    if TYPE_CHECKING:  # the checks' settings (`ctx.gpus`, `ctx.dirs` ...)
+
+        def __getattr__(self, name: str) -> Any: ...
+
+
+if TYPE_CHECKING:
+    NodeContext = NodeBase
+else:
+
+    def __getattr__(name: str) -> Any:
+        if name == "NodeContext":  # made from the registered checks
+            from rtool.nodes.preflight.registry import NodeContext
+
+            return NodeContext
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass(frozen=True)
@@ -50,8 +68,19 @@ class NodeReport:
 
 
 class Check(Protocol):
+    """A pre-flight check: one module and one line in `rtool.nodes.preflight.registry.LINES`.
+
+    Its docstring's first paragraph, `NAME: passes when ...`, is its row in docs/nodes.md.
+    `Settings` (a `Section` of `setting()` fields, or None) declares its `[nodes.preflight]`
+    keys, which are also `rtool preflight`'s options and reach every node; a check reads
+    them, and the other checks' ones, as `ctx.NAME`. `applies(ctx)` says whether there is
+    anything to check (nothing asked: the pre-flight is left out of the batch script);
+    `run(ctx)` checks, bounded by `ctx.timeout`, and never raises for a failed check.
+    """
+
     NAME: str
+    Settings: type[Section] | None
 
-    def applies(self, ctx: NodeContext) -> bool: ...
+    def applies(self, ctx: NodeBase) -> bool: ...
 
-    def run(self, ctx: NodeContext) -> Outcome: ...
+    def run(self, ctx: NodeBase) -> Outcome: ...

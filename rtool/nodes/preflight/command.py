@@ -1,19 +1,27 @@
-"""command: the user's own check (`bash -c COMMAND`), bounded by the timeout; exit 0 = healthy."""
+"""command: your own check (`bash -c COMMAND`, bounded by the timeout) exits 0."""
 
 from __future__ import annotations
 
+from rtool.core.config.fields import setting
+from rtool.core.config.types import Section
 from rtool.core.proc import ProcError, ProcTimeout
 from rtool.core.proc import run as run_proc
-from rtool.nodes.preflight.base import NodeContext, Outcome
+from rtool.nodes.preflight.base import NodeBase, Outcome
 
 NAME = "command"
 
 
-def applies(ctx: NodeContext) -> bool:
+class Settings(Section):
+    command: str | None = setting(
+        None, "Your own check (bash -c), exit 0 = healthy: 'ibstat | grep -q Active'."
+    )
+
+
+def applies(ctx: NodeBase) -> bool:
     return bool(ctx.command)
 
 
-def run(ctx: NodeContext) -> Outcome:
+def run(ctx: NodeBase) -> Outcome:
     assert ctx.command
     try:
         res = run_proc(["bash", "-c", ctx.command], timeout=ctx.timeout, check=False)

@@ -9,13 +9,32 @@ isolated (`python -I`): nothing is imported from the job's folder.
 
 from __future__ import annotations
 
+import os
+
+from pydantic import field_validator
+
+from rtool.core.config.fields import setting
+from rtool.core.config.types import Section, Size
 from rtool.core.proc import ProcError, ProcTimeout
 from rtool.core.proc import run as run_proc
 from rtool.core.selfcmd import python_argv
 from rtool.core.units import format_size
-from rtool.nodes.preflight.base import NodeContext, Outcome
+from rtool.nodes.preflight.base import NodeBase, Outcome
 
 NAME = "dirs"
+
+
+class Settings(Section):
+    dirs: list[str] = setting(
+        [], "A folder that must be writable, with min_free free (repeatable).", flag="--dir"
+    )
+    min_free: Size = setting(1024**3, "Free space each folder needs.")
+
+    @field_validator("dirs")
+    @classmethod
+    def _home(cls, value: list[str]) -> list[str]:
+        return [os.path.expanduser(d) for d in value]
+
 
 _PROBE = r"""
 import os, sys, tempfile
@@ -39,7 +58,7 @@ sys.exit(0 if free >= need else 2)
 """
 
 
-def applies(ctx: NodeContext) -> bool:
+def applies(ctx: NodeBase) -> bool:
     return bool(ctx.dirs)
 
 
@@ -62,7 +81,7 @@ def probe(path: str, min_free: int, timeout: float) -> str | None:
     return None
 
 
-def run(ctx: NodeContext) -> Outcome:
+def run(ctx: NodeBase) -> Outcome:
     problems = [p for p in (probe(d, ctx.min_free, ctx.timeout) for d in ctx.dirs) if p]
     if problems:
         return Outcome(NAME, False, "; ".join(problems))

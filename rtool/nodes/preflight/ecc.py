@@ -1,12 +1,15 @@
-"""ecc: no uncorrectable ECC error since the driver loaded, no page retirement or row remapping
-pending (the GPU needs a reset), no failed row remapping."""
+"""ecc: nvidia-smi shows no uncorrectable ECC error since the driver loaded, no pending page
+retirement or row remapping (the GPU needs a reset) and no failed row remapping (the FIELDS
+below; older drivers: the first three). Runs where `gpus` is asked.
+"""
 
 from __future__ import annotations
 
-from rtool.nodes.preflight.base import NodeContext, Outcome
-from rtool.nodes.preflight.smi import SmiAnswer, is_na, query
+from rtool.core.gpu import SmiAnswer, is_na, query
+from rtool.nodes.preflight.base import NodeBase, Outcome
 
 NAME = "ecc"
+Settings = None  # it checks the GPUs that the gpus check counts
 FIELDS = [
     "index",
     "ecc.errors.uncorrected.volatile.total",
@@ -18,7 +21,7 @@ FIELDS = [
 BASIC_FIELDS = FIELDS[:3]
 
 
-def applies(ctx: NodeContext) -> bool:
+def applies(ctx: NodeBase) -> bool:
     return bool(ctx.gpus)
 
 
@@ -44,9 +47,9 @@ def judge(answer: SmiAnswer, fields: list[str]) -> Outcome:
     return Outcome(NAME, True, f"{len(answer.rows)} GPU(s) without uncorrectable errors")
 
 
-def run(ctx: NodeContext) -> Outcome:
-    answer = query(ctx.nvidia_smi, FIELDS, ctx.timeout)
+def run(ctx: NodeBase) -> Outcome:
+    answer = query(FIELDS, ctx.timeout, ctx.nvidia_smi)
     fields = FIELDS
     if answer.error and "valid field" in answer.output.lower():
-        answer, fields = query(ctx.nvidia_smi, BASIC_FIELDS, ctx.timeout), BASIC_FIELDS
+        answer, fields = query(BASIC_FIELDS, ctx.timeout, ctx.nvidia_smi), BASIC_FIELDS
     return judge(answer, fields)

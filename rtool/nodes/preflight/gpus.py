@@ -1,17 +1,29 @@
-"""gpus: the GPUs this node shows are the ones the job asked for (none lost, none missing)."""
+"""gpus: `nvidia-smi --query-gpu=index,pci.bus_id,name,uuid --format=csv,noheader` lists at
+least the requested GPUs, none is reported lost ("Unable to determine the device handle"), and
+every `CUDA_VISIBLE_DEVICES` entry is there."""
 
 from __future__ import annotations
 
 import os
 
-from rtool.nodes.preflight.base import NodeContext, Outcome
-from rtool.nodes.preflight.smi import SmiAnswer, query
+from rtool.core.config.fields import setting
+from rtool.core.config.types import Section
+from rtool.core.gpu import SmiAnswer, query
+from rtool.nodes.preflight.base import NodeBase, Outcome
 
 NAME = "gpus"
 FIELDS = ["index", "pci.bus_id", "name", "uuid"]
 
 
-def applies(ctx: NodeContext) -> bool:
+class Settings(Section):
+    gpus: int | None = setting(
+        None,
+        "GPUs each node must show (rtool submit: the job's --gpus-per-node; set it where whole "
+        "nodes are allocated without a GPU request).",
+    )
+
+
+def applies(ctx: NodeBase) -> bool:
     return bool(ctx.gpus)
 
 
@@ -38,6 +50,6 @@ def judge(answer: SmiAnswer, requested: int, visible_env: str | None) -> Outcome
     return Outcome(NAME, True, f"{found} GPUs visible ({model}), {requested} requested")
 
 
-def run(ctx: NodeContext) -> Outcome:
-    answer = query(ctx.nvidia_smi, FIELDS, ctx.timeout)
+def run(ctx: NodeBase) -> Outcome:
+    answer = query(FIELDS, ctx.timeout, ctx.nvidia_smi)
     return judge(answer, ctx.gpus or 0, os.environ.get("CUDA_VISIBLE_DEVICES"))

@@ -3,6 +3,8 @@
     python -I -m rtool.nodes.preflight --gpus 8 --dir /scratch --min-free 10GiB --command C --json
 
 prints `RTOOL-PREFLIGHT {"node": ..., "ok": ..., "outcomes": [...]}` (exit 0 healthy, 1 not).
+Its flags are the registered checks' settings (`registry.Settings`, the same flags as
+`rtool preflight`'s), plus --timeout and --json; `settings_argv` writes them.
 """
 
 from __future__ import annotations
@@ -16,9 +18,11 @@ import time
 from dataclasses import asdict
 from typing import Any
 
-from rtool.core.units import UnitError, parse_duration, parse_size
-from rtool.nodes.preflight.base import NodeContext, NodeReport, Outcome
-from rtool.nodes.preflight.registry import CHECKS
+from pydantic import ValidationError
+
+from rtool.core.config.fields import flag_of
+from rtool.nodes.preflight.base import NodeBase, NodeReport, Outcome
+from rtool.nodes.preflight.registry import CHECKS, NodeContext, Settings
 
 MARK = "RTOOL-PREFLIGHT "
 MAX_OUTPUT = 2000
@@ -28,7 +32,7 @@ def node_name() -> str:
     return os.environ.get("SLURMD_NODENAME") or socket.gethostname().split(".")[0]
 
 
-def run_checks(ctx: NodeContext, only: list[str] | None = None) -> NodeReport:
+def run_checks(ctx: NodeBase, only: list[str] | None = None) -> NodeReport:
     report = NodeReport(node_name())
     start = time.monotonic()
     for name, check in CHECKS.items():
@@ -64,26 +68,41 @@ def from_line(line: str) -> NodeReport | None:
         return None
 
 
-def parse_args(argv: list[str]) -> tuple[NodeContext, argparse.Namespace]:
+def settings_argv(values: dict[str, Any]) -> list[str]:
+    """The node-side flags that give the checks' settings `values` (left out: None, empty)."""
+    argv: list[str] = []
+    for name, info in Settings.model_fields.items():
+        value = values.get(name)
+        flag = flag_of(name, info)
+        if value is None or value is False or value == []:
+            continue
+        if value is True:
+            argv.append(flag)
+        elif isinstance(value, (list, tuple)):
+            for item in value:
+                argv += [flag, str(item)]
+        else:
+            argv += [flag, f"{value:g}" if isinstance(value, float) else str(value)]
+    return argv
+
+
+def parse_args(argv: list[str]) -> tuple[NodeBase, argparse.Namespace]:
     p = argparse.ArgumentParser(prog="python -I -m rtool.nodes.preflight", description=__doc__)
-    p.add_argument("--gpus", type=int, default=None, help="GPUs requested on this node")
-    p.add_argument("--dir", action="append", default=[], help="folder to write (repeatable)")
-    p.add_argument("--min-free", default="0", help="free space needed in each folder (10GiB)")
-    p.add_argument("--command", default=None, help="your own check (bash -c), exit 0 = healthy")
-    p.add_argument("--timeout", default="20s", help="each command's timeout (20s)")
+    for name, info in Settings.model_fields.items():
+        many = getattr(info.annotation, "__origin__", None) is list
+        action = "store_true" if info.annotation is bool else ("append" if many else "store")
+        p.add_argument(flag_of(name, info), dest=name, action=action, help=info.description)
+    p.add_argument("--timeout", help=NodeBase.model_fields["timeout"].description)
     p.add_argument("--json", action="store_true", help="print the RTOOL-PREFLIGHT line")
     args = p.parse_args(argv)
+    given = {k: v for k in Settings.model_fields if (v := getattr(args, k)) not in (None, False)}
+    if args.timeout is not None:
+        given["timeout"] = args.timeout
     try:
-        ctx = NodeContext(
-            gpus=args.gpus,
-            dirs=tuple(args.dir),
-            min_free=parse_size(args.min_free) if args.min_free != "0" else 0,
-            command=args.command or None,
-            timeout=parse_duration(args.timeout),
-            nvidia_smi=os.environ.get("RTOOL_NVIDIA_SMI", "nvidia-smi"),
-        )
-    except UnitError as exc:
-        p.error(str(exc))
+        ctx = NodeContext(**given)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        p.error(f"{'.'.join(map(str, err['loc']))}: {err['msg']}")
     return ctx, args
 
 

@@ -1,30 +1,36 @@
 """The channels: one module each (the channel class and its config section) behind `Channel`
-(base.py), listed in the explicit registry below. Adding one is a module and one line here:
-the `[notify.NAME]` config section, `fallback`, `rtool notify test --channel NAME` and
-delivery all come from the registry.
+(base.py), listed in the explicit registry below. Adding one is a module and one line in
+`LINES`: the `[notify.NAME]` config section, `fallback`, `rtool notify test --channel NAME`,
+delivery and the channel table of docs/notify.md all come from the registry.
 
 Heavy libraries (smtplib, slack_sdk, requests) are imported only when a channel sends.
 """
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 from rtool.notify.channels.base import Channel, ChannelSection, DeliveryError, Envelope, Receipt
-from rtool.notify.channels.email import EmailChannel
-from rtool.notify.channels.log import LogChannel
-from rtool.notify.channels.pagerduty import PagerDutyChannel
-from rtool.notify.channels.slack import SlackChannel
-from rtool.notify.channels.webhook import WebhookChannel
 
-#: The channel classes, in the order `configured()` lists them.
-REGISTRY: tuple[type[Any], ...] = (
-    EmailChannel,
-    SlackChannel,
-    WebhookChannel,
-    PagerDutyChannel,
-    LogChannel,
+#: The channels as "module:Class", in the order `configured()` lists them.
+LINES: tuple[str, ...] = (
+    "rtool.notify.channels.email:EmailChannel",
+    "rtool.notify.channels.slack:SlackChannel",
+    "rtool.notify.channels.webhook:WebhookChannel",
+    "rtool.notify.channels.pagerduty:PagerDutyChannel",
+    "rtool.notify.channels.log:LogChannel",
 )
+
+
+def load(line: str) -> Any:
+    """The class a line names."""
+    module, _, attr = line.partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+#: The channel classes, in the order of `LINES`.
+REGISTRY: tuple[type[Any], ...] = tuple(load(line) for line in LINES)
 
 
 def names() -> list[str]:

@@ -8,8 +8,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, Protocol
 
-from pydantic import Field
-
+from rtool.core.config.fields import setting
 from rtool.core.config.types import PositiveDuration, Section, resolve_secret
 from rtool.core.errors import SecretError
 from rtool.notify.model import Notification
@@ -60,12 +59,14 @@ class Envelope:
 
 
 class ChannelSection(Section):
-    #: Which statuses this channel receives (alerts, changes, repeats).
-    statuses: list[StatusName] = Field(default_factory=lambda: list(BAD))
-    #: Send the resolved notice to this channel when an alert it received is over.
-    resolved: bool = True
-    #: Timeout of every network call of this channel.
-    timeout: PositiveDuration = 10.0
+    statuses: list[StatusName] = setting(
+        default_factory=lambda: list(BAD),
+        help="Which statuses this channel receives (alerts, changes, repeats).",
+    )
+    resolved: bool = setting(
+        True, "Send the resolved notice here when an alert this channel received is over."
+    )
+    timeout: PositiveDuration = setting(10.0, "Timeout of every network call of this channel.")
 
 
 class Channel(Protocol):

@@ -11,8 +11,7 @@ from __future__ import annotations
 import email.utils
 from typing import TYPE_CHECKING
 
-from pydantic import Field
-
+from rtool.core.config.fields import setting
 from rtool.notify.channels.base import (
     ChannelSection,
     DeliveryError,
@@ -55,20 +54,20 @@ def build_message(cfg: EmailConfig, env: Envelope) -> EmailMessage:
 
 
 class EmailConfig(ChannelSection):
-    host: str
-    port: int = Field(587, ge=1, le=65535)
-    #: STARTTLS after connecting (port 587).
-    starttls: bool = True
-    #: Implicit TLS from the first byte (port 465); starttls is then ignored.
-    ssl: bool = False
-    sender: str
-    to: list[str] = Field(min_length=1)
-    username: str | None = None
-    password_env: str | None = None
-    password_file: str | None = None
+    host: str = setting(..., "The SMTP server.")
+    port: int = setting(587, "Its port.", ge=1, le=65535)
+    starttls: bool = setting(True, "STARTTLS after connecting (port 587).")
+    ssl: bool = setting(False, "Implicit TLS from the first byte (port 465); starttls is ignored.")
+    sender: str = setting(..., "The From address.")
+    to: list[str] = setting(..., "The recipients.", min_length=1)
+    username: str | None = setting(None, "SMTP login (none: no login).")
+    password_env: str | None = setting(None, "The env var holding the SMTP password.")
+    password_file: str | None = setting(None, "... or the 0600 file holding it.")
 
 
 class EmailChannel:
+    """Email through your SMTP server; replies and resolved notices thread under the alert."""
+
     name = "email"
     config = EmailConfig
 

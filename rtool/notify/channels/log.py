@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+from rtool.core.config.fields import setting
 from rtool.core.safeio import UnsafeFileError, append_fd
 from rtool.notify.channels.base import ALL, ChannelSection, DeliveryError, Envelope, Receipt
 from rtool.notify.model import subject
@@ -29,11 +30,14 @@ def format_line(env: Envelope) -> str:
 
 
 class LogConfig(ChannelSection):
-    #: File to append one line per notification to; "-" = stderr, "stdout" = stdout.
-    path: str = "-"
+    path: str = setting(
+        "-", 'File to append one line per notification to; "-" = stderr, "stdout" = stdout.'
+    )
 
 
 class LogChannel:
+    """One line per notification, appended to a file or stderr; the default fallback."""
+
     name = "log"
     config = LogConfig
     #: Works without a [notify.log] section: stderr, every status (the default fallback).

@@ -18,8 +18,9 @@ import time
 from datetime import datetime, timezone
 from typing import Any
 
-from pydantic import Field, model_validator
+from pydantic import model_validator
 
+from rtool.core.config.fields import setting
 from rtool.core.config.types import Duration
 from rtool.notify.channels.base import (
     ChannelSection,
@@ -43,18 +44,22 @@ MAX_DEDUP = 255
 class PagerDutyConfig(ChannelSection):
     """[notify.pagerduty]: PagerDuty Events API v2."""
 
-    #: The env var / 0600 file holding the integration's routing key (never printed).
-    routing_key_env: str | None = None
-    routing_key_file: str | None = None
-    #: Events API v2 endpoint (override for a proxy or a test server).
-    url: str = "https://events.pagerduty.com/v2/enqueue"
-    #: `payload.source` (default: this host's name).
-    source: str | None = None
-    #: In-call retries on connection errors, 429 and 5xx, waiting retry_interval doubling ...
-    retries: int = Field(3, ge=0, le=10)
-    retry_interval: Duration = 1.0
-    #: ... each wait capped at this; beyond the retries the event stays in the outbox.
-    max_retry_wait: Duration = 30.0
+    routing_key_env: str | None = setting(
+        None, "The env var holding the integration's routing key (never printed)."
+    )
+    routing_key_file: str | None = setting(None, "... or the 0600 file holding it.")
+    url: str = setting(
+        "https://events.pagerduty.com/v2/enqueue",
+        "Events API v2 endpoint (a proxy or a test server).",
+    )
+    source: str | None = setting(None, "`payload.source` (left out: this host's name).")
+    retries: int = setting(
+        3, "In-call retries on connection errors, 429 and 5xx, waits doubling.", ge=0, le=10
+    )
+    retry_interval: Duration = setting(1.0, "The first wait between those retries.")
+    max_retry_wait: Duration = setting(
+        30.0, "Each wait capped at this; past the retries the event stays in the outbox."
+    )
 
     @model_validator(mode="after")
     def _key(self) -> PagerDutyConfig:
@@ -88,6 +93,8 @@ def event(env: Envelope, routing_key: str, source: str, action: str) -> dict[str
 
 
 class PagerDutyChannel:
+    """PagerDuty Events API v2: trigger on an alert, resolve when it is over."""
+
     name = "pagerduty"
     config = PagerDutyConfig
 

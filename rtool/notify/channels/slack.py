@@ -12,8 +12,9 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from pydantic import Field, model_validator
+from pydantic import model_validator
 
+from rtool.core.config.fields import setting
 from rtool.core.config.types import Duration
 from rtool.notify.channels.base import (
     ChannelSection,
@@ -111,21 +112,23 @@ def _retry_after(headers: Any) -> float:
 
 
 class SlackConfig(ChannelSection):
-    #: Incoming webhook: the env var / 0600 file holding its URL.
-    webhook_url_env: str | None = None
-    webhook_url_file: str | None = None
-    #: Bot token (chat.postMessage to `channel`): the env var / 0600 file holding it.
-    token_env: str | None = None
-    token_file: str | None = None
-    channel: str | None = None
-    #: Slack Web API base URL (override for a proxy or a test server).
-    api_url: str = "https://slack.com/api/"
-    #: Honour a 429 Retry-After up to this long inside one run; longer waits stay in the outbox.
-    max_retry_after: Duration = 30.0
-    #: In-call retries on connection errors and 5xx (Slack SDK retry handlers).
-    retries: int = Field(2, ge=0, le=10)
-    #: Pause between those retries.
-    retry_interval: Duration = 0.5
+    webhook_url_env: str | None = setting(None, "Incoming webhook: the env var holding its URL.")
+    webhook_url_file: str | None = setting(None, "... or the 0600 file holding it.")
+    token_env: str | None = setting(
+        None, "Bot token (chat.postMessage to `channel`): the env var holding it."
+    )
+    token_file: str | None = setting(None, "... or the 0600 file holding it.")
+    channel: str | None = setting(None, "The channel a bot token posts to (#alerts).")
+    api_url: str = setting(
+        "https://slack.com/api/", "Slack Web API base URL (a proxy or a test server)."
+    )
+    max_retry_after: Duration = setting(
+        30.0, "Honour a 429 Retry-After up to this long in one run; longer: the outbox."
+    )
+    retries: int = setting(
+        2, "In-call retries on connection errors and 5xx (Slack SDK retry handlers).", ge=0, le=10
+    )
+    retry_interval: Duration = setting(0.5, "Pause between those retries.")
 
     @model_validator(mode="after")
     def _mode(self) -> SlackConfig:
@@ -141,6 +144,8 @@ class SlackConfig(ChannelSection):
 
 
 class SlackChannel:
+    """Slack, by incoming webhook or bot token (a bot threads resolved notices)."""
+
     name = "slack"
     config = SlackConfig
 

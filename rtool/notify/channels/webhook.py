@@ -15,8 +15,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import Field, model_validator
+from pydantic import model_validator
 
+from rtool.core.config.fields import setting
 from rtool.core.config.types import Duration
 from rtool.notify.channels.base import (
     ChannelSection,
@@ -54,14 +55,15 @@ def document(env: Envelope) -> dict[str, Any]:
 
 
 class WebhookConfig(ChannelSection):
-    #: The env var / 0600 file holding the URL the JSON document is POSTed to.
-    url_env: str | None = None
-    url_file: str | None = None
-    #: Extra (non-secret) request headers.
-    headers: dict[str, str] = Field(default_factory=dict)
-    #: In-call retries on connection errors, 429 and 5xx.
-    retries: int = Field(2, ge=0, le=10)
-    retry_interval: Duration = 0.5
+    url_env: str | None = setting(
+        None, "The env var holding the URL the JSON document is POSTed to."
+    )
+    url_file: str | None = setting(None, "... or the 0600 file holding it.")
+    headers: dict[str, str] = setting(
+        default_factory=dict, help="Extra (non-secret) request headers."
+    )
+    retries: int = setting(2, "In-call retries on connection errors, 429 and 5xx.", ge=0, le=10)
+    retry_interval: Duration = setting(0.5, "Pause before the first retry (doubling).")
 
     @model_validator(mode="after")
     def _url(self) -> WebhookConfig:
@@ -71,6 +73,8 @@ class WebhookConfig(ChannelSection):
 
 
 class WebhookChannel:
+    """A JSON document (schema rtool.notification/1) POSTed to any URL."""
+
     name = "webhook"
     config = WebhookConfig
 

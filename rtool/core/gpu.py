@@ -1,7 +1,14 @@
-"""Running `nvidia-smi --query-gpu=... --format=csv,noheader` (bounded) and reading its rows."""
+"""nvidia-smi, asked one way and read in one place: `nvidia-smi --query-gpu=FIELDS
+--format=csv,noheader[,nounits]`, bounded by a timeout. The pre-flight's gpus and ecc checks
+and the memory watchdog use it.
+
+`RTOOL_NVIDIA_SMI` names the program to run instead of `nvidia-smi` on PATH (a stand-in in the
+tests, a wrapper on a site that needs one).
+"""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 from rtool.core.proc import ProcError, ProcNotFound, ProcTimeout, run
@@ -13,6 +20,12 @@ class SmiAnswer:
     problems: list[str]  # other non-empty lines (`Unable to determine the device handle...`)
     error: str | None = None  # nvidia-smi missing, timed out, or failed with nothing to read
     output: str = ""
+    missing: bool = False  # there is no nvidia-smi at all (no GPU driver on this node)
+
+
+def nvidia_smi() -> str:
+    """The program to run: $RTOOL_NVIDIA_SMI, else `nvidia-smi`."""
+    return os.environ.get("RTOOL_NVIDIA_SMI") or "nvidia-smi"
 
 
 def parse_csv(text: str, fields: int) -> tuple[list[list[str]], list[str]]:
@@ -29,14 +42,18 @@ def parse_csv(text: str, fields: int) -> tuple[list[list[str]], list[str]]:
     return rows, problems
 
 
-def query(ctx_smi: str, fields: list[str], timeout: float) -> SmiAnswer:
-    argv = [ctx_smi, "--query-gpu=" + ",".join(fields), "--format=csv,noheader"]
+def query(
+    fields: list[str], timeout: float, smi: str | None = None, units: bool = True
+) -> SmiAnswer:
+    """Ask nvidia-smi for `fields` of every GPU (`units=False`: numbers without `MiB`)."""
+    fmt = "--format=csv,noheader" + ("" if units else ",nounits")
+    argv = [smi or nvidia_smi(), "--query-gpu=" + ",".join(fields), fmt]
     try:
         res = run(argv, timeout=timeout, check=False)
     except ProcTimeout:
         return SmiAnswer([], [], f"nvidia-smi did not answer within {timeout:g}s (hung)")
     except ProcNotFound:
-        return SmiAnswer([], [], "nvidia-smi not found on this node")
+        return SmiAnswer([], [], "nvidia-smi not found on this node", missing=True)
     except ProcError as exc:
         return SmiAnswer([], [], f"nvidia-smi could not run: {exc}")
     output = (res.stdout + res.stderr).strip()
@@ -50,4 +67,5 @@ def query(ctx_smi: str, fields: list[str], timeout: float) -> SmiAnswer:
 
 
 def is_na(value: str) -> bool:
+    """`[N/A]`, `N/A`, `[Not Supported]` or empty: nvidia-smi has no value for this field."""
     return value.strip().strip("[]").upper() in ("N/A", "NOT SUPPORTED", "")
