@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, TypeVar
 import psutil
 
 from rtool.testing.daemons import LocalSlurmError, pid_is, sh, wait_until
-from rtool.testing.slurmconf import sbin
 
 if TYPE_CHECKING:
     from rtool.testing.cluster import ClusterFiles as Cluster
@@ -42,7 +41,7 @@ def start_slurmd(cluster: Cluster, name: str) -> None:
     # SLURMD_NODENAME in slurmd's environment is inherited by its slurmstepd processes:
     # that is how fail_node finds them.
     env = {**cluster.env, "SLURMD_NODENAME": name}
-    sh([sbin("slurmd"), "-N", name, "-f", str(cluster.conf)], env=env, timeout=30)
+    sh([cluster.program("slurmd"), "-N", name, "-f", str(cluster.conf)], env=env, timeout=30)
 
 
 def node_states(cluster: Cluster) -> dict[str, str]:
@@ -190,7 +189,7 @@ def wait_job_state(cluster: Cluster, job_id: str, states: Iterable[str], timeout
 def start_controller(cluster: Cluster, timeout: float = 60) -> None:
     """Start slurmctld again (it recovers its jobs from StateSaveLocation); wait for its ping."""
     if not cluster.alive("slurmctld"):
-        sh([sbin("slurmctld"), "-f", str(cluster.conf)], env=cluster.env, timeout=30)
+        sh([cluster.program("slurmctld"), "-f", str(cluster.conf)], env=cluster.env, timeout=30)
 
     def pings() -> bool:
         res = sh(["scontrol", "ping"], env=cluster.env, timeout=15, check=False)
