@@ -95,21 +95,26 @@ class Release:
         return ":".join(mine + rest)
 
     def check_trusted(self) -> None:
-        """A built prefix runs as root here: refuse one (or a parent up to the root) that a
-        symlink, another user or a group/world write bit could have planted."""
+        """A built prefix runs as root here: refuse one (or its root, or its bin folders) that
+        is a symlink, another user's, or group/world-writable."""
         if self.prefix is None:
             return
+        if not self.built:
+            raise ReleaseError(f"Slurm {self.name} is not built in {self.prefix}{self.hint()}")
         for d in (self.prefix.parent, self.prefix, *self.bindirs):
-            try:
-                st = os.lstat(d)
-            except OSError as exc:
-                raise ReleaseError(f"Slurm {self.name}: {exc}{self.hint()}") from None
-            if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
-                raise ReleaseError(f"Slurm {self.name}: {d} is not a plain folder")
-            if st.st_uid not in (0, os.geteuid()) or st.st_mode & 0o022:
-                raise ReleaseError(
-                    f"Slurm {self.name}: {d} is owned by uid {st.st_uid} or writable by others"
-                )
+            trusted_dir(d, f"Slurm {self.name}")
+
+
+def trusted_dir(d: Path, what: str) -> None:
+    """ReleaseError unless `d` is a plain folder of root or this user, not group/world-writable."""
+    try:
+        st = os.lstat(d)
+    except OSError as exc:
+        raise ReleaseError(f"{what}: {exc}") from None
+    if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
+        raise ReleaseError(f"{what}: {d} is not a plain folder")
+    if st.st_uid not in (0, os.geteuid()) or st.st_mode & 0o022:
+        raise ReleaseError(f"{what}: {d} is owned by uid {st.st_uid} or writable by others")
 
 
 RELEASES: dict[str, Release] = {

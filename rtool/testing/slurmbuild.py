@@ -29,7 +29,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from rtool.testing.releases import MARKER, Release, ReleaseError, Source, get
+from rtool.testing.releases import MARKER, Release, ReleaseError, Source, get, trusted_dir
 
 BUILD_DEPS = [
     "libmunge-dev",
@@ -258,6 +258,7 @@ def build(release: Release, jobs: int | None = None) -> Path:
         return prefix
     root = prefix.parent
     root.mkdir(mode=0o755, parents=True, exist_ok=True)
+    trusted_dir(root, "the build root")  # what is built here runs as root
     with locked(root):
         if release.built:  # another process finished it while we waited
             release.check_trusted()

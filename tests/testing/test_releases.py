@@ -136,6 +136,13 @@ def test_a_build_others_could_have_written_is_not_used(fake: tuple[Release, Path
         release.check_trusted()
     os.chmod(prefix / "sbin", 0o755)
     release.check_trusted()
+    os.chmod(prefix.parent, 0o777)  # a root others can write: nothing built or used there
+    with pytest.raises(ReleaseError, match="writable by others"):
+        release.check_trusted()
+    (prefix / MARKER).unlink()
+    with pytest.raises(ReleaseError, match=r"the build root: .* writable by others"):
+        slurmbuild.build(release, jobs=1)
+    os.chmod(prefix.parent, 0o755)
 
 
 def test_build_slurm_script_answers_for_each_release() -> None:
