@@ -158,9 +158,12 @@ def revive_node(cluster: Cluster, name: str, timeout: float = 60) -> None:
         raise LocalSlurmError(f"node {name} not back in {timeout:g}s: {node_states(cluster)}")
 
 
-def drain_node(cluster: Cluster, name: str, reason: str) -> None:
+def drain_node(cluster: Cluster, name: str, reason: str, settle: float = 10) -> None:
+    """Drain the node; wait up to `settle` s for it to answer (24.11 marks a node resumed a
+    moment before `drained*`, not responding, for about a second; a dead one stays so)."""
     _node(cluster, name)
     _scontrol(cluster, "update", f"nodename={name}", "state=drain", f"reason={reason}")
+    wait_until(lambda: not node_states(cluster).get(name, "").endswith("*"), settle, step=0.3)
 
 
 def job_state(cluster: Cluster, job_id: str) -> str | None:
