@@ -13,6 +13,7 @@ id. About two minutes (the TIMEOUT job waits for its one-minute limit).
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -144,6 +145,7 @@ def main() -> int:
         capture_sacct(out)
     finally:
         localslurm.down(directory)
+        shutil.rmtree(directory, ignore_errors=True)
     print(f"captured Slurm {release.name} into {out}")
     return 0
 
