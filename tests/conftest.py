@@ -2,6 +2,11 @@
 
 Tests that need Slurm request `slurm_cluster` (or `slurm`): when the cluster cannot start they
 FAIL with the reason; they are never skipped. `tmpfs` mounts real size- and inode-limited tmpfs.
+
+The Slurm release is chosen once for the session by RTOOL_TEST_SLURM (22.05, Debian's, by
+default; 24.11 is built once into /opt/rtool-slurm when missing): its bin/sbin go first on PATH
+for the whole session, so every client the tests and rtool run comes from the release whose
+daemons run the clusters (checked at the start, the session stops otherwise).
 """
 
 from __future__ import annotations
@@ -18,7 +23,31 @@ from pathlib import Path
 import pytest
 
 from rtool.core.slurm import Slurm
-from rtool.testing import localslurm, users
+from rtool.testing import localslurm, releases, users
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The session's Slurm release: built when missing, its clients first on PATH."""
+    try:
+        release = releases.get()
+        if not release.built:
+            from rtool.testing import slurmbuild
+
+            slurmbuild.build(release)
+        release.check_trusted()
+        os.environ["PATH"] = release.path_env()
+        releases.check_clients(release)
+    except (releases.ReleaseError, RuntimeError, OSError) as exc:
+        raise pytest.UsageError(f"Slurm for the tests ({releases.ENV}): {exc}") from None
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    release = releases.get()
+    return f"slurm: {release.name} ({release.prefix or 'Debian packages'}; {releases.ENV})"
+
+
+#: RTOOL_* variables of the test machine, not of rtool: the cluster folder, the Slurm release.
+KEPT = ("RTOOL_SLURM_", releases.ENV)
 
 
 @pytest.fixture(autouse=True)
@@ -27,7 +56,7 @@ def _isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg-state"))
     monkeypatch.delenv("RTOOL_CONFIG", raising=False)
     for var in list(os.environ):
-        if var.startswith("RTOOL_") and var != "RTOOL_SLURM_DIR":
+        if var.startswith("RTOOL_") and not var.startswith(KEPT):
             monkeypatch.delenv(var, raising=False)
 
 
@@ -68,6 +97,10 @@ def slurm_cluster() -> Iterator[localslurm.Cluster]:
         cluster = localslurm.up(directory, nodes=3, accounting=True)
     except localslurm.LocalSlurmError as exc:
         pytest.fail(f"local Slurm could not start: {exc}", pytrace=False)
+    version = releases.version(cluster.env) or "no answer"
+    if not version.startswith(f"{cluster.release.name}."):
+        localslurm.down(directory)
+        pytest.fail(f"scontrol --version: {version}, not Slurm {cluster.release.name}")
     old = os.environ.get("SLURM_CONF")
     os.environ["SLURM_CONF"] = str(cluster.conf)
     yield cluster

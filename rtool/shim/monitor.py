@@ -21,7 +21,8 @@ from rtool.shim.switchfile import file_ident, switch_set
 
 log = logging.getLogger("rtool.shim")
 
-#: How often the job's EndTime is asked again (a time limit can be changed while running).
+#: How often the job's EndTime is asked again by default (a time limit can be changed while
+#: running; RTOOL_END_TIME_REFRESH / end_time_refresh sets it).
 END_TIME_REFRESH = 300.0
 #: How often GPU memory is checked (it goes through torch/CUDA: rarely).
 GPU_INTERVAL = 30.0
@@ -96,6 +97,7 @@ class MonitorConfig:
     gpu_device: int = 0
     job_id: str | None = None
     end_time: float | None = None
+    end_time_refresh: float = END_TIME_REFRESH
     exit_before_end: float | str | None = None  # seconds, "auto" or None (off)
     safety_factor: float = 2.0
     min_margin: float = 60.0
@@ -116,6 +118,7 @@ class MonitorConfig:
             gpu_device=_gpu_device() if o.min_gpu_free is not None else 0,
             job_id=job_id,
             end_time=o.end_time,
+            end_time_refresh=o.end_time_refresh,
             exit_before_end=o.exit_before_end,
             safety_factor=o.safety_factor,
             min_margin=o.min_margin,
@@ -266,7 +269,7 @@ class Monitor:
 
     def _refresh_end_time(self, mono: float, force: bool = False) -> None:
         c = self.config
-        if c.job_id and (force or mono - self._end_checked >= END_TIME_REFRESH):
+        if c.job_id and (force or mono - self._end_checked >= c.end_time_refresh):
             self._end_checked = mono
             end = _shim_slurm.job_end_time(c.job_id)
             if end is not None:

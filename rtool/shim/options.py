@@ -36,6 +36,7 @@ ENV_OPTIONS = {
     "RTOOL_HEARTBEAT_INTERVAL": "heartbeat_interval",
     "RTOOL_DEADLINE_SIGNALS": "deadline_signals",
     "RTOOL_DEADLINE_WINDOW": "deadline_window",
+    "RTOOL_END_TIME_REFRESH": "end_time_refresh",
     "RTOOL_UNRESPONSIVE_AFTER": "unresponsive_after",
 }
 _UNCATCHABLE = {signal.SIGKILL, signal.SIGSTOP}
@@ -56,6 +57,7 @@ class GuardOptions:
     unresponsive_after: float | Literal["auto"] | None = "auto"  # kill after TERM, no safe point
     exit_before_end: float | Literal["auto"] | None = None
     end_time: float | None = None
+    end_time_refresh: float = 300.0  # re-read the job's EndTime this often (TimeLimit updates)
     max_memory_percent: float | None = None
     max_memory_bytes: int | None = None
     min_gpu_free: int | None = None
@@ -263,6 +265,7 @@ _PARSERS: dict[str, Any] = {
     "unresponsive_after": _auto_duration,
     "exit_before_end": lambda n, v: exit_before_end(v),
     "end_time": lambda n, v: None if v is None else float(v),
+    "end_time_refresh": duration,
     "min_gpu_free": size,
     "save_timeout": duration,
     "max_nonfinite": lambda n, v: count(n, v, minimum=1) or 10,

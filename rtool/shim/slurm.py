@@ -3,7 +3,8 @@
 The shim reads Slurm's output with the core's pure parsers (`rtool.core.slurm.parse`), but
 its calls are the one documented exception to "every subprocess goes through
 rtool.core.proc": they call
-`subprocess.run(..., timeout=...)` directly, never raise, and log a warning when a call fails.
+`subprocess.run(..., timeout=...)` directly (with `SLURM_TIME_FORMAT=standard`, as every Slurm
+call of rtool), never raise, and log a warning when a call fails.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ def run_slurm(argv: list[str], timeout: float = SLURM_TIMEOUT) -> str | None:
             timeout=timeout,
             stdin=subprocess.DEVNULL,
             check=False,
+            env={**os.environ, "SLURM_TIME_FORMAT": "standard"},  # EndTime= must parse
         )
     except subprocess.TimeoutExpired:
         log.warning("rtool.shim: %s timed out after %gs", " ".join(argv), timeout)
@@ -56,12 +58,19 @@ def run_slurm(argv: list[str], timeout: float = SLURM_TIMEOUT) -> str | None:
 
 
 def job_end_time(job_id: str, timeout: float = SLURM_TIMEOUT) -> float | None:
-    """When the job's time limit ends: $SLURM_JOB_END_TIME when exported, else scontrol."""
+    """When the job's time limit ends: the earlier of `EndTime=` from scontrol (it follows
+    `scontrol update TimeLimit=...`) and $SLURM_JOB_END_TIME (exported by 24.11, not 22.05;
+    fixed when the job started); either one when the other is missing. Called from the
+    monitor thread only (it runs scontrol)."""
     exported = os.environ.get("SLURM_JOB_END_TIME", "")
+    ends = []
     if exported.isdigit() and os.environ.get("SLURM_JOB_ID") == job_id:
-        return float(exported)
+        ends.append(float(exported))
     out = run_slurm(["scontrol", "show", "job", job_id], timeout)
-    return parse_end_time(out) if out is not None else None
+    asked = parse_end_time(out) if out is not None else None
+    if asked is not None:
+        ends.append(asked)
+    return min(ends) if ends else None
 
 
 def hold_pending(array_job_id: str, timeout: float = SLURM_TIMEOUT) -> bool:

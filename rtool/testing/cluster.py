@@ -1,10 +1,11 @@
-"""A local cluster's files: folder, layout, slurm.conf, pid files (no Slurm calls here)."""
+"""A local cluster's files: folder, layout, release, slurm.conf, pid files (no Slurm calls here)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
 
+from rtool.testing import releases
 from rtool.testing.daemons import pid_alive, read_pid
 from rtool.testing.slurmconf import Layout
 
@@ -34,8 +35,24 @@ class ClusterFiles:
         return self.dir / "slurm.conf"
 
     @property
+    def release(self) -> releases.Release:
+        """The Slurm release whose daemons run it (the one its clients must come from)."""
+        layout = self.layout
+        return releases.get(layout.release if layout else None)
+
+    def program(self, name: str) -> str:
+        """`slurmctld`, `scontrol`... of the cluster's release, by absolute path."""
+        return self.release.program(name)
+
+    @property
     def env(self) -> dict[str, str]:
-        return {"SLURM_CONF": str(self.conf)}
+        """For every Slurm command on it: its slurm.conf, its release's clients first on PATH,
+        times in the standard format."""
+        return {
+            "SLURM_CONF": str(self.conf),
+            "PATH": self.release.path_env(),
+            "SLURM_TIME_FORMAT": "standard",
+        }
 
     def pid(self, daemon: str) -> int | None:
         """Pid of `slurmctld`, `slurmd-n1`, `slurmdbd`, `mariadbd` (`slurmd`: the first node)."""

@@ -1,13 +1,17 @@
 """A real Slurm on this machine, for the tests and the demo: N slurmd nodes, with accounting.
 
-    python -m rtool.testing.localslurm up [--nodes N] [--accounting|--no-accounting] [--dir DIR]
+    python -m rtool.testing.localslurm up [--slurm 22.05|24.11] [--nodes N]
+                                          [--accounting|--no-accounting] [--dir DIR]
     python -m rtool.testing.localslurm status [--dir DIR]
     python -m rtool.testing.localslurm down [--dir DIR]
 
 Default: 3 nodes `n1..n3` on this host (one slurmd each, on its own port) with accounting
 (slurmdbd and a MariaDB of the cluster's own, data under DIR). `--nodes 1 --no-accounting` is
-the quick single-node mode. `up` prints `export SLURM_CONF=DIR/slurm.conf`; every Slurm command
-must see that variable. Works as root without systemd or cgroups (see shared/slurm-local.md).
+the quick single-node mode. `--slurm` picks the release (default $RTOOL_TEST_SLURM, else 22.05,
+Debian's; 24.11 is built from source once: releases.py); daemons and clients always come from
+that release. `up` prints `export SLURM_CONF=DIR/slurm.conf` (and, for a built release, the
+PATH with its clients first); every Slurm command must see them. Works as root without
+systemd or cgroups (see shared/slurm-local.md).
 Daemons are stopped by the pids in their pid files, never by name. Ports are picked free, so
 clusters can coexist. The Cluster object also has bounded test helpers (nodeops.py).
 """
@@ -16,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -24,10 +29,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from rtool.testing import nodeops
+from rtool.testing import nodeops, releases
 from rtool.testing.cluster import ClusterFiles
 from rtool.testing.daemons import LocalSlurmError, read_pid, sh, stop_pid, tail
-from rtool.testing.slurmconf import Layout, sbin, write_slurm_conf
+from rtool.testing.slurmconf import Layout, system_program, write_slurm_conf
 from rtool.testing.slurmdb import accounting_pids, start_database, start_slurmdbd
 
 __all__ = ["DEFAULT_DIR", "Cluster", "LocalSlurmError", "down", "main", "status", "up"]
@@ -35,7 +40,7 @@ __all__ = ["DEFAULT_DIR", "Cluster", "LocalSlurmError", "down", "main", "status"
 DEFAULT_DIR = Path(os.environ.get("RTOOL_SLURM_DIR", "/tmp/rtool-slurm"))
 PACKAGES = ["slurmctld", "slurmd", "slurm-client", "munge"]
 ACCOUNTING_PACKAGES = ["slurmdbd", "mariadb-server", "mariadb-client"]
-BINARIES = ["slurmctld", "slurmd", "sbatch", "squeue", "scontrol", "munged"]
+BINARIES = ["slurmctld", "slurmd", "sbatch", "squeue", "scontrol", "sinfo"]
 ACCOUNTING_BINARIES = ["slurmdbd", "sacct", "sacctmgr", "mariadbd", "mariadb-install-db"]
 READY = ("idle", "mixed", "allocated")
 
@@ -67,10 +72,29 @@ class Cluster(ClusterFiles):
         nodeops.start_controller(self, timeout)
 
 
-def ensure_installed(accounting: bool = True) -> None:
-    """Install Debian's packages when a binary is missing (needs root)."""
-    binaries = BINARIES + (ACCOUNTING_BINARIES if accounting else [])
-    missing = [b for b in binaries if not (shutil.which(b) or Path("/usr/sbin", b).exists())]
+def ensure_installed(release: releases.Release, accounting: bool = True) -> None:
+    """Install Debian's packages when a program is missing (needs root); build a release
+    from source when it is not built yet (once, cached: slurmbuild.py)."""
+    slurm = BINARIES + (ACCOUNTING_BINARIES[:3] if accounting else [])
+    system = ["munged"] + (ACCOUNTING_BINARIES[3:] if accounting else [])
+    if release.source is not None and not release.built:
+        from rtool.testing import slurmbuild
+
+        print(f"building Slurm {release.source.version} once (a few minutes)", file=sys.stderr)
+        try:
+            slurmbuild.build(release)
+        except (slurmbuild.BuildError, OSError) as exc:
+            raise LocalSlurmError(f"cannot build Slurm {release.name}: {exc}") from None
+    try:
+        release.check_trusted()
+    except releases.ReleaseError as exc:
+        raise LocalSlurmError(str(exc)) from None
+    missing = [b for b in system if not (shutil.which(b) or Path("/usr/sbin", b).exists())]
+    for b in slurm if release.source is None else []:
+        try:
+            release.program(b)
+        except releases.ReleaseError:
+            missing.append(b)
     if not missing:
         return
     packages = PACKAGES + (ACCOUNTING_PACKAGES if accounting else [])
@@ -92,7 +116,7 @@ def ensure_munge() -> None:
     run_dir = Path("/run/munge")
     run_dir.mkdir(parents=True, exist_ok=True)
     shutil.chown(run_dir, "munge", "munge")
-    sh([sbin("munged"), "--force"], check=False)
+    sh([system_program("munged"), "--force"], check=False)
     for _ in range(50):
         if _munge_ok():
             return
@@ -139,7 +163,7 @@ def ready(cluster: Cluster) -> bool:
 
 
 def status(cluster: Cluster) -> str | None:
-    """`n1 idle, n2 idle, n3 idle; accounting on` or None when the cluster is not up."""
+    """`n1 idle, n2 idle, n3 idle; accounting on; Slurm 24.11` or None when it is not up."""
     if not (cluster.conf.exists() and cluster.alive("slurmctld") and _is_ours(cluster)):
         return None
     states = cluster.node_states()
@@ -150,7 +174,7 @@ def status(cluster: Cluster) -> str | None:
         pids = accounting_pids(cluster.dir)
         down_ones = [d for d, p in pids.items() if p is None]
         acct = "accounting on" if not down_ones else f"accounting DOWN ({', '.join(down_ones)})"
-    return f"{nodes}; {acct}"
+    return f"{nodes}; {acct}; Slurm {cluster.release.name}"
 
 
 def up(
@@ -161,23 +185,29 @@ def up(
     fast: bool = True,
     timeout: float = 120,
     extra: Sequence[str] = (),
+    release: str | None = None,
 ) -> Cluster:
     """Start (or reuse, when the same shape is up) the cluster in `directory`; wait until ready.
-    `extra`: more slurm.conf lines (e.g. `ScronParameters=enable`)."""
+    `extra`: more slurm.conf lines (e.g. `ScronParameters=enable`); `release`: `22.05`,
+    `24.11` (default $RTOOL_TEST_SLURM, else 22.05)."""
     cluster = Cluster(Path(directory).resolve())
-    ensure_installed(accounting)
+    try:
+        rel = releases.get(release)
+    except releases.ReleaseError as exc:
+        raise LocalSlurmError(str(exc)) from None
+    ensure_installed(rel, accounting)
     ensure_munge()
     have = cluster.layout
-    same = have is not None and (len(have.nodes), have.accounting) == (nodes, accounting)
-    if same and have is not None and have.extra == list(extra) and ready(cluster):
+    shape = (len(have.nodes), have.accounting, have.extra, have.release) if have else None
+    if shape == (nodes, accounting, list(extra), rel.name) and ready(cluster):
         return cluster
     problem = ""
     for _attempt in range(3):  # a port taken between picking and binding: new ports, again
         down(cluster.dir)
         cluster.dir.mkdir(parents=True, exist_ok=True)
-        layout = Layout.new(nodes, accounting, fast, extra)
+        layout = Layout.new(nodes, accounting, fast, extra, rel.name)
         layout.save(cluster.dir)
-        write_slurm_conf(cluster.dir, layout)
+        write_slurm_conf(cluster.dir, layout, rel.program("slurmd"))
         try:
             _start(cluster, layout, timeout / 3)
             if nodeops.wait_ready(cluster, timeout / 3, ready):
@@ -193,8 +223,8 @@ def up(
 def _start(cluster: Cluster, layout: Layout, timeout: float) -> None:
     if layout.accounting:
         start_database(cluster.dir, layout, timeout)
-        start_slurmdbd(cluster.dir, layout, cluster.env, timeout)
-    sh([sbin("slurmctld"), "-f", str(cluster.conf)], env=cluster.env)
+        start_slurmdbd(cluster.dir, layout, cluster.env, cluster.program("slurmdbd"), timeout)
+    sh([cluster.program("slurmctld"), "-f", str(cluster.conf)], env=cluster.env)
     for name in layout.nodes:
         nodeops.start_slurmd(cluster, name)
 
@@ -224,6 +254,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("action", choices=["up", "down", "status"])
     p.add_argument("--dir", type=Path, default=DEFAULT_DIR, help=f"default {DEFAULT_DIR}")
+    p.add_argument(
+        "--slurm",
+        choices=list(releases.RELEASES),
+        default=None,
+        help=f"the Slurm release (default ${releases.ENV}, else {releases.DEFAULT})",
+    )
     p.add_argument("--nodes", type=int, default=3, help="number of slurmd nodes n1..nN (3)")
     p.add_argument(
         "--accounting",
@@ -242,9 +278,18 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.action == "up":
             start = time.monotonic()
-            cluster = up(args.dir, nodes=args.nodes, accounting=args.accounting, fast=not args.slow)
+            cluster = up(
+                args.dir,
+                nodes=args.nodes,
+                accounting=args.accounting,
+                fast=not args.slow,
+                release=args.slurm,
+            )
             print(f"# up in {time.monotonic() - start:.1f}s: {status(cluster)}", file=sys.stderr)
-            print(f"export SLURM_CONF={cluster.conf}")
+            print(f"export SLURM_CONF={shlex.quote(str(cluster.conf))}")
+            if cluster.release.prefix is not None:  # its clients before Debian's
+                dirs = ":".join(shlex.quote(str(d)) for d in cluster.release.bindirs)
+                print(f'export PATH={dirs}:"$PATH"')
         elif args.action == "down":
             down(args.dir)
         else:

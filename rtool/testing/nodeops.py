@@ -23,7 +23,6 @@ import psutil
 from rtool.core.slurm.nodes import SINFO_FORMAT, parse_sinfo_nodes
 from rtool.core.slurm.parse import ParseError, parse_scontrol_show_job
 from rtool.testing.daemons import LocalSlurmError, pid_is, sh, wait_until
-from rtool.testing.slurmconf import sbin
 
 if TYPE_CHECKING:
     from rtool.testing.cluster import ClusterFiles as Cluster
@@ -44,7 +43,7 @@ def start_slurmd(cluster: Cluster, name: str) -> None:
     # SLURMD_NODENAME in slurmd's environment is inherited by its slurmstepd processes:
     # that is how fail_node finds them.
     env = {**cluster.env, "SLURMD_NODENAME": name}
-    sh([sbin("slurmd"), "-N", name, "-f", str(cluster.conf)], env=env, timeout=30)
+    sh([cluster.program("slurmd"), "-N", name, "-f", str(cluster.conf)], env=env, timeout=30)
 
 
 def node_states(cluster: Cluster) -> dict[str, str]:
@@ -159,9 +158,12 @@ def revive_node(cluster: Cluster, name: str, timeout: float = 60) -> None:
         raise LocalSlurmError(f"node {name} not back in {timeout:g}s: {node_states(cluster)}")
 
 
-def drain_node(cluster: Cluster, name: str, reason: str) -> None:
+def drain_node(cluster: Cluster, name: str, reason: str, settle: float = 10) -> None:
+    """Drain the node; wait up to `settle` s for it to answer (24.11 marks a node resumed a
+    moment before `drained*`, not responding, for about a second; a dead one stays so)."""
     _node(cluster, name)
     _scontrol(cluster, "update", f"nodename={name}", "state=drain", f"reason={reason}")
+    wait_until(lambda: not node_states(cluster).get(name, "").endswith("*"), settle, step=0.3)
 
 
 def job_state(cluster: Cluster, job_id: str) -> str | None:
@@ -190,7 +192,7 @@ def wait_job_state(cluster: Cluster, job_id: str, states: Iterable[str], timeout
 def start_controller(cluster: Cluster, timeout: float = 60) -> None:
     """Start slurmctld again (it recovers its jobs from StateSaveLocation); wait for its ping."""
     if not cluster.alive("slurmctld"):
-        sh([sbin("slurmctld"), "-f", str(cluster.conf)], env=cluster.env, timeout=30)
+        sh([cluster.program("slurmctld"), "-f", str(cluster.conf)], env=cluster.env, timeout=30)
 
     def pings() -> bool:
         res = sh(["scontrol", "ping"], env=cluster.env, timeout=15, check=False)

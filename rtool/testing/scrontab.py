@@ -1,8 +1,11 @@
-"""The small `scrontab` client of the local test cluster (scrontab_client.c), built with gcc.
+"""The `scrontab` command of the local test cluster: the release's own, or for 22.05 a small
+client (scrontab_client.c) built with gcc.
 
-Debian's slurm-client 22.05 ships no `scrontab`; this one speaks the real crontab RPCs to the
-cluster's slurmctld through libslurmfull (headers from libslurm-dev). `build(folder)` compiles
-it into `folder/scrontab` (once; rebuilt when the source is newer) and returns its path.
+Debian's slurm-client 22.05 ships no `scrontab`; the client speaks the real crontab RPCs to the
+cluster's slurmctld through Debian's libslurmfull (headers from libslurm-dev), so it works
+against 22.05 only. 24.11 (built from source) has the real command. `command(release, folder)`
+gives the one to use; `build(folder)` compiles the client into `folder/scrontab` (once; rebuilt
+when the source is newer) and returns its path.
 """
 
 from __future__ import annotations
@@ -11,6 +14,8 @@ import glob
 import shutil
 import subprocess
 from pathlib import Path
+
+from rtool.testing.releases import Release, ReleaseError
 
 SOURCE = Path(__file__).with_name("scrontab_client.c")
 HEADER = Path("/usr/include/slurm/slurm.h")
@@ -46,3 +51,13 @@ def build(folder: Path) -> Path:
     if res.returncode != 0:
         raise ScrontabBuildError(f"gcc failed: {res.stderr.strip()[-2000:]}")
     return target
+
+
+def command(release: Release, folder: Path) -> Path:
+    """The release's own `scrontab`; for Debian's 22.05 (which has none) the built client."""
+    try:
+        return Path(release.program("scrontab"))
+    except ReleaseError:
+        if release.source is not None:
+            raise ScrontabBuildError(f"Slurm {release.name} has no scrontab") from None
+    return build(folder)

@@ -1,7 +1,9 @@
-"""The local cluster's layout (nodes, ports, accounting) and the config files written from it.
+"""The local cluster's layout (release, nodes, ports, accounting) and the config files written
+from it.
 
 Pure file writing, no daemons: `localslurm` starts them. Facts behind every key are in
-shared/slurm-local.md (Debian 12, Slurm 22.05, root without systemd or cgroups).
+shared/slurm-local.md (Debian 12, Slurm 22.05 and 24.11, root without systemd or cgroups); the
+same files serve both releases.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 CLUSTER_NAME = "rtoollocal"
+DEFAULT_RELEASE = "22.05"  # = releases.DEFAULT (cluster.json written before releases existed)
 DB_NAME = "slurm_acct"
 DB_USER = "slurm"
 
@@ -33,6 +36,8 @@ class Layout:
     db_port: int = 0
     #: Extra slurm.conf lines (e.g. `ScronParameters=enable`).
     extra: list[str] = field(default_factory=list)
+    #: The Slurm release whose daemons run it (rtool/testing/releases.py).
+    release: str = DEFAULT_RELEASE
 
     def save(self, directory: Path) -> None:
         (directory / "cluster.json").write_text(json.dumps(asdict(self), indent=1) + "\n")
@@ -47,7 +52,12 @@ class Layout:
 
     @classmethod
     def new(
-        cls, nodes: int, accounting: bool, fast: bool = True, extra: Sequence[str] = ()
+        cls,
+        nodes: int,
+        accounting: bool,
+        fast: bool = True,
+        extra: Sequence[str] = (),
+        release: str = DEFAULT_RELEASE,
     ) -> Layout:
         if not 1 <= nodes <= 16:
             raise ValueError(f"--nodes must be 1..16, not {nodes}")
@@ -62,6 +72,7 @@ class Layout:
             db_port=ports[2],
             node_ports=dict(zip(names, ports[3:], strict=True)),
             extra=list(extra),
+            release=release,
         )
 
     @property
@@ -81,18 +92,19 @@ def free_ports(n: int) -> list[int]:
     return ports
 
 
-def sbin(name: str) -> str:
+def system_program(name: str) -> str:
+    """A program that is not Slurm's (munged, mariadbd): Debian's, by absolute path."""
     for d in ("/usr/sbin", "/usr/bin", "/usr/local/sbin"):
         if Path(d, name).exists():
             return str(Path(d, name))
     return name
 
 
-def _resources() -> tuple[str, int]:
+def _resources(slurmd: str) -> tuple[str, int]:
     """(CPUs, RealMemory MB) of this host, from `slurmd -C`."""
     try:
         out = subprocess.run(
-            [sbin("slurmd"), "-C"], capture_output=True, text=True, timeout=20, check=False
+            [slurmd, "-C"], capture_output=True, text=True, timeout=20, check=False
         ).stdout.splitlines()[0]
     except (OSError, IndexError, subprocess.TimeoutExpired):
         out = ""
@@ -102,12 +114,13 @@ def _resources() -> tuple[str, int]:
     return cpus, max(512, min(mem - 1024, int(mem * 0.9)))
 
 
-def write_slurm_conf(directory: Path, layout: Layout) -> Path:
+def write_slurm_conf(directory: Path, layout: Layout, slurmd: str) -> Path:
+    """slurm.conf for `layout`; `slurmd`: the release's slurmd (its -C gives CPUs, memory)."""
     d = directory
     for sub in ("state", "log"):
         (d / sub).mkdir(parents=True, exist_ok=True)
     host = socket.gethostname()
-    cpus, mem = _resources()
+    cpus, mem = _resources(slurmd)
     lines = [
         f"ClusterName={CLUSTER_NAME}",
         f"SlurmctldHost={host}(127.0.0.1)",

@@ -17,7 +17,7 @@ from rtool.testing.slurmconf import (
     DB_USER,
     Layout,
     db_password,
-    sbin,
+    system_program,
     write_dbd_conf,
 )
 
@@ -66,7 +66,7 @@ def start_database(directory: Path, layout: Layout, timeout: float = 60) -> None
         [
             "setsid",
             "-f",
-            sbin("mariadbd"),
+            system_program("mariadbd"),
             "--no-defaults",
             f"--datadir={datadir}",
             "--user=root",
@@ -93,9 +93,12 @@ def start_database(directory: Path, layout: Layout, timeout: float = 60) -> None
     _mariadb(directory, grants + "FLUSH PRIVILEGES;")
 
 
-def start_slurmdbd(directory: Path, layout: Layout, env: dict[str, str], timeout: float) -> None:
+def start_slurmdbd(
+    directory: Path, layout: Layout, env: dict[str, str], slurmdbd: str, timeout: float
+) -> None:
+    """Start `slurmdbd` (the release's, by absolute path); `env` puts its clients first."""
     write_dbd_conf(directory, layout)
-    sh([sbin("slurmdbd")], env=env, timeout=30)
+    sh([slurmdbd], env=env, timeout=30)
 
     def answers() -> bool:
         res = sh(["sacctmgr", "-n", "-P", "show", "cluster"], env=env, timeout=15, check=False)

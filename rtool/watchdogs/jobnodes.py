@@ -3,7 +3,9 @@ Slurm's reason), nodes that failed under a run (NODE_FAIL), and keeping the run 
 
 Extra Slurm calls, only when a watched job is in the queue: one `sinfo` per sweep, one
 `scontrol show job` per job pending on unavailable nodes (at most MAX_SHOW), one `sacct` per
-sweep for the watched names (a cluster without accounting: skipped, noted). The probe records
+sweep for the watched names (a cluster without accounting: skipped, noted). The nodes a job
+pends on are the bad ones (sinfo) among those it requires or may use (scontrol show job:
+ReqNodeList, partition, ExcNodeList); the reason text names them on 22.05 only. The probe records
 evidence in the suspect store and adds suspects to the run's pending jobs, unless `act` is off
 (`rtool status` only looks).
 """
@@ -18,13 +20,19 @@ from typing import TYPE_CHECKING
 from rtool.core.errors import RtoolError
 from rtool.core.proc import ProcError
 from rtool.core.slurm import RUNNING_STATES, SqueueJob
-from rtool.core.slurm.nodes import NodeState, unavailable_nodes, waits_for_nodes
+from rtool.core.slurm.nodes import (
+    NodeState,
+    pending_records,
+    pending_unavailable,
+    waits_for_nodes,
+)
 from rtool.core.slurm.parse import ParseError, expand_hostlist
 from rtool.nodes.config import NodesConfig
 from rtool.nodes.signatures import blamed
 from rtool.nodes.store import Evidence, EvidenceKind, SuspectStore
 
 if TYPE_CHECKING:
+    from rtool.core.slurm import Slurm
     from rtool.runs.model import Attempt
 
 log = logging.getLogger(__name__)
@@ -62,27 +70,32 @@ def observe(slurm: object, jobs: list[SqueueJob], names: list[str], cfg: NodesCo
     view = NodeView()
     if not jobs or not isinstance(slurm, Slurm):
         return view
+    lines: list[NodeState] = []
     try:
-        for s in slurm.sinfo_nodes():
-            view.states.setdefault(s.name, s)
+        lines = slurm.sinfo_nodes()
     except (ProcError, ParseError) as exc:
         view.error = f"sinfo failed: {exc}"
+    for s in lines:
+        view.states.setdefault(s.name, s)
     waiting = [j for j in jobs if j.state == "PENDING" and waits_for_nodes(j.reason)]
     for j in waiting[:MAX_SHOW]:
-        text = unavailable_nodes(j.reason)
-        if text is None:
-            try:
-                recs = slurm.show_job(j.job_id.split("[")[0].rstrip("_") or j.array_job_id)
-                text = unavailable_nodes(recs[0].get("Reason")) if recs else None
-            except (RtoolError, ParseError):
-                text = None
-        try:
-            view.unavailable[j.job_id] = expand_hostlist(text) if text else []
-        except ParseError:
-            view.unavailable[j.job_id] = []
+        view.unavailable[j.job_id] = _pending_on(slurm, j, lines)
     if names:
         view.failed = _node_fails(slurm, names, cfg, view)
     return view
+
+
+def _pending_on(slurm: Slurm, job: SqueueJob, lines: list[NodeState]) -> list[str]:
+    """The bad nodes a pending job waits for ([] when Slurm cannot say)."""
+    target = job.job_id.split("[")[0].rstrip("_") or job.array_job_id
+    try:
+        recs = pending_records(slurm.show_job(target))
+        if not recs:
+            return []
+        return pending_unavailable(recs[0], lines, job.partition)
+    except (RtoolError, ParseError) as exc:
+        log.info("job %s: no pending node list: %s", job.job_id, exc)
+        return []
 
 
 def _node_fails(
@@ -161,7 +174,4 @@ def node_note(job: SqueueJob, view: NodeView | None) -> str | None:
         return None
     names = view.unavailable.get(job.job_id) if job.state == "PENDING" else job_nodes(job)
     bad = [view.states[n] for n in names or [] if n in view.states and view.states[n].is_bad]
-    if job.state == "PENDING" and job.job_id in view.unavailable and not bad:
-        part = job.partition.split(",")[0]
-        bad = [s for s in view.states.values() if s.is_bad and s.partition == part]
     return ", ".join(s.describe() for s in bad) or None

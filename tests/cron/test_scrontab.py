@@ -2,7 +2,8 @@
 module's own with `ScronParameters=enable` (the entry is stored and scheduled by slurmctld and
 a tick really runs from it), and the session's cluster, where scrontab is disabled.
 
-The scrontab client is rtool/testing/scrontab_client.c (Debian ships none), built with gcc."""
+On 24.11 the release's own `scrontab` command runs; on 22.05 (Debian ships none) the client
+rtool/testing/scrontab_client.c, built with gcc."""
 
 from __future__ import annotations
 
@@ -21,17 +22,20 @@ from rtool.cron import scron
 from rtool.cron.chain import active_jobs
 from rtool.cron.config import CronConfig
 from rtool.cron.store import CronStore, chain_key, chain_name
-from rtool.testing import localslurm
-from rtool.testing.scrontab import ScrontabBuildError, build
+from rtool.testing import localslurm, releases
+from rtool.testing.scrontab import ScrontabBuildError, command
 from tests.helpers import wait_for
 
 
 @pytest.fixture(scope="module")
 def scrontab_bin(tmp_path_factory: pytest.TempPathFactory) -> Path:
     try:
-        return build(tmp_path_factory.mktemp("scrontab-bin"))
+        found = command(releases.get(), tmp_path_factory.mktemp("scrontab-bin"))
     except ScrontabBuildError as exc:
-        pytest.fail(f"cannot build the scrontab client: {exc}", pytrace=False)
+        pytest.fail(f"no scrontab command: {exc}", pytrace=False)
+    if releases.get().source is not None:  # 24.11: the real command, already first on PATH
+        assert found.parent in releases.get().bindirs
+    return found
 
 
 @pytest.fixture(scope="module")

@@ -161,9 +161,9 @@ def test_drained_node_under_a_pending_and_a_running_job(
     slurm_cluster.drain_node("n3", "GPU 3 ECC errors")
     try:
         _submit(cli, job_name, "--", "--nodelist=n3")
-        wait_for(
+        wait_for(  # 22.05 names n3 in the reason, 24.11 does not (docs/slurm-releases.md)
             lambda: any(
-                "n3" in (j.reason or "") or "DRAINED" in (j.reason or "")
+                (j.reason or "").startswith("ReqNodeNotAvail")
                 for j in slurm.squeue(names=[job_name])
             ),
             timeout=30,
@@ -193,3 +193,43 @@ def test_drained_node_under_a_pending_and_a_running_job(
     finally:
         slurm.scontrol("update", "nodename=n3", "state=resume")
         slurm.scancel(name=job_name)
+
+
+def test_a_run_pending_on_a_drained_node_is_protected_whatever_the_reason_says(
+    slurm_cluster, slurm, job_name, workdir, cli
+):
+    """The nodes a pending job waits for come from what it asked for and sinfo, not from the
+    reason text (24.11 says `ReqNodeNotAvail, May be reserved for other job`, no node name):
+    the drained node it requires becomes a suspect, is excluded from the run's other pending
+    jobs (a held array), and the note names it alone (n1, drained too but not asked for, is not
+    in it; the old fallback listed every bad node of the partition)."""
+    Path("rtool.toml").write_text(
+        f'[nodes]\nmax_excluded = "50%"\n[[watch.job]]\nname = "{job_name}"\n'
+    )
+    Path("job.slurm").write_text("#!/bin/bash\nsleep 60\n")
+    slurm_cluster.drain_node("n3", "GPU 3 ECC errors")
+    slurm_cluster.drain_node("n1", "maintenance")
+    try:
+        _submit(cli, job_name, "--", "--nodelist=n3")
+        array = _submit(cli, job_name, "--array", "1-3%1", "--", "--hold")  # the run's next tasks
+        wait_for(
+            lambda: any(
+                (j.reason or "").startswith("ReqNodeNotAvail")
+                for j in slurm.squeue(names=[job_name])
+            ),
+            timeout=60,
+            what="the --nodelist=n3 job to pend on n3",
+        )
+        watch = cli("watch", "job", "--name", job_name, "--no-notify")
+        assert watch.code == 1, watch.out
+        assert "on unavailable node(s): n3 drained (GPU 3 ECC errors)" in watch.out, watch.out
+        assert "n1" not in watch.out, watch.out
+        suspects = json.loads(cli("nodes", "--json", "--no-refresh").out)["suspects"]
+        assert [s["node"] for s in suspects] == ["n3"], suspects
+        pending = [r for r in slurm.show_job(array) if r["JobState"] == "PENDING"]
+        assert pending and all(r["ExcNodeList"] == "n3" for r in pending), pending
+    finally:
+        slurm.scancel(name=job_name)
+        for node in ("n1", "n3"):
+            slurm.scontrol("update", f"nodename={node}", "state=resume")
+        cli("nodes", "forget", "n3")

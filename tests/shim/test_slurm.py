@@ -111,6 +111,34 @@ def test_slurm_time_limit_from_end_time(slurm: Slurm, job_name: str, tmp_path: P
     assert 40 <= left <= 51, data  # stopped at EndTime - 50 s, not killed at EndTime
 
 
+def test_slurm_time_limit_shortened_while_running_is_seen_by_the_shim(
+    slurm: Slurm, job_name: str, tmp_path: Path
+) -> None:
+    """`scontrol update TimeLimit=` shortens a running job: the shim re-reads the end time
+    (every RTOOL_END_TIME_REFRESH) and takes the earlier of it and $SLURM_JOB_END_TIME, which
+    24.11 exports fixed at the start; it saves and stops before the new limit."""
+    hb = tmp_path / "heartbeat.json"
+    script = _script(
+        tmp_path,
+        "--steps 5000 --step-seconds 0.1",
+        RTOOL_HEARTBEAT=str(hb),
+        RTOOL_EXIT_BEFORE_END="90s",
+        RTOOL_END_TIME_REFRESH="2s",
+        RTOOL_AUTO_REQUEUE="1",
+        RTOOL_MAX_REQUEUES="0",
+    )
+    out = tmp_path / "job.out"
+    job = slurm.sbatch(["-J", job_name, "--time=10", "-o", str(out)], script=script).job_id
+    wait_for(lambda: (tmp_path / "steps.log").exists(), 60, 0.2, "the training to start")
+    slurm.scontrol("update", f"jobid={job}", "TimeLimit=2")  # ends 2 min after the start
+    _wait_gone(slurm, job_name, 150, out, "the job to stop before its new time limit")
+    assert "training exit 0" in out.read_text(), out.read_text()
+    data = _heartbeat(hb)
+    assert data["stop_reason"] == "time_limit", data
+    left = float(str(data["stop_detail"]).split("s left")[0])
+    assert 75 <= left <= 91, data  # EndTime (the new one) - 90 s, not the old one - 90 s
+
+
 def test_slurm_finished_cancels_the_pending_array_tasks(
     slurm: Slurm, job_name: str, tmp_path: Path
 ) -> None:

@@ -60,6 +60,7 @@ def ensure_slurm(n: Narrator) -> Path | None:
     except localslurm.LocalSlurmError as exc:
         raise RtoolError(f"cannot start the local Slurm: {exc}") from None
     os.environ["SLURM_CONF"] = str(cluster.conf)
+    os.environ["PATH"] = cluster.release.path_env()  # its clients, not another release's
     n.ok(f"local Slurm is up: {localslurm.status(cluster)} (export SLURM_CONF={cluster.conf})")
     return None if was_up else cluster.dir
 

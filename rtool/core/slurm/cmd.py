@@ -1,7 +1,9 @@
 """The Slurm command layer: the only caller of squeue, scontrol, sbatch, scancel and sacct.
 
-Every call goes through `rtool.core.proc.run` with a timeout. Failures raise `SlurmError`
-(a timeout raises `SlurmTimeout`); checks turn both into UNKNOWN, never "job missing".
+Every call goes through `rtool.core.proc.run` with a timeout and `SLURM_TIME_FORMAT=standard`
+(a user's `relative` or strftime format would break every time parser). Failures raise
+`SlurmError` (a timeout raises `SlurmTimeout`); checks turn both into UNKNOWN, never "job
+missing". Release differences handled here are listed in docs/slurm-releases.md.
 
 Scoped to the user rtool runs as (its uid, `rtool.core.identity`), whoever that is (root
 included): squeue and sacct ask for `--user=<you>` unless a caller names other users explicitly
@@ -20,7 +22,7 @@ from rtool.core import validate as v
 from rtool.core.identity import current_user
 from rtool.core.proc import ProcError, ProcTimeout, Result, run
 from rtool.core.slurm import owner
-from rtool.core.slurm.nodes import SINFO_FORMAT, NodeState, parse_sinfo_nodes
+from rtool.core.slurm.nodes import SINFO_FORMAT, NodeState, exclusion_applied, parse_sinfo_nodes
 from rtool.core.slurm.parse import (
     SQUEUE_FORMAT,
     SqueueJob,
@@ -32,6 +34,9 @@ from rtool.core.slurm.parse import (
 from rtool.core.slurm.sacct import DISABLED_MESSAGE, SacctRecord, parse_sacct, sacct_argv
 
 log = logging.getLogger(__name__)
+
+#: Set for every Slurm command: times as `2026-11-21T19:37:00` whatever the user's setting.
+SLURM_ENV = {"SLURM_TIME_FORMAT": "standard"}
 
 
 class SlurmError(ProcError):
@@ -74,7 +79,8 @@ class Slurm:
         self.calls.append(list(argv))
         limit = timeout or self.timeout
         try:
-            return run(argv, timeout=limit, input=input, cwd=cwd, check=check, env=env)
+            full = {**SLURM_ENV, **(env or {})}
+            return run(argv, timeout=limit, input=input, cwd=cwd, check=check, env=full)
         except ProcTimeout as exc:
             err = SlurmTimeout(exc.argv, f"timed out after {limit:g}s")
             raise err from None
@@ -155,7 +161,7 @@ class Slurm:
         argv = sacct_argv(job_ids=job_ids, names=names, since=since, all_attempts=all_attempts)
         argv.append(f"--user={self.user}")
         try:
-            res = self._run(argv, env={"SLURM_TIME_FORMAT": "standard"})
+            res = self._run(argv)
         except SlurmTimeout:
             raise
         except SlurmError as exc:
@@ -286,15 +292,19 @@ class Slurm:
     def set_excluded(self, job_id: str, nodes: Iterable[str]) -> str:
         """`scontrol update jobid=ID ExcNodeList=a,b`: the job's (or the pending tasks of an
         array's) excluded nodes become exactly `nodes`. Returns scontrol's messages; raises
-        SlurmError when no pending job was updated."""
+        SlurmError when no pending job took the new list.
+
+        An array with a running task: the running task refuses and scontrol exits 1 on both
+        releases (22.05 also prints `No error` for the pending tasks, 24.11 prints only the
+        refusal), so a failure is judged by reading the pending tasks back."""
         names = [v.node(n) for n in nodes]
         argv = ["scontrol", "update", f"jobid={v.job_id(job_id)}"]
         argv.append("ExcNodeList=" + ",".join(names))
         check_owner(self, [job_id])
         res = self._run(argv, check=False)
         text = (res.stdout + res.stderr).strip()
-        if res.returncode == 0 or "No error" in text:
-            return text  # an array: the running tasks refuse, the pending ones took it
+        if res.returncode == 0 or exclusion_applied(self.show_job(job_id), names):
+            return text
         raise SlurmError(argv, f"exit code {res.returncode}", res.returncode, res.stderr)
 
 

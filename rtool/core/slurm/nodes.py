@@ -1,15 +1,19 @@
-"""Pure parsers of what Slurm says about nodes (`sinfo -N -h -o`, pending reasons).
+"""Pure parsers of what Slurm says about nodes (`sinfo -N -h -o`, pending reasons) and the
+node lists of `scontrol show job` records.
 
-No subprocess here: every function is a function of text, tested on captured output.
+No subprocess here: every function is a function of text, tested on output captured from
+Slurm 22.05 and 24.11 (tests/core/captured/). The nodes a pending job waits for come from what
+it asked for and what sinfo says, never from the reason text: 22.05 names them
+(`ReqNodeNotAvail, UnavailableNodes:n3`), 24.11 does not (`ReqNodeNotAvail, May be reserved
+for other job`).
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from datetime import datetime
 
-from rtool.core.slurm.parse import ParseError, parse_slurm_timestamp
+from rtool.core.slurm.parse import ParseError, expand_hostlist, parse_slurm_timestamp
 
 #: sinfo fields, in order; the reason is last so a `|` inside it cannot shift the others.
 SINFO_FIELDS: list[tuple[str, str]] = [
@@ -26,7 +30,6 @@ SINFO_FORMAT = "|".join(code for _, code in SINFO_FIELDS)
 #: takes no new job.
 BAD_STATE_WORDS = ("down", "drain", "fail", "not_responding", "no_respond", "inval")
 
-_UNAVAILABLE = re.compile(r"UnavailableNodes:(\S+)")
 #: Pending reasons that mean "waiting for nodes that are down, drained or reserved".
 NODE_REASONS = ("reqnodenotavail", "nodes required for job are down", "nodedown")
 
@@ -86,15 +89,37 @@ def parse_sinfo_nodes(text: str) -> list[NodeState]:
     return out
 
 
-def unavailable_nodes(reason: str | None) -> str | None:
-    """`ReqNodeNotAvail, UnavailableNodes:n[2-3]` -> `n[2-3]` (a host list), else None."""
-    if not reason:
-        return None
-    m = _UNAVAILABLE.search(reason)
-    if not m:
-        return None
-    nodes = m.group(1).strip(",;)")
-    return nodes or None
+def pending_records(records: list[dict[str, str]]) -> list[dict[str, str]]:
+    """The `scontrol show job` records still pending (an array's running tasks left out)."""
+    return [r for r in records if r.get("JobState", "").split(" ", 1)[0] == "PENDING"]
+
+
+def _hosts(record: dict[str, str], key: str) -> list[str]:
+    return expand_hostlist(record.get(key, ""))
+
+
+def pending_unavailable(
+    record: dict[str, str], nodes: list[NodeState], partition: str = ""
+) -> list[str]:
+    """The down, drained or failing nodes a pending job waits for: of the nodes it requires
+    (ReqNodeList), else of its partitions' nodes, those sinfo calls bad, less the nodes it
+    excludes (ExcNodeList). Raises ParseError on a host list it cannot read."""
+    excluded = set(_hosts(record, "ExcNodeList"))
+    candidates = _hosts(record, "ReqNodeList")
+    if not candidates:
+        parts = set((record.get("Partition") or partition).split(","))
+        candidates = [n.name for n in nodes if n.partition in parts]
+    bad = {n.name for n in nodes if n.is_bad}
+    return [n for n in dict.fromkeys(candidates) if n in bad and n not in excluded]
+
+
+def exclusion_applied(records: list[dict[str, str]], names: list[str]) -> bool:
+    """True when every pending record (there is one at least) excludes exactly `names`."""
+    pending = pending_records(records)
+    try:
+        return bool(pending) and all(set(_hosts(r, "ExcNodeList")) == set(names) for r in pending)
+    except ParseError:
+        return False
 
 
 def waits_for_nodes(reason: str | None) -> bool:
