@@ -6,6 +6,7 @@ never its text.
 
 from __future__ import annotations
 
+import enum
 import time
 from dataclasses import dataclass, field
 from enum import IntEnum
@@ -49,6 +50,35 @@ class AlertKey:
         return cls(kind, what) if sep and what else cls("", kind)
 
 
+class CauseKind(str, enum.Enum):
+    """What, outside the training, can explain other alerts (Slurm-aware quieting)."""
+
+    NODE = "node"  # a node of the run is down or drained
+    SLURMCTLD = "slurm"  # slurmctld does not answer
+
+
+@dataclass(frozen=True)
+class Cause:
+    """Something an alert may follow from: a node (`node:n3`) or slurmctld (`slurm:slurmctld`).
+    Its `key` is the key of the alert that speaks for it; notify folds an alert that depends on
+    a cause into that alert while it is not OK (rtool/notify/fold.py)."""
+
+    kind: CauseKind
+    name: str
+
+    @property
+    def key(self) -> str:
+        return str(AlertKey(self.kind.value, self.name))
+
+    @classmethod
+    def node(cls, name: str) -> Cause:
+        return cls(CauseKind.NODE, name)
+
+    @classmethod
+    def slurmctld(cls) -> Cause:
+        return cls(CauseKind.SLURMCTLD, "slurmctld")
+
+
 @dataclass
 class Alert:
     """One observation of one watched thing, handed to notify.
@@ -58,6 +88,8 @@ class Alert:
     summary: one line, e.g. `/scratch 91% used (limit 80%)`
     fields:  value, threshold, host, job id, node, since ... (strings)
     time:    epoch seconds of the observation
+    depends: the causes it may follow from (the nodes of its run, slurmctld): while the alert
+             of one of them is not OK, this one is folded into it
     """
 
     key: str  # str(AlertKey(...))
@@ -65,6 +97,7 @@ class Alert:
     summary: str
     fields: dict[str, str] = field(default_factory=dict)
     time: float = field(default_factory=time.time)
+    depends: tuple[Cause, ...] = ()
 
     @property
     def parts(self) -> AlertKey:

@@ -24,6 +24,7 @@ class KeyState:
     channels: list[str] = field(default_factory=list)  # channels that got this incident
     version: int = 0  # notifications decided for this key so far (ids derive from it)
     summary: str = ""
+    folded_into: str = ""  # the cause's key while this key's alert is folded into it (fold.py)
 
     def to_dict(self) -> dict[str, Any]:
         # field by field: dataclasses.asdict deep-copies every value (a poll writes each key)
@@ -37,6 +38,7 @@ class KeyState:
             "channels": list(self.channels),
             "version": self.version,
             "summary": self.summary,
+            "folded_into": self.folded_into,
         }
 
     @classmethod
@@ -49,7 +51,10 @@ class KeyState:
     def _well_typed(self) -> bool:
         num = (int, float)
         return (
-            all(isinstance(v, str) for v in (self.status, self.incident, self.summary))
+            all(
+                isinstance(v, str)
+                for v in (self.status, self.incident, self.summary, self.folded_into)
+            )
             and all(
                 isinstance(v, int) and not isinstance(v, bool)
                 for v in (self.failures, self.version)
@@ -88,6 +93,7 @@ def decide(
         failures=prev.failures + 1 if streak else 1,
         since=prev.since if streak and prev.since is not None else now,
         summary=alert.summary,
+        folded_into="",
     )
     if prev.notified is None:
         if new.failures < min_failures:

@@ -11,7 +11,7 @@ from typing import Any
 from rtool.core.alert import Alert
 from rtool.core.redact import redact_alert
 from rtool.core.state import StateDir
-from rtool.notify import silencing
+from rtool.notify import fold, silencing
 from rtool.notify.channels import DeliveryError
 from rtool.notify.config import NotifyConfig
 from rtool.notify.decide import Decision, KeyState, decide
@@ -55,9 +55,12 @@ def queue(alerts: list[Alert], cfg: NotifyConfig, state: StateDir, now: float) -
         data = _load(state)
         keys: dict[str, Any] = data["keys"]
         silencing.end_expired(cfg, keys, silences, outbox, data["epoch"], now)
+        into = fold.folded(alerts)
         for seq, alert in enumerate(alerts):
             prev = KeyState.from_dict(keys.get(alert.key))
             new, decision = decide(prev, alert, now, cfg.repeat_interval, cfg.min_failures)
+            if alert.key in into:
+                new = fold.hold(prev, new, decision, into[alert.key])
             if decision.kind:
                 n = _notification(data["epoch"], prev, new, decision, alert, now)
                 decision.channels = route(cfg, decision, prev)
@@ -70,7 +73,7 @@ def queue(alerts: list[Alert], cfg: NotifyConfig, state: StateDir, now: float) -
                 if decision.kind != "resolved":
                     new.incident = n.incident
                     new.channels = sorted(set(new.channels) | set(decision.channels))
-            if new.notified is not None and cfg.escalate:
+            if new.notified is not None and cfg.escalate and alert.key not in into:
                 _escalate(cfg, data["epoch"], new, alert, outbox, now, seq)
             keys[alert.key] = new.to_dict()
             decisions.append(decision)

@@ -27,7 +27,13 @@ def collect(cfg: NotifyConfig, state: StateDir, now: float) -> dict[str, Any]:
             n: {"configured": n in cfg.configured(), **channels.get(n, {})} for n in names
         },
         "alerting": {
-            k: {"status": s.status, "since": s.since, "notified": s.notified, "summary": s.summary}
+            k: {
+                "status": s.status,
+                "since": s.since,
+                "notified": s.notified,
+                "summary": s.summary,
+                "folded_into": s.folded_into or None,
+            }
             for k, s in sorted(key_states(state).items())
             if s.status != "OK"
         },
@@ -53,5 +59,6 @@ def render(data: dict[str, Any]) -> str:
     lines.append(f"alerting: {len(alerting)} key(s) not OK")
     for key, info in alerting.items():
         since = f" since {format_when(info['since'], now)}" if info["since"] else ""
-        lines.append(f"  {key} {info['status']}{since}")
+        into = f" (folded into {info['folded_into']})" if info.get("folded_into") else ""
+        lines.append(f"  {key} {info['status']}{since}{into}")
     return "\n".join(lines)

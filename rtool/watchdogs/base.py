@@ -13,12 +13,13 @@ import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 
-from rtool.core.alert import Alert, AlertKey, Status
+from rtool.core.alert import Alert, AlertKey, Cause, Status
 from rtool.core.identity import current_user
 from rtool.watchdogs.metrics import Measure
 
 if TYPE_CHECKING:
     from rtool.core.slurm import Slurm, SqueueJob
+    from rtool.core.slurm.nodes import NodeState
     from rtool.core.state import StateDir
 
 
@@ -85,6 +86,9 @@ class CheckResult:
     action_token: str | None = None
     #: numbers for perfdata and Prometheus (attached by watchdogs.metric_sources)
     measures: list[Measure] = field(default_factory=list)
+    #: what the result may follow from (the nodes of its run, slurmctld): a cause that is bad
+    #: gets its own result (rtool/watchdogs/causes.py) and notify folds this one into it
+    depends: tuple[Cause, ...] = ()
 
     @property
     def key(self) -> str:
@@ -95,10 +99,10 @@ class CheckResult:
         return f"{self.watchdog.upper()} {self.status.name} - {self.summary}"
 
     def to_alert(self, now: float) -> Alert:
-        return Alert(self.key, self.status, self.summary, dict(self.fields), now)
+        return Alert(self.key, self.status, self.summary, dict(self.fields), now, self.depends)
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        doc = {
             "key": self.key,
             "watchdog": self.watchdog,
             "what": self.what,
@@ -111,6 +115,9 @@ class CheckResult:
                 for m in self.measures
             ],
         }
+        if self.depends:
+            doc["depends"] = [c.key for c in self.depends]
+        return doc
 
 
 @dataclass(frozen=True)
@@ -155,6 +162,8 @@ class ProbeEnv:
         self._lock = threading.Lock()
         self._jobs: list[SqueueJob] | None = None
         self._error: Exception | None = None
+        self._nodes: list[NodeState] | None = None
+        self._nodes_error: Exception | None = None
 
     def jobs(self) -> list[SqueueJob]:
         """The sweep's squeue snapshot (one call, shared by every watchdog; raises SlurmError)."""
@@ -169,13 +178,34 @@ class ProbeEnv:
             assert self._jobs is not None
             return self._jobs
 
-    def _squeue(self) -> list[SqueueJob]:
+    def squeue_failure(self) -> Exception | None:
+        """The error of the sweep's squeue call, if it was made and failed."""
+        with self._lock:
+            return self._error
+
+    def nodes(self) -> list[NodeState]:
+        """The sweep's sinfo snapshot of every node (one call, shared; raises SlurmError)."""
+        with self._lock:
+            if self._nodes is None and self._nodes_error is None:
+                try:
+                    self._nodes = self._slurm().sinfo_nodes()
+                except Exception as exc:
+                    self._nodes_error = exc
+            if self._nodes_error is not None:
+                raise self._nodes_error
+            assert self._nodes is not None
+            return self._nodes
+
+    def _slurm(self) -> Slurm:
         if self.slurm is None:
             from rtool.core.slurm import Slurm
 
             self.slurm = Slurm()
+        return self.slurm
+
+    def _squeue(self) -> list[SqueueJob]:
         q = self.query
-        return self.slurm.squeue(
+        return self._slurm().squeue(
             names=sorted(q.names) if q.names else None,
             users=None if q.everyone else sorted(q.user_set()),
             all_users=q.everyone,

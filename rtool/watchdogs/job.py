@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from rtool.core.alert import Status
+from rtool.core.alert import Cause, Status
 from rtool.core.errors import RtoolError
 from rtool.core.heartbeat import HeartbeatFormatError, RunState, read_heartbeat
 from rtool.core.identity import is_mine
@@ -134,7 +134,7 @@ class JobWatchdog(SpecWatchdog[JobWatch]):
             return obs
         seen = [j for s in self.specs for j in matching(s, obs)]
         names = sorted({s.name for s in self.specs if not s.regex})
-        obs.nodes = jobnodes.observe(env.slurm, seen, names, self.nodes_cfg)
+        obs.nodes = jobnodes.observe(env.slurm, seen, names, self.nodes_cfg, env.nodes)
         mine = [j for j in seen if is_mine(j.user)]  # other users' jobs: watched, never touched
         if self.act and mine:
             try:
@@ -192,6 +192,9 @@ def pending_status(
         return Status.WARNING, f"pending{waited}, held ({reason}) until released {where}"
     if job.state in ("SUSPENDED", "STOPPED"):
         return Status.WARNING, f"{job.state.lower()} {where}"
+    wait = view.reserved.get(job.job_id) if view is not None else None
+    if wait is not None:
+        return Status.OK, f"pending{waited} until {wait.describe()} {where}"
     if spec.max_pending is not None and since is not None and since > spec.max_pending:
         limit = format_duration(spec.max_pending)
         return Status.WARNING, f"pending{waited} (limit {limit}), reason {reason} {where}"
@@ -202,7 +205,35 @@ def _age(ts: datetime | None, now: float) -> float | None:
     return max(0.0, now - ts.timestamp()) if ts is not None else None
 
 
+def nodes_of(names: list[str] | tuple[str, ...]) -> tuple[Cause, ...]:
+    """The causes a result about a run on these nodes may follow from."""
+    return tuple(Cause.node(n) for n in dict.fromkeys(names) if n)
+
+
 def check_one(spec: JobWatch, obs: JobObservation, now: float) -> CheckResult:
+    """The verdict of one entry, with the nodes (or slurmctld) it depends on."""
+    r = _check_one(spec, obs, now)
+    if obs.error is not None:
+        r.depends = (Cause.slurmctld(),)
+    elif r.status is not Status.OK:
+        r.depends = nodes_of(_run_nodes(spec, obs))
+    return r
+
+
+def _run_nodes(spec: JobWatch, obs: JobObservation) -> list[str]:
+    """The nodes the entry's jobs run on or wait for, and where its run last ran."""
+    names: list[str] = []
+    for j in matching(spec, obs):
+        names += jobnodes.job_nodes(j)
+        if obs.nodes is not None:
+            names += obs.nodes.unavailable.get(j.job_id, [])
+    led = obs.runs.get(spec.name)
+    if led is not None and led.last is not None:
+        names += list(led.last.nodes)
+    return names
+
+
+def _check_one(spec: JobWatch, obs: JobObservation, now: float) -> CheckResult:
     name = spec.name
     if obs.error is not None:
         return CheckResult("job", name, Status.UNKNOWN, f"{name}: squeue failed: {obs.error}")
@@ -273,5 +304,7 @@ def failed_nodes(specs: list[JobWatch], obs: JobObservation) -> list[CheckResult
             "suspect, kept off the next attempts (rtool nodes)"
         )
         fields = {"node": f.node, "nodes": f.node, "job_id": f.job_id, "run": f.run}
-        out.append(CheckResult("job", f"{f.run}@{f.node}", Status.WARNING, summary, fields))
+        r = CheckResult("job", f"{f.run}@{f.node}", Status.WARNING, summary, fields)
+        r.depends = (Cause.node(f.node),)
+        out.append(r)
     return out

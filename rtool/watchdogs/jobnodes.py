@@ -1,19 +1,22 @@
 """The job watchdog's view of nodes: drained or down nodes a run pends on or runs on (with
 Slurm's reason), nodes that failed under a run (NODE_FAIL), and keeping the run off them.
 
-Extra Slurm calls, only when a watched job is in the queue: one `sinfo` per sweep, one
-`scontrol show job` per job pending on unavailable nodes (at most MAX_SHOW), one `sacct` per
-sweep for the watched names (a cluster without accounting: skipped, noted). The nodes a job
-pends on are the bad ones (sinfo) among those it requires or may use (scontrol show job:
-ReqNodeList, partition, ExcNodeList); the reason text names them on 22.05 only. The probe records
-evidence in the suspect store and adds suspects to the run's pending jobs, unless `act` is off
-(`rtool status` only looks).
+Extra Slurm calls, only when a watched job is in the queue: one `sinfo` per sweep (shared with
+the sweep: `ProbeEnv.nodes`), one `scontrol show job` per job pending on unavailable nodes or
+maybe on a reservation (at most MAX_SHOW), one `scontrol show reservation` when such a job
+exists, one `sacct` per sweep for the watched names (a cluster without accounting: skipped,
+noted). The nodes a job pends on are the bad ones (sinfo) among those it requires or may use
+(scontrol show job: ReqNodeList, partition, ExcNodeList); the reason text names them on 22.05
+only. A job whose usable nodes are held by reservations waits until one ends
+(`rtool.core.slurm.reservations`). The probe records evidence in the suspect store and adds
+suspects to the run's pending jobs, unless `act` is off (`rtool status` only looks).
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -22,11 +25,19 @@ from rtool.core.proc import ProcError
 from rtool.core.slurm import RUNNING_STATES, SqueueJob
 from rtool.core.slurm.nodes import (
     NodeState,
+    candidate_nodes,
     pending_records,
     pending_unavailable,
     waits_for_nodes,
 )
 from rtool.core.slurm.parse import ParseError, expand_hostlist
+from rtool.core.slurm.reservations import (
+    Reservation,
+    ReservationWait,
+    may_wait_for_reservation,
+    parse_reservations,
+    reservation_wait,
+)
 from rtool.nodes.config import NodesConfig
 from rtool.nodes.signatures import blamed
 from rtool.nodes.store import Evidence, EvidenceKind, SuspectStore
@@ -53,6 +64,8 @@ class NodeView:
     states: dict[str, NodeState] = field(default_factory=dict)
     unavailable: dict[str, list[str]] = field(default_factory=dict)  # job id -> nodes
     failed: list[FailedNode] = field(default_factory=list)
+    #: job id -> the reservation a pending job waits for
+    reserved: dict[str, ReservationWait] = field(default_factory=dict)
     error: str | None = None  # a node probe that failed (the job verdict stands without it)
 
 
@@ -63,8 +76,15 @@ def job_nodes(job: SqueueJob) -> list[str]:
         return []
 
 
-def observe(slurm: object, jobs: list[SqueueJob], names: list[str], cfg: NodesConfig) -> NodeView:
-    """Probe (I/O): the node states, the nodes each pending job waits for, NODE_FAIL attempts."""
+def observe(
+    slurm: object,
+    jobs: list[SqueueJob],
+    names: list[str],
+    cfg: NodesConfig,
+    nodes: Callable[[], list[NodeState]] | None = None,
+) -> NodeView:
+    """Probe (I/O): the node states (`nodes`: the sweep's sinfo, else one call), the nodes or
+    reservation each pending job waits for, NODE_FAIL attempts."""
     from rtool.core.slurm import Slurm
 
     view = NodeView()
@@ -72,30 +92,88 @@ def observe(slurm: object, jobs: list[SqueueJob], names: list[str], cfg: NodesCo
         return view
     lines: list[NodeState] = []
     try:
-        lines = slurm.sinfo_nodes()
+        lines = nodes() if nodes is not None else slurm.sinfo_nodes()
     except (ProcError, ParseError) as exc:
         view.error = f"sinfo failed: {exc}"
     for s in lines:
         view.states.setdefault(s.name, s)
-    waiting = [j for j in jobs if j.state == "PENDING" and waits_for_nodes(j.reason)]
+    pending = [j for j in jobs if j.state == "PENDING"]
+    waiting = [
+        j for j in pending if waits_for_nodes(j.reason) or may_wait_for_reservation(j.reason)
+    ]
+    reservations = _Reservations(slurm)
     for j in waiting[:MAX_SHOW]:
-        view.unavailable[j.job_id] = _pending_on(slurm, j, lines)
+        rec = _pending_record(slurm, j)
+        if rec is None:
+            continue
+        if waits_for_nodes(j.reason):
+            view.unavailable[j.job_id] = _safe(pending_unavailable, rec, lines, j.partition)
+        wait = _reservation_wait(j, rec, lines, reservations)
+        if wait is not None:
+            view.reserved[j.job_id] = wait
     if names:
         view.failed = _node_fails(slurm, names, cfg, view)
     return view
 
 
-def _pending_on(slurm: Slurm, job: SqueueJob, lines: list[NodeState]) -> list[str]:
-    """The bad nodes a pending job waits for ([] when Slurm cannot say)."""
+def _may_wait(reason: str | None) -> bool:
+    return waits_for_nodes(reason) or may_wait_for_reservation(reason)
+
+
+def _pending_record(slurm: Slurm, job: SqueueJob) -> dict[str, str] | None:
+    """The `scontrol show job` record of a pending job (None when Slurm cannot say)."""
     target = job.job_id.split("[")[0].rstrip("_") or job.array_job_id
     try:
         recs = pending_records(slurm.show_job(target))
-        if not recs:
-            return []
-        return pending_unavailable(recs[0], lines, job.partition)
     except (RtoolError, ParseError) as exc:
-        log.info("job %s: no pending node list: %s", job.job_id, exc)
+        log.info("job %s: no pending record: %s", job.job_id, exc)
+        return None
+    return recs[0] if recs else None
+
+
+def _safe(
+    pick: Callable[[dict[str, str], list[NodeState], str], list[str]],
+    rec: dict[str, str],
+    lines: list[NodeState],
+    partition: str,
+) -> list[str]:
+    """`pick(rec, lines, partition)`, or [] when a host list cannot be read."""
+    try:
+        return pick(rec, lines, partition)
+    except ParseError as exc:
+        log.info("no pending node list: %s", exc)
         return []
+
+
+class _Reservations:
+    """`scontrol show reservation`, asked once per sweep and only when a job may need it."""
+
+    def __init__(self, slurm: Slurm) -> None:
+        self.slurm = slurm
+        self.got: list[Reservation] | None = None
+
+    def get(self) -> list[Reservation]:
+        if self.got is None:
+            try:
+                self.got = parse_reservations(self.slurm.scontrol("show", "reservation"))
+            except (ProcError, ParseError) as exc:
+                log.info("no reservations: %s", exc)
+                self.got = []
+        return self.got
+
+
+def _reservation_wait(
+    job: SqueueJob, rec: dict[str, str], lines: list[NodeState], found: _Reservations
+) -> ReservationWait | None:
+    """The reservation a pending job waits for, if its reason allows and Slurm shows one."""
+    if not may_wait_for_reservation(job.reason):
+        return None
+    bad = {n.name for n in lines if n.is_bad}
+    usable = [n for n in _safe(candidate_nodes, rec, lines, job.partition) if n not in bad]
+    own = rec.get("Reservation")
+    own = None if own in (None, "", "(null)") else own
+    needed = max(1, job.nodes)
+    return reservation_wait(usable, needed, found.get(), time.time(), job.time_limit, own)
 
 
 def _node_fails(

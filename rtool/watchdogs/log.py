@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from rtool.core.alert import Status
+from rtool.core.alert import Cause, Status
 from rtool.core.heartbeat import Heartbeat, HeartbeatFormatError, RunState
 from rtool.core.identity import is_mine
 from rtool.core.proc import ProcError
@@ -32,7 +32,8 @@ from rtool.runs import describe, store
 from rtool.runs.model import Ledger
 from rtool.watchdogs.base import Action, CheckResult, ProbeEnv, SpecWatchdog, SqueueQuery
 from rtool.watchdogs.config import LogWatch
-from rtool.watchdogs.job import own_job_ids
+from rtool.watchdogs.job import nodes_of, own_job_ids
+from rtool.watchdogs.jobnodes import job_nodes
 from rtool.watchdogs.probes import child
 
 _NON_FINITE = re.compile(r"non[-_ ]?finite|\bnan\b|\binf\b", re.IGNORECASE)
@@ -224,6 +225,27 @@ def _hang_actions(o: LogObservation, hb: Heartbeat | None) -> list[Action]:
 
 
 def check_one(o: LogObservation, now: float) -> CheckResult:
+    """The verdict, with the nodes (or slurmctld) a bad one may follow from."""
+    r = _verdict(o, now)
+    if r.status is not Status.OK:
+        r.depends = _depends(o)
+    return r
+
+
+def _depends(o: LogObservation) -> tuple[Cause, ...]:
+    """slurmctld when the job's state could not be asked; else the nodes of the running job
+    and of the run's last attempt."""
+    if o.job_error:
+        return (Cause.slurmctld(),)
+    names: list[str] = []
+    for j in o.jobs:
+        names += job_nodes(j)
+    if o.run is not None and o.run.last is not None:
+        names += list(o.run.last.nodes)
+    return nodes_of(names)
+
+
+def _verdict(o: LogObservation, now: float) -> CheckResult:
     """The verdict; a heartbeat time in the future (beyond FUTURE_SKEW, or not finite) is not
     taken as fresh: the log file's own activity decides, and the result is at least WARNING."""
     hb = o.heartbeat

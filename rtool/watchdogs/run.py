@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from rtool.core.alert import Status
+from rtool.core.alert import Cause, Status
 from rtool.core.identity import is_mine
 from rtool.core.proc import ProcError
 from rtool.core.slurm import SqueueJob
@@ -23,6 +23,8 @@ from rtool.runs import describe, health
 from rtool.runs.config import RunsConfig, RunWatch
 from rtool.runs.model import Attempt, Ledger
 from rtool.watchdogs.base import Action, CheckResult, ProbeEnv, SpecWatchdog, SqueueQuery
+from rtool.watchdogs.job import nodes_of
+from rtool.watchdogs.jobnodes import job_nodes
 
 
 @dataclass
@@ -31,6 +33,8 @@ class RunObservation:
     ledger: Ledger | None
     queue: list[SqueueJob]
     error: str | None = None
+    #: the error is squeue's: slurmctld did not answer
+    slurm_down: bool = False
 
 
 class RunWatchdog(SpecWatchdog[RunWatch]):
@@ -72,7 +76,8 @@ class RunWatchdog(SpecWatchdog[RunWatch]):
         try:
             jobs = env.jobs()
         except ProcError as exc:
-            return [RunObservation(s, None, [], f"squeue failed: {exc}") for s in self.specs]
+            why = f"squeue failed: {exc}"
+            return [RunObservation(s, None, [], why, slurm_down=True) for s in self.specs]
         for spec in self.specs:
             queue = [j for j in jobs if j.name == spec.slurm_name and is_mine(j.user)]
             try:
@@ -117,6 +122,19 @@ def _result(
 
 
 def check_one(obs: RunObservation, now: float) -> CheckResult:
+    """The verdict, with the nodes (or slurmctld) a bad one may follow from: where the run
+    runs now and where its last attempt ran."""
+    r = _check_one(obs, now)
+    if obs.slurm_down:
+        r.depends = (Cause.slurmctld(),)
+    elif r.status is not Status.OK:
+        names = [n for j in obs.queue for n in job_nodes(j)]
+        last = obs.ledger.last if obs.ledger is not None else None
+        r.depends = nodes_of(names + list(last.nodes if last is not None else ()))
+    return r
+
+
+def _check_one(obs: RunObservation, now: float) -> CheckResult:
     spec, led = obs.spec, obs.ledger
     if obs.error is not None or led is None:
         return CheckResult("run", spec.name, Status.UNKNOWN, f"{spec.name}: {obs.error}")

@@ -29,6 +29,8 @@ log = logging.getLogger(__name__)
 
 #: Extra time a probe thread gets beyond its timeout before the runner gives up on it.
 GRACE = 5.0
+#: The causes raised by earlier sweeps (rtool/watchdogs/causes.py STATE_FILE).
+CAUSES_FILE = "watch/causes.json"
 
 
 @dataclass
@@ -154,6 +156,10 @@ def run_watch(
     longest = max([timeout, *[_max_timeout(w) for w in watchdogs]])
     results = sweep(watchdogs, env, longest)
     now = time.time()
+    if any(r.depends for r in results) or (state.path / CAUSES_FILE).exists():
+        from rtool.watchdogs.causes import add_causes  # quieting: only when it can matter
+
+        results = add_causes(results, env, state, now)
     if any(r.actions for r in results):
         from rtool.watchdogs import actions
 

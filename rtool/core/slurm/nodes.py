@@ -104,13 +104,22 @@ def pending_unavailable(
     """The down, drained or failing nodes a pending job waits for: of the nodes it requires
     (ReqNodeList), else of its partitions' nodes, those sinfo calls bad, less the nodes it
     excludes (ExcNodeList). Raises ParseError on a host list it cannot read."""
+    bad = {n.name for n in nodes if n.is_bad}
+    return [n for n in candidate_nodes(record, nodes, partition) if n in bad]
+
+
+def candidate_nodes(
+    record: dict[str, str], nodes: list[NodeState], partition: str = ""
+) -> list[str]:
+    """The nodes a pending job may run on: those it requires (ReqNodeList), else its
+    partitions' nodes, less those it excludes (ExcNodeList). Raises ParseError on a host list
+    it cannot read."""
     excluded = set(_hosts(record, "ExcNodeList"))
     candidates = _hosts(record, "ReqNodeList")
     if not candidates:
         parts = set((record.get("Partition") or partition).split(","))
         candidates = [n.name for n in nodes if n.partition in parts]
-    bad = {n.name for n in nodes if n.is_bad}
-    return [n for n in dict.fromkeys(candidates) if n in bad and n not in excluded]
+    return [n for n in dict.fromkeys(candidates) if n not in excluded]
 
 
 def exclusion_applied(records: list[dict[str, str]], names: list[str]) -> bool:

@@ -33,13 +33,16 @@ def record_uid(record: Mapping[str, str]) -> int | None:
 
 
 def acted_on(args: Sequence[str]) -> list[str] | None:
-    """The job ids an scontrol command acts on (`hold 12`, `update JobId=12 ...`), validated;
-    None when it acts on no job (`show`, `ping`, `update NodeName=...`)."""
+    """The job ids an scontrol command acts on (`hold 12`, `update JobId=12 ...`, `write
+    batch_script 12 -`), validated; None when it acts on no job (`show`, `ping`, `update
+    NodeName=...`)."""
     if not args:
         return None
     verb = args[0].lower()
     if verb in JOB_VERBS:
         return v.job_ids(list(args[1:]))
+    if verb == "write" and len(args) > 2 and args[1].lower() == "batch_script":
+        return v.job_ids([args[2]])  # reading a job's script is acting on it too
     if verb == "update":
         keys = [a.split("=", 1) for a in args[1:] if "=" in a]
         ids = [value for key, value in keys if key.lower() in ("jobid", "job")]
