@@ -29,6 +29,7 @@ RANKS = {
     "rtool.runs": 1,
     "rtool.nodes": 1,
     "rtool.cron": 2,
+    "rtool.drill": 2,
     "rtool.watchdogs": 3,
     "rtool.testing": 4,
     "rtool.app": 5,

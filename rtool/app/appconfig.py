@@ -11,6 +11,7 @@ from rtool.core import config as _loader
 from rtool.core.config.sections import SlurmConfig, StateConfig
 from rtool.core.config.types import Section
 from rtool.cron.config import CronConfig
+from rtool.drill.config import DrillConfig
 from rtool.nodes.config import NodesConfig
 from rtool.notify.config import NotifyConfig
 from rtool.runs.config import RunsConfig
@@ -32,6 +33,7 @@ class Config(Section):
     submit: SubmitConfig = SubmitConfig()
     switches: SwitchesConfig = SwitchesConfig()
     nodes: NodesConfig = NodesConfig()
+    drill: DrillConfig = DrillConfig()
 
 
 def load_config(path: str | Path | None = None) -> Config:

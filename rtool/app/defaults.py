@@ -32,6 +32,7 @@ SECTIONS: dict[str, str] = {
     "submit": "rtool.slurm_templates.config:SubmitConfig",
     "switches": "rtool.slurm_templates.config:SwitchesConfig",
     "nodes": "rtool.nodes.config:NodesConfig",
+    "drill": "rtool.drill.config:DrillConfig",
 }
 
 

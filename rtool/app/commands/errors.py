@@ -115,6 +115,29 @@ def group(policy: ExitPolicy, base: type[PolicyGroup] = PolicyGroup, **kwargs: A
     return typer.Typer(cls=Group, **kwargs)
 
 
+def command_class(policy: ExitPolicy) -> type[typer.core.TyperCommand]:
+    """A command class whose errors (bad options included) get `policy`'s exit codes: for a
+    top-level command that exits like a watchdog (`rtool drill`)."""
+    chosen = policy
+
+    class Command(typer.core.TyperCommand):
+        def make_context(self, *args: Any, **kwargs: Any) -> Any:
+            try:
+                return super().make_context(*args, **kwargs)
+            except Exception as exc:
+                _tag(exc, chosen)
+                raise
+
+        def invoke(self, ctx: Any) -> Any:
+            try:
+                return super().invoke(ctx)
+            except Exception as exc:
+                _tag(exc, chosen)
+                raise
+
+    return Command
+
+
 def message(exc: BaseException) -> str:
     """The one line (or the config error's lines) shown for an error, secrets masked."""
     return redact(_message(exc))

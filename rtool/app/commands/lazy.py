@@ -57,6 +57,10 @@ COMMANDS: dict[str, Lazy] = {
         "Run a training array on Slurm through a time limit, a save request, a hang and a kill "
         "switch, watched by the cron emulator, and show the alerts (1-2 minutes).",
     ),
+    "drill": Lazy(
+        _M + "drill_cmd",
+        "Preemption drill: stop the run the way Slurm would and check save, exit, requeue, resume.",
+    ),
     "watch": Lazy(
         _M + "watch_cmd",
         "Watchdogs for a training run, one command each, or all of the config's in one sweep.",

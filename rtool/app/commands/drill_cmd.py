@@ -1,0 +1,238 @@
+"""`rtool drill RUN`, `rtool drill --submit SCRIPT [submit options]`: the preemption drill
+(rtool/drill/, docs/drill.md). Exits like a watchdog: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN
+(its own errors too)."""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import json
+import typing
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import typer
+
+from rtool.app.commands import errors
+from rtool.app.commands.fromspec import default_note
+from rtool.app.context import get_context
+from rtool.core.errors import UsageError
+from rtool.slurm_templates.request import SubmitRequest, declared
+
+if TYPE_CHECKING:
+    from rtool.app.context import AppContext
+    from rtool.drill.find import Wanted
+    from rtool.drill.model import Report
+
+#: `rtool submit` options a drill does not take (the drill's own --no-requeue, the script).
+NOT_TAKEN = {"script", "requeue", "dry_run", "parsable", "after", "after_name"}
+#: Options that mean the same with and without --submit: their help in a drill of a run.
+SHARED = {
+    "signal": "The job's --signal when its batch script has none (sbatch got it on its command "
+    "line).",
+    "heartbeat": "The shim's heartbeat file (default: the batch script's RTOOL_HEARTBEAT, or "
+    "the run's [[watch.run]] entry's).",
+    "job_name": "The run's job name (default: the [[watch.run]] entry's, else the run).",
+}
+_KIND = inspect.Parameter.POSITIONAL_OR_KEYWORD
+
+
+def drill(ctx: typer.Context, **given: Any) -> int:
+    """Stops the run's running attempt the way Slurm does before its time limit (its --signal:
+    B: to the batch shell, else to the job steps) and checks the stop path step by step:
+    signal, reached, save, lead, exit, requeue, resume. A step that broke says what to change.
+    With --submit, the argument is a training script and the other options are rtool
+    submit's: the drill runs in a short throw-away job (NAME-drill, in its own folder).
+
+    Example: rtool drill llama-7b
+
+    Example: rtool drill --submit train.py --array 0-9%1 --signal B:USR1@120 --heartbeat hb.json
+    """
+    app_ctx = get_context(ctx)
+    opts = {k: v for k, v in given.items() if k in OWN}
+    submit = {k: v for k, v in given.items() if k not in OWN}
+    if opts["submit"]:
+        report = _submitted(app_ctx, opts, submit)
+    else:
+        stray = [k for k, v in submit.items() if k not in SHARED and v not in (None, False, [])]
+        if stray:
+            flags = ", ".join("--" + k.replace("_", "-") for k in sorted(stray))
+            raise UsageError(f"{flags}: for --submit only (rtool drill --submit SCRIPT ...)")
+        report = _drill_run(app_ctx, _wanted(app_ctx, opts, submit))
+    _print(report, bool(opts["as_json"]))
+    return int(report.status)
+
+
+def _say(text: str) -> None:
+    typer.echo(f"rtool: drill: {text}", err=True)
+
+
+def _print(report: Report, as_json: bool) -> None:
+    if as_json:
+        typer.echo(json.dumps(report.to_json(), indent=1))
+    else:
+        typer.echo("\n".join(report.lines()))
+
+
+def _timeouts(app_ctx: AppContext, opts: dict[str, Any]) -> dict[str, float]:
+    from rtool.core.units import UnitError, parse_duration
+
+    cfg = app_ctx.config.drill
+    out = {"start_timeout": cfg.start_timeout, "resume_timeout": cfg.resume_timeout}
+    for key in out:
+        if opts.get(key):
+            try:
+                out[key] = float(parse_duration(opts[key]))
+            except UnitError as exc:
+                raise UsageError(f"--{key.replace('_', '-')}: {exc}") from None
+    return out
+
+
+def _wanted(app_ctx: AppContext, opts: dict[str, Any], submit: dict[str, Any]) -> Wanted:
+    from rtool.drill.find import Wanted
+    from rtool.slurm_templates.specs import SpecError, validate_signal
+
+    run, waits = opts["target"], _timeouts(app_ctx, opts)
+    entry = next((r for r in app_ctx.config.watch.run if r.name == run), None)
+    try:
+        signal = validate_signal(submit["signal"]) if submit.get("signal") else None
+    except SpecError as exc:
+        raise UsageError(str(exc)) from None
+    return Wanted(
+        run=run,
+        job_name=submit.get("job_name") or (entry.slurm_name if entry else run),
+        job=opts.get("job"),
+        signal=signal,
+        heartbeat=submit.get("heartbeat") or (entry.heartbeat if entry else None),
+        no_requeue=bool(opts["no_requeue"]),
+        start_timeout=waits["start_timeout"],
+        resume_timeout=waits["resume_timeout"],
+    )
+
+
+def _drill_run(app_ctx: AppContext, want: Wanted) -> Report:
+    from rtool.drill.find import drill
+
+    return drill(app_ctx.slurm, want, _say)
+
+
+def _submitted(app_ctx: AppContext, opts: dict[str, Any], submit: dict[str, Any]) -> Report:
+    """Submit the throw-away job, drill it, cancel what is left of it."""
+    from rtool.app.commands import submit_cmd
+    from rtool.drill.throwaway import drill_folder, shared_paths, throwaway
+
+    lists = {f.name for f, _ in declared() if f.default_factory is not dataclasses.MISSING}
+    fields = {k: v for k, v in submit.items() if v is not None or k not in lists}
+    req = SubmitRequest(script=Path(opts["target"]), **fields)
+    real = submit_cmd._build(app_ctx, req)
+    for path in shared_paths(real):
+        _say(f"warning: {path} is an absolute path in --args: the throw-away job writes there too")
+    if not req.heartbeat:
+        _say("note: this submission has no --heartbeat; the drill gives its job one (add it")
+        _say("      to the real submission too: the watchdogs read steps and saves from it)")
+    base = Path(app_ctx.config.drill.folder).expanduser()
+    folder = drill_folder(base if base.is_absolute() else Path.cwd() / base, real.job_name)
+    job = throwaway(real, folder)
+    if req.preflight:
+        job.preflight = submit_cmd.preflight_argv(app_ctx, job)
+    if req.exclude_suspects:
+        submit_cmd.exclude_suspect_nodes(app_ctx, job)
+    text = submit_cmd._render(app_ctx, job, req.template)
+    result = app_ctx.slurm.sbatch(req.extra_args, script=text, cwd=str(folder))
+    _say(f"submitted the throw-away job {result.job_id} ({job.job_name}) in {folder}")
+    want = dataclasses.replace(
+        _wanted(app_ctx, {**opts, "target": job.job_name}, {}),
+        job_name=job.job_name,
+        job=result.job_id,
+        heartbeat=job.heartbeat,
+        throwaway=True,
+    )
+    try:
+        return _drill_run(app_ctx, _wait_running(app_ctx, want))
+    finally:
+        app_ctx.slurm.scancel([result.job_id])
+        _say(f"cancelled the throw-away job {result.job_id}; its files stay in {folder}")
+
+
+def _wait_running(app_ctx: AppContext, want: Wanted) -> Wanted:
+    """Until the throw-away job runs (within the start timeout)."""
+    import time
+
+    from rtool.core.slurm import RUNNING_STATES
+    from rtool.drill.find import DrillError
+
+    deadline = time.time() + want.start_timeout
+    while time.time() < deadline:
+        jobs = app_ctx.slurm.squeue(job_ids=[want.job or ""])
+        running = [j for j in jobs if j.state in RUNNING_STATES]
+        if running:
+            return dataclasses.replace(want, job=running[0].job_id)
+        time.sleep(1.0)
+    raise DrillError(f"the throw-away job {want.job} did not start within the start timeout")
+
+
+def _option(name: str, default: Any, *flags: str, help: str, kind: Any) -> inspect.Parameter:
+    info = typer.Option(default, *flags, help=help)
+    return inspect.Parameter(name, _KIND, default=info, annotation=kind)
+
+
+def _own() -> list[inspect.Parameter]:
+    target = typer.Argument(..., help="The run to drill; with --submit: the training script.")
+    return [
+        inspect.Parameter("target", _KIND, default=target, annotation=str),
+        _option(
+            "submit", False, "--submit", kind=bool,
+            help="Drill a short throw-away job of this script first (options as rtool submit).",
+        ),
+        _option(
+            "job", None, "--job", kind=str | None,
+            help="The running job to drill when the run has several (88_3).",
+        ),
+        _option(
+            "no_requeue", False, "--no-requeue", kind=bool,
+            help="Do not wait for the next attempt: check that one is queued, and stop there.",
+        ),
+        _option(
+            "start_timeout", None, "--start-timeout", kind=str | None,
+            help=f"Wait this long for a first step. {default_note('drill.start_timeout')}",
+        ),
+        _option(
+            "resume_timeout", None, "--resume-timeout", kind=str | None,
+            help=f"Wait this long for the next attempt. {default_note('drill.resume_timeout')}",
+        ),
+        _option("as_json", False, "--json", kind=bool, help="Print the report as JSON."),
+    ]  # fmt: skip
+
+
+OWN = {"target", "submit", "job", "no_requeue", "start_timeout", "resume_timeout", "as_json"}
+
+
+def _signature() -> inspect.Signature:
+    """The drill's own parameters, then rtool submit's (for --submit)."""
+    hints = typing.get_type_hints(SubmitRequest)
+    params = [inspect.Parameter("ctx", _KIND, annotation=typer.Context), *_own()]
+    for f, opt in declared():
+        if f.name in NOT_TAKEN:
+            continue
+        annotation, default = hints[f.name], f.default
+        if f.default_factory is not dataclasses.MISSING:
+            annotation, default = annotation | None, None
+        text = f"{opt.help} {default_note('submit.' + opt.config)}" if opt.config else opt.help
+        text = f"With --submit: {text[:1].lower()}{text[1:]}"
+        if f.name in SHARED:
+            text = f"{SHARED[f.name]} {text}"
+        if opt.is_argument:
+            info = typer.Argument(default, help="With --submit: extra sbatch arguments (after --).")
+        else:
+            info = typer.Option(default, *opt.flags, help=text)
+        params.append(inspect.Parameter(f.name, _KIND, default=info, annotation=annotation))
+    return inspect.Signature(params, return_annotation=int)
+
+
+drill.__signature__ = _signature()  # type: ignore[attr-defined]
+drill.__annotations__ = {}
+
+
+def register(cli: typer.Typer) -> None:
+    """`rtool drill`: errors exit 3 UNKNOWN, like a watchdog's."""
+    cli.command("drill", cls=errors.command_class(errors.WATCH))(drill)

@@ -1,0 +1,263 @@
+"""Run the drill (I/O): wait for a step, send the signal the way Slurm would, watch the stop,
+the exit, the requeue and the next attempt, each wait bounded.
+
+What happened is read from what the run itself records, not from timing assumptions: the
+shim's heartbeat (its stop, the save's step, start and length, the exit code it chose), the
+batch script's end record of the attempt (the training's exit code, the heartbeat as it
+ended), and Slurm (the job's state, restarts and exit code, the queue).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+
+from rtool.core.heartbeat import Heartbeat, HeartbeatFormatError, RunState, read_heartbeat
+from rtool.core.identity import is_mine
+from rtool.core.proc import ProcError
+from rtool.core.slurm import QUEUED_STATES, RUNNING_STATES, Slurm
+from rtool.drill.model import Mode, Observation, Plan, Target
+from rtool.runs.records import BatchRecord, read_records
+
+log = logging.getLogger(__name__)
+Say = Callable[[str], None]
+
+POLL = 1.0
+#: Waited beyond the lead (or the job's end) for the stop before saying it never came.
+STOP_SLACK = 60.0
+#: Waited for the batch script's end record once the job left RUNNING.
+RECORD_WAIT = 15.0
+#: Waited for Slurm to show the requeue or the next task.
+REQUEUE_WAIT = 30.0
+ENDED = (RunState.STOPPED, RunState.CRASHED, RunState.FINISHED)
+
+
+def this_attempt(hb: Heartbeat | None, target: Target) -> bool:
+    return hb is not None and hb.job_id == target.raw_id and hb.restart_count == target.restart
+
+
+def read_hb(path: str | None) -> Heartbeat | None:
+    if not path:
+        return None
+    try:
+        return read_heartbeat(path)
+    except HeartbeatFormatError as exc:
+        log.info("heartbeat not read: %s", exc)
+        return None
+
+
+def job_record(slurm: Slurm, target: Target) -> dict[str, str] | None:
+    """The target job's `scontrol show job` record (None when Slurm forgot it or fails)."""
+    try:
+        records = slurm.show_job(target.raw_id)
+    except ProcError as exc:
+        log.info("scontrol show job %s: %s", target.raw_id, exc)
+        return {}  # unknown: not "gone"
+    return records[0] if records else None
+
+
+def _over(rec: dict[str, str] | None, target: Target) -> bool:
+    """The drilled attempt has ended (left RUNNING, or the job runs again after a requeue)."""
+    if rec is None:
+        return True
+    if not rec:
+        return False
+    restarts = rec.get("Restarts", "0")
+    state = rec.get("JobState", "").split(" ")[0]
+    again = restarts.isdigit() and int(restarts) > target.restart
+    return again or (bool(state) and state not in RUNNING_STATES)
+
+
+def drive(slurm: Slurm, plan: Plan, say: Say) -> Observation:
+    """The whole drill; what was seen (never raises for what Slurm or the files say)."""
+    obs = Observation()
+    if plan.signal is None or (plan.mode is Mode.NONE and not plan.throwaway):
+        return obs  # nothing to send, or a stop nothing would continue: not sent
+    if not wait_ready(slurm, plan, obs, say):
+        return obs
+    send(slurm, plan, obs, say)
+    if obs.signal_error is not None:
+        return obs
+    wait_stop(slurm, plan, obs, say)
+    if obs.still_running:
+        return obs
+    collect(slurm, plan, obs)
+    next_attempt(slurm, plan, obs)
+    if not plan.no_requeue and (obs.requeued or obs.next_job) and obs.stop is not None:
+        wait_resume(slurm, plan, obs, say)
+    return obs
+
+
+def wait_ready(slurm: Slurm, plan: Plan, obs: Observation, say: Say) -> bool:
+    """Until the drilled attempt's heartbeat shows a step (a save needs something to save)."""
+    t = plan.target
+    say(f"waiting for job {t.job_id} to take a step (heartbeat {plan.heartbeat})")
+    deadline = time.time() + plan.start_timeout
+    seen: Heartbeat | None = None
+    while time.time() < deadline:
+        hb = read_hb(plan.heartbeat)
+        seen = hb or seen
+        running = hb is not None and hb.state is RunState.RUNNING and hb.step is not None
+        if running and this_attempt(hb, t):
+            obs.ready = hb
+            return True
+        rec = job_record(slurm, t)
+        if _over(rec, t):
+            state = (rec or {}).get("JobState", "gone")
+            obs.not_ready = f"job {t.job_id} ended ({state}) before the training took a step"
+            return False
+        time.sleep(POLL)
+    shows = f"job {seen.job_id} restart {seen.restart_count}, {seen.state}" if seen else "nothing"
+    obs.not_ready = (
+        f"job {t.job_id} took no step within {plan.start_timeout:.0f}s (heartbeat "
+        f"{plan.heartbeat} shows {shows})"
+    )
+    return False
+
+
+def send(slurm: Slurm, plan: Plan, obs: Observation, say: Say) -> None:
+    spec, t = plan.signal, plan.target
+    assert spec is not None
+    now = time.time()
+    left = t.end_time - now if t.end_time is not None else None
+    obs.deadline_mode = (
+        plan.facts.is_deadline(spec.name) and left is not None and left < plan.facts.deadline_window
+    )
+    where = "its batch shell" if spec.batch else "its steps"
+    step = obs.ready.step if obs.ready is not None else "?"
+    say(f"job {t.job_id} is at step {step}: sending SIG{spec.name} to {where}")
+    obs.signalled_at = now
+    try:
+        slurm.scancel([t.raw_id], signal=spec.name, batch=spec.batch)
+    except ProcError as exc:
+        obs.signal_error = str(exc)
+
+
+def wait_stop(slurm: Slurm, plan: Plan, obs: Observation, say: Say) -> None:
+    """Until the attempt ends (or the lead plus some slack passed), noting the heartbeat."""
+    t, lead = plan.target, float(plan.lead or 0)
+    assert obs.signalled_at is not None
+    if obs.deadline_mode and t.end_time is not None:
+        deadline = t.end_time + STOP_SLACK
+        say(f"the job ends in {t.end_time - obs.signalled_at:.0f}s: the shim trains on to then")
+    else:
+        deadline = obs.signalled_at + lead + STOP_SLACK
+    while True:
+        hb = read_hb(plan.heartbeat)
+        if this_attempt(hb, t) and hb is not None:
+            obs.last = hb
+            if hb.state is RunState.SAVING and obs.saving_seen_at is None:
+                obs.saving_seen_at = time.time()
+            if hb.state in ENDED and (hb.stop_time or 0) >= obs.signalled_at - 1:
+                obs.stop = hb
+        rec = job_record(slurm, t)
+        if _over(rec, t):
+            obs.slurm_state = (rec or {}).get("JobState") or "gone"
+            return
+        if time.time() > deadline:
+            obs.still_running = True
+            return
+        time.sleep(POLL)
+
+
+def _end_record(plan: Plan) -> BatchRecord | None:
+    t = plan.target
+    try:
+        recs = read_records(plan.records) if plan.records else []
+    except OSError as exc:
+        log.info("attempt records not read: %s", exc)
+        return None
+    ends = [r for r in recs if r.event == "end" and (r.job_id, r.restart) == (t.raw_id, t.restart)]
+    return ends[-1] if ends else None
+
+
+def collect(slurm: Slurm, plan: Plan, obs: Observation) -> None:
+    """The exit code, the end and the final heartbeat of the drilled attempt."""
+    deadline = time.time() + RECORD_WAIT
+    end = _end_record(plan)
+    while end is None and plan.records and time.time() < deadline:
+        time.sleep(POLL)
+        end = _end_record(plan)
+    if end is not None:
+        obs.exit_code = end.rc
+        hb = end.heartbeat
+        if this_attempt(hb, plan.target) and hb is not None and hb.state in ENDED:
+            obs.stop = hb
+        obs.ended_at = max(end.time, obs.stop.stop_time or 0.0) if obs.stop else end.time
+    if obs.exit_code is None:
+        _slurm_exit(slurm, plan, obs)
+    if obs.exit_code is not None and obs.exit_code > 128:
+        obs.exit_signal = obs.exit_code - 128
+
+
+def _slurm_exit(slurm: Slurm, plan: Plan, obs: Observation) -> None:
+    """Slurm's ExitCode (`85:0`, `0:10` killed by signal 10) when no record says."""
+    rec = job_record(slurm, plan.target) or {}
+    code, _, sig = rec.get("ExitCode", "").partition(":")
+    if code.isdigit() and sig.isdigit():
+        obs.exit_code = int(code)
+        obs.exit_signal = int(sig) or None
+    elif obs.stop is not None:
+        obs.exit_code = obs.stop.exit_code
+
+
+def next_attempt(slurm: Slurm, plan: Plan, obs: Observation) -> None:
+    """What Slurm queued to continue the run."""
+    t = plan.target
+    deadline = time.time() + REQUEUE_WAIT
+    while True:
+        if plan.mode is Mode.AUTO_REQUEUE:
+            rec = job_record(slurm, t) or {}
+            restarts, state = rec.get("Restarts", "0"), rec.get("JobState", "").split(" ")[0]
+            obs.slurm_state = state or obs.slurm_state
+            if restarts.isdigit() and int(restarts) > t.restart and state:
+                obs.requeued = state in QUEUED_STATES or state in RUNNING_STATES
+                obs.next_job, obs.next_reason = t.job_id, _reason(rec.get("Reason"))
+                return
+        elif plan.mode in (Mode.ARRAY, Mode.CHAIN):
+            _queued_next(slurm, plan, obs)
+            if obs.next_job is not None:
+                return
+        if plan.mode is Mode.NONE or time.time() > deadline:
+            obs.requeued = False if plan.mode is Mode.AUTO_REQUEUE else obs.requeued
+            return
+        time.sleep(POLL)
+
+
+def _reason(text: str | None) -> str | None:
+    return None if text in (None, "", "None", "(null)") else text
+
+
+def _queued_next(slurm: Slurm, plan: Plan, obs: Observation) -> None:
+    t = plan.target
+    try:
+        jobs = slurm.squeue(names=[t.job_name], states="PENDING,RUNNING")
+    except ProcError as exc:
+        log.info("squeue: %s", exc)
+        return
+    others = [j for j in jobs if is_mine(j.user) and j.job_id != t.job_id]
+    running = [j for j in others if j.state in RUNNING_STATES]
+    pick = (running or others)[0] if (running or others) else None
+    if pick is not None:
+        obs.next_job = pick.job_id
+        obs.next_reason = _reason(pick.reason) if pick.state == "PENDING" else None
+
+
+def wait_resume(slurm: Slurm, plan: Plan, obs: Observation, say: Say) -> None:
+    """Until the next attempt's heartbeat shows its first step (bounded)."""
+    assert obs.signalled_at is not None
+    say(f"waiting up to {plan.resume_timeout:.0f}s for the next attempt ({obs.next_job})")
+    deadline = time.time() + plan.resume_timeout
+    polls = 0
+    while time.time() < deadline:
+        hb = read_hb(plan.heartbeat)
+        if hb is not None and not this_attempt(hb, plan.target):
+            fresh = (hb.started or hb.time) >= obs.signalled_at - 5
+            if fresh and hb.step_at_start is not None:
+                obs.resumed = hb
+                return
+        polls += 1
+        if polls % 10 == 0 and plan.mode is not Mode.AUTO_REQUEUE:
+            _queued_next(slurm, plan, obs)
+        time.sleep(POLL)

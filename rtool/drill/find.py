@@ -1,0 +1,144 @@
+"""Which attempt to drill and how its stop path is set up (I/O: squeue, scontrol).
+
+The target is the run's running job (your own: squeue is scoped to you, and every action
+re-checks the owner). Its stop path comes from the batch script the job really runs (the
+`--signal`, the shim's variables), what continues the run from the queue (the array's next
+task, the job's own requeue, another queued job of the run).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from rtool.core.errors import RtoolError
+from rtool.core.identity import is_mine
+from rtool.core.slurm import RUNNING_STATES, Slurm, SqueueJob, parse_slurm_timestamp
+from rtool.core.slurm.parse import ParseError, expand_hostlist
+from rtool.drill.model import Mode, Plan, Report, Target
+from rtool.drill.script import ScriptFacts, read_script
+from rtool.runs.records import records_path
+from rtool.slurm_templates.specs import SignalSpec
+
+
+class DrillError(RtoolError):
+    """The drill cannot start (no running attempt, several, no heartbeat...): UNKNOWN."""
+
+
+@dataclass(frozen=True)
+class Wanted:
+    """What the command line asks for."""
+
+    run: str
+    job_name: str
+    job: str | None = None  # a job id, when the run has several running jobs
+    signal: SignalSpec | None = None  # overrides the script's
+    heartbeat: str | None = None  # overrides the script's
+    no_requeue: bool = False
+    start_timeout: float = 600.0
+    resume_timeout: float = 600.0
+    throwaway: bool = False
+
+
+def _running(slurm: Slurm, want: Wanted) -> SqueueJob:
+    jobs = [j for j in slurm.squeue(names=[want.job_name]) if is_mine(j.user)]
+    running = [j for j in jobs if j.state in RUNNING_STATES]
+    if want.job:
+        running = [j for j in running if want.job in (j.job_id, j.array_job_id)]
+    if len(running) == 1:
+        return running[0]
+    if running:
+        ids = ", ".join(j.job_id for j in running)
+        raise DrillError(f"run {want.run} has several running jobs ({ids}): pick one with --job")
+    queued = [j for j in jobs if j.state not in RUNNING_STATES]
+    why = f" ({queued[0].job_id} is {queued[0].state}: {queued[0].reason})" if queued else ""
+    raise DrillError(f"run {want.run} has no running job named {want.job_name} to drill{why}")
+
+
+def find_target(slurm: Slurm, want: Wanted) -> Target:
+    """The running attempt to drill (DrillError when there is none, or several)."""
+    job = _running(slurm, want)
+    records = slurm.show_job(job.job_id)
+    if not records:
+        raise DrillError(f"job {job.job_id} left the queue")
+    rec = records[0]
+    try:
+        end = parse_slurm_timestamp(rec.get("EndTime", ""))
+        nodes = tuple(expand_hostlist(rec.get("NodeList", "")))
+    except ParseError as exc:
+        raise DrillError(f"job {job.job_id}: {exc}") from None
+    restarts = rec.get("Restarts", "0")
+    return Target(
+        run=want.run,
+        job_name=want.job_name,
+        job_id=job.job_id,
+        raw_id=rec.get("JobId", job.job_id),
+        restart=int(restarts) if restarts.isdigit() else 0,
+        array_job_id=job.array_job_id if job.is_array else None,
+        nodes=nodes,
+        end_time=end.timestamp() if end is not None and job.time_limit is not None else None,
+        workdir=rec.get("WorkDir") or None,
+    )
+
+
+def continuation(slurm: Slurm, target: Target, facts: ScriptFacts) -> tuple[Mode, str | None]:
+    """What continues the run after a stop, and the queued job that will (if one is)."""
+    if facts.auto_requeue:
+        bound = facts.max_requeues
+        if bound is None or target.restart < bound:
+            return Mode.AUTO_REQUEUE, target.job_id
+        return Mode.NONE, None  # its requeues are used up
+    queued = [
+        j
+        for j in slurm.squeue(names=[target.job_name], states="PENDING")
+        if is_mine(j.user) and j.job_id != target.job_id
+    ]
+    if target.array_job_id is not None:
+        task = next((j for j in queued if j.array_job_id == target.array_job_id), None)
+        if task is not None:
+            return Mode.ARRAY, task.job_id
+    others = [j for j in queued if j.array_job_id != target.array_job_id]
+    if others:
+        return Mode.CHAIN, others[0].job_id
+    return Mode.NONE, None
+
+
+def make_plan(slurm: Slurm, target: Target, want: Wanted) -> Plan:
+    """The stop path of the target, read from its batch script and the queue."""
+    facts = read_script(slurm.scontrol("write", "batch_script", target.raw_id, "-"))
+    heartbeat = want.heartbeat or facts.heartbeat
+    if heartbeat and not want.heartbeat and target.workdir and not os.path.isabs(heartbeat):
+        heartbeat = os.path.join(target.workdir, heartbeat)  # the job's, not ours
+    if not heartbeat:
+        raise DrillError(
+            f"job {target.job_id} writes no heartbeat the drill can read: give --heartbeat "
+            "(the shim's RTOOL_HEARTBEAT; rtool submit --heartbeat sets it)"
+        )
+    heartbeat = os.path.expanduser(heartbeat)
+    mode, next_job = continuation(slurm, target, facts)
+    expected = facts.requeue_exit_code if mode is Mode.AUTO_REQUEUE else 0
+    return Plan(
+        target=target,
+        signal=want.signal or facts.signal,
+        facts=facts,
+        heartbeat=heartbeat,
+        records=records_path(heartbeat, facts.records),
+        mode=mode,
+        expected_code=expected,
+        next_job=next_job,
+        no_requeue=want.no_requeue,
+        start_timeout=want.start_timeout,
+        resume_timeout=want.resume_timeout,
+        signal_given=want.signal is not None,
+        throwaway=want.throwaway,
+    )
+
+
+def drill(slurm: Slurm, want: Wanted, say: Callable[[str], None]) -> Report:
+    """Find the attempt, read its stop path, drill it, judge it."""
+    from rtool.drill.drive import drive
+    from rtool.drill.verdict import judge
+
+    plan = make_plan(slurm, find_target(slurm, want), want)
+    return judge(plan, drive(slurm, plan, say))

@@ -1,0 +1,292 @@
+"""The drill's verdict (pure): what was seen, step by step, against the documented stop
+contract (docs/shim.md): signal -> train on to the last safe step -> save -> exit with the stop
+code -> requeue -> the next attempt resumes at the saved step + 1. A step that broke says what
+to change. Each step's judge returns None when it cannot judge (an earlier step broke).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+from rtool.core.alert import Status
+from rtool.core.heartbeat import Heartbeat
+from rtool.drill.model import Mode, Observation, Plan, Report, Step, StepResult
+
+#: The shim keeps twice the measured step + save before the end (docs/shim.md): a stop that
+#: takes more than half the lead has less headroom than the shim itself asks for.
+SAFETY = 2.0
+#: Exit codes of the shim for a failed save and a save that did not return in time.
+SAVE_FAILED, SAVE_TIMEOUT = 87, 88
+
+Judge = Callable[[Plan, Observation], StepResult | None]
+
+
+def _s(seconds: float) -> str:
+    return f"{seconds:.1f}s" if seconds < 100 else f"{seconds:.0f}s"
+
+
+def _sig(plan: Plan) -> str:
+    return f"SIG{plan.signal.name}" if plan.signal is not None else "the signal"
+
+
+def reach_hint(plan: Plan) -> str:
+    """What to change when the signal never reached the training."""
+    f, spec = plan.facts, plan.signal
+    if spec is not None and not spec.batch:
+        return (
+            f"--signal={spec.sbatch()} goes to the job steps only, never to a training the "
+            f"batch shell runs itself: use --signal=B:{spec.name}@{spec.lead} with rtool "
+            "submit's template (it forwards it to the training)"
+        )
+    if not f.rtool_template:
+        return (
+            "the batch shell gets the signal but does not pass it on (bash even dies of an "
+            "untrapped USR1): submit with rtool submit, or trap it and kill -USR1 the "
+            "training (docs/shim.md)"
+        )
+    if f.launcher:
+        return (
+            f"{f.launcher} stands between the batch shell and the training and eats it: start "
+            f"the ranks with srun (one task per rank), or make {f.launcher} forward it"
+        )
+    return (
+        "make the Guard (rtool.shim) in the training's main thread, with the signal in "
+        "RTOOL_SIGNALS, before the first step"
+    )
+
+
+def signal_step(plan: Plan, obs: Observation) -> StepResult:
+    spec = plan.signal
+    if spec is None:
+        why = f" ({plan.facts.signal_error})" if plan.facts.signal_error else ""
+        text = (
+            f"job {plan.target.job_id} asks for no --signal{why}: before the time limit Slurm "
+            "sends nothing, then TERM and KILL KillWait later, so nothing is saved in time"
+        )
+        fix = "submit with --signal B:USR1@600 (rtool submit's default), or name the one "
+        fix += "sbatch got on its command line: rtool drill --signal B:USR1@600"
+        return StepResult(Step.SIGNAL, Status.CRITICAL, text, fix)
+    how = "the batch shell" if spec.batch else "the job steps"
+    flag = "--batch " if spec.batch else ""
+    if obs.not_ready:
+        return StepResult(Step.SIGNAL, Status.UNKNOWN, f"not sent: {obs.not_ready}")
+    if obs.signal_error:
+        return StepResult(Step.SIGNAL, Status.UNKNOWN, f"scancel failed: {obs.signal_error}")
+    if obs.signalled_at is None:
+        return StepResult(Step.SIGNAL, None, "not sent: nothing would continue the run")
+    src = "--signal given to the drill" if plan.signal_given else "the batch script's --signal"
+    text = (
+        f"{_sig(plan)} sent to {how} of job {plan.target.job_id}, as Slurm does for "
+        f"{spec.sbatch()} ({src}): scancel {flag}--signal={spec.name}"
+    )
+    return StepResult(Step.SIGNAL, Status.OK, text)
+
+
+def _save_began(hb: Heartbeat) -> float | None:
+    if hb.last_save_time is None:
+        return None
+    return hb.last_save_time - (hb.last_save_seconds or 0.0)
+
+
+def reached_step(plan: Plan, obs: Observation) -> StepResult | None:
+    if obs.signalled_at is None:
+        return None
+    sig = _sig(plan)
+    hb = obs.stop
+    if hb is not None:
+        began = _save_began(hb) if hb.last_saved_step == hb.stop_step else hb.stop_time
+        after = f" {_s(max(0.0, began - obs.signalled_at))} after the signal" if began else ""
+        text = f"the training stopped at step {hb.stop_step} ({hb.stop_reason}"
+        text += f": {hb.stop_detail}){after}" if hb.stop_detail else f"){after}"
+        if hb.stop_reason not in ("signal", "time_limit"):
+            return StepResult(Step.REACHED, Status.WARNING, text + ", not on the signal")
+        return StepResult(Step.REACHED, Status.OK, text)
+    if obs.saving_seen_at is not None:
+        after = _s(obs.saving_seen_at - obs.signalled_at)
+        return StepResult(Step.REACHED, Status.OK, f"the save began {after} after the signal")
+    last = obs.last
+    if obs.still_running and last is not None and obs.ready is not None:
+        moved = (last.step or 0) > (obs.ready.step or 0) and last.time > obs.signalled_at
+        if moved:
+            text = f"{sig} never reached the training: it still trains (step {last.step})"
+            return StepResult(Step.REACHED, Status.CRITICAL, text, reach_hint(plan))
+        text = f"after {sig} the training took no step and never stopped (stuck at {last.step})"
+        return StepResult(Step.REACHED, Status.CRITICAL, text, reach_hint(plan))
+    if plan.signal is not None and obs.exit_signal == plan.signal.number:
+        text = f"the job died of {sig}: nothing handled it, nothing was saved"
+        return StepResult(Step.REACHED, Status.CRITICAL, text, reach_hint(plan))
+    code = f"exit {obs.exit_code}" if obs.exit_code is not None else "no exit code"
+    text = f"the job ended ({obs.slurm_state or 'gone'}, {code}) without the training stopping"
+    return StepResult(Step.REACHED, Status.CRITICAL, text, reach_hint(plan))
+
+
+def save_step(plan: Plan, obs: Observation) -> StepResult | None:
+    hb = obs.stop
+    if hb is None or obs.signalled_at is None:
+        return None
+    if hb.exit_code == SAVE_FAILED:
+        text = "the save on the way out raised (exit 87): nothing new was saved"
+        return StepResult(Step.SAVE, Status.CRITICAL, text, "see the job's log and fix the save")
+    if hb.exit_code == SAVE_TIMEOUT:
+        text = "the save did not return within save_timeout (exit 88)"
+        fix = "find what blocks the save (the log has every thread's stack), or raise "
+        return StepResult(Step.SAVE, Status.CRITICAL, text, fix + "RTOOL_SAVE_TIMEOUT")
+    began = _save_began(hb)
+    if hb.last_saved_step != hb.stop_step or began is None or began < obs.signalled_at - 1:
+        text = f"nothing was saved at the stop (step {hb.stop_step}; last save: step "
+        text += f"{hb.last_saved_step})"
+        fix = "give Guard a save function, or call guard.mark_saved(step, seconds) after "
+        return StepResult(Step.SAVE, Status.CRITICAL, text, fix + "your framework saved")
+    took = hb.last_save_seconds
+    length = f" in {_s(took)}" if took is not None else ""
+    text = f"saved step {hb.last_saved_step}{length} (began {_s(began - obs.signalled_at)} "
+    return StepResult(Step.SAVE, Status.OK, text + "after the signal)")
+
+
+def _exited(obs: Observation) -> float | None:
+    if obs.ended_at is not None:
+        return obs.ended_at
+    return obs.stop.stop_time if obs.stop is not None else None
+
+
+def lead_step(plan: Plan, obs: Observation) -> StepResult | None:
+    end, lead = _exited(obs), plan.lead
+    if end is None or obs.signalled_at is None or lead is None or obs.still_running:
+        return None
+    took = max(0.0, end - obs.signalled_at)
+    job_end = plan.target.end_time
+    if obs.deadline_mode and job_end is not None:
+        spare = job_end - end
+        if spare < 0:
+            text = f"the stop came {_s(-spare)} after the job's end: Slurm killed it first"
+            return StepResult(Step.LEAD, Status.CRITICAL, text, _more_lead(plan, took))
+        text = f"trained on to the deadline and exited {_s(spare)} before the job's end"
+        return StepResult(Step.LEAD, Status.OK, text)
+    spare = lead - took
+    text = f"exited {_s(took)} after the signal: {took / lead:.0%} of the {lead}s lead"
+    if took > lead:
+        text += f"; at the time limit Slurm would kill it {_s(-spare)} before it is done"
+        return StepResult(Step.LEAD, Status.CRITICAL, text, _more_lead(plan, took))
+    if took * SAFETY > lead:
+        text += f", {_s(spare)} to spare: less than the {SAFETY:g}x headroom the shim keeps"
+        return StepResult(Step.LEAD, Status.WARNING, text, _more_lead(plan, took))
+    return StepResult(Step.LEAD, Status.OK, f"{text} ({_s(spare)} to spare)")
+
+
+def _more_lead(plan: Plan, took: float) -> str:
+    spec = plan.signal
+    want = max(60, math.ceil(SAFETY * took / 60.0) * 60)
+    flags = ("B:" if spec is None or spec.batch else "") + (spec.name if spec else "USR1")
+    return f"raise the lead: --signal {flags}@{want} (twice the {_s(took)} it took), or save faster"
+
+
+def exit_step(plan: Plan, obs: Observation) -> StepResult | None:
+    if obs.signalled_at is None or obs.still_running:
+        return None
+    code, want = obs.exit_code, plan.expected_code
+    if code is None:
+        why = "no batch-script record and Slurm no longer says"
+        return StepResult(Step.EXIT, Status.UNKNOWN, f"exit code unknown ({why})")
+    meaning = "requeue me" if want == plan.facts.requeue_exit_code and want else "stopped"
+    if code == want:
+        return StepResult(Step.EXIT, Status.OK, f"exit code {code} ({meaning}), as expected")
+    text = f"exit code {code}, expected {want} ({meaning})"
+    if code == 1 and want and plan.facts.launcher:
+        fix = f"{plan.facts.launcher} reports a rank's {want} as 1: start the ranks with srun"
+        return StepResult(Step.EXIT, Status.CRITICAL, text, fix)
+    if code == 0 and want:
+        fix = "the shim was not asked to requeue (RTOOL_AUTO_REQUEUE=1, rtool submit "
+        return StepResult(Step.EXIT, Status.CRITICAL, text, fix + "--auto-requeue)")
+    return StepResult(Step.EXIT, Status.CRITICAL, text)
+
+
+def requeue_step(plan: Plan, obs: Observation) -> StepResult | None:
+    if plan.mode is Mode.NONE:
+        text = "nothing continues the run after a stop: no array task left, no auto-requeue, "
+        text += "no other queued job of the run"
+        fix = "submit with --array 0-N%1 (or --auto-requeue for a single job)"
+        return StepResult(Step.REQUEUE, Status.CRITICAL, text, fix)
+    if obs.signalled_at is None or obs.still_running:
+        return None
+    if plan.mode is Mode.AUTO_REQUEUE:
+        if obs.exit_code != plan.expected_code:
+            return None
+        if obs.requeued:
+            text = (
+                f"job {plan.target.job_id} is back in the queue (restart {plan.target.restart + 1})"
+            )
+            return StepResult(Step.REQUEUE, Status.OK, text)
+        text = f"exit {obs.exit_code} but job {plan.target.job_id} was not requeued "
+        text += f"(state {obs.slurm_state or 'gone'})"
+        fix = "the batch script must run scontrol requeue on that code (rtool submit "
+        fix += "--auto-requeue does) and the job must be requeueable (--requeue)"
+        return StepResult(Step.REQUEUE, Status.CRITICAL, text, fix)
+    if obs.next_job is None:
+        text = f"no next attempt is queued ({plan.mode.value} expected)"
+        return StepResult(Step.REQUEUE, Status.CRITICAL, text)
+    why = f", pending: {obs.next_reason}" if obs.next_reason else ""
+    text = f"the next attempt is job {obs.next_job} ({plan.mode.value}{why})"
+    return StepResult(Step.REQUEUE, Status.OK, text)
+
+
+def resume_step(plan: Plan, obs: Observation) -> StepResult | None:
+    if obs.stop is None or obs.stop.last_saved_step is None:
+        return None
+    want = obs.stop.last_saved_step + 1
+    if plan.no_requeue:
+        text = f"would start at step {want} (the saved step + 1): not waited for (--no-requeue)"
+        return StepResult(Step.RESUME, Status.OK, text)
+    hb = obs.resumed
+    if hb is None:
+        who = f"job {obs.next_job}" if obs.next_job else "the next attempt"
+        why = f" (pending: {obs.next_reason})" if obs.next_reason else ""
+        text = f"{who} took no step within {plan.resume_timeout:.0f}s{why}: resume not verified"
+        fix = "look again later: rtool history " + plan.target.run
+        return StepResult(Step.RESUME, Status.WARNING, text, fix)
+    got = hb.step_at_start
+    who = f"job {hb.job_id}" + (f" (restart {hb.restart_count})" if hb.restart_count else "")
+    if got == want:
+        text = f"{who} started at step {got}: the saved step + 1, no step lost or done twice"
+        return StepResult(Step.RESUME, Status.OK, text)
+    if got is not None and got < want:
+        text = f"{who} started at step {got}, not {want}: {want - got} step(s) done twice"
+        fix = "load the newest checkpoint and start at its step + 1"
+        return StepResult(Step.RESUME, Status.CRITICAL, text, fix)
+    text = f"{who} started at step {got}, not {want}: steps skipped"
+    return StepResult(Step.RESUME, Status.CRITICAL, text, "start at the saved step + 1")
+
+
+JUDGES: tuple[tuple[Step, Judge], ...] = (
+    (Step.SIGNAL, signal_step),
+    (Step.REACHED, reached_step),
+    (Step.SAVE, save_step),
+    (Step.LEAD, lead_step),
+    (Step.EXIT, exit_step),
+    (Step.REQUEUE, requeue_step),
+    (Step.RESUME, resume_step),
+)
+
+
+def judge(plan: Plan, obs: Observation) -> Report:
+    """Every step's verdict and the headline: the first step that broke, or what worked."""
+    steps = []
+    for step, fn in JUDGES:
+        got = fn(plan, obs)
+        steps.append(got if got is not None else StepResult(step, None, "not reached"))
+    report = Report(plan, steps, "", obs)
+    report.headline = headline(report)
+    return report
+
+
+def headline(report: Report) -> str:
+    plan = report.plan
+    run = f"run {plan.target.run}" if plan is not None else "the run"
+    broken = report.broken()
+    if broken is not None:
+        fix = f"; {broken.fix}" if broken.fix else ""
+        return f"{run}: {broken.step.value}: {broken.text}{fix}"
+    spec = plan.signal.sbatch() if plan is not None and plan.signal is not None else "?"
+    return f"{run}: the stop path works ({spec}): " + "; ".join(
+        s.text for s in report.steps if s.step in (Step.SAVE, Step.LEAD, Step.RESUME)
+    )
