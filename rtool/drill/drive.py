@@ -24,8 +24,9 @@ log = logging.getLogger(__name__)
 Say = Callable[[str], None]
 
 POLL = 1.0
-#: Waited beyond the lead (or the job's end) for the stop before saying it never came.
-STOP_SLACK = 60.0
+#: Waited beyond the lead (or the job's end) for the stop before saying it never came: the
+#: lead again, at least MIN_SLACK, at most MAX_SLACK.
+MIN_SLACK, MAX_SLACK = 15.0, 60.0
 #: Waited for the batch script's end record once the job left RUNNING.
 RECORD_WAIT = 15.0
 #: Waited for Slurm to show the requeue or the next task.
@@ -129,20 +130,35 @@ def send(slurm: Slurm, plan: Plan, obs: Observation, say: Say) -> None:
     say(f"job {t.job_id} is at step {step}: sending SIG{spec.name} to {where}")
     obs.signalled_at = now
     try:
-        slurm.scancel([t.raw_id], signal=spec.name, batch=spec.batch)
+        slurm.scancel([t.job_id], signal=spec.name, batch=spec.batch)
     except ProcError as exc:
-        obs.signal_error = str(exc)
+        if not _delivered(slurm, plan, now):
+            obs.signal_error = str(exc)
+            return
+        obs.notes.append(f"scancel reported a failure ({exc}) but the signal arrived")
+
+
+def _delivered(slurm: Slurm, plan: Plan, since: float) -> bool:
+    """After scancel failed: did the signal arrive anyway? 22.05 answers `--batch --signal`
+    with exit 229 (ESLURM_ALREADY_DONE) when the batch shell ended before its reply (seen on
+    the local cluster, now and then): the job is ending, or the shim began to stop."""
+    time.sleep(2 * POLL)
+    hb = read_hb(plan.heartbeat)
+    if this_attempt(hb, plan.target) and hb is not None and hb.state in (RunState.SAVING, *ENDED):
+        return hb.time >= since - 1
+    return _over(job_record(slurm, plan.target), plan.target)
 
 
 def wait_stop(slurm: Slurm, plan: Plan, obs: Observation, say: Say) -> None:
     """Until the attempt ends (or the lead plus some slack passed), noting the heartbeat."""
     t, lead = plan.target, float(plan.lead or 0)
     assert obs.signalled_at is not None
+    slack = min(MAX_SLACK, max(MIN_SLACK, lead))
     if obs.deadline_mode and t.end_time is not None:
-        deadline = t.end_time + STOP_SLACK
+        deadline = t.end_time + slack
         say(f"the job ends in {t.end_time - obs.signalled_at:.0f}s: the shim trains on to then")
     else:
-        deadline = obs.signalled_at + lead + STOP_SLACK
+        deadline = obs.signalled_at + lead + slack
     while True:
         hb = read_hb(plan.heartbeat)
         if this_attempt(hb, t) and hb is not None:

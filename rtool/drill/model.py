@@ -125,7 +125,9 @@ class Report:
         return next((s for s in self.steps if s.status not in (Status.OK, None)), None)
 
     def lines(self) -> list[str]:
-        return [f"DRILL {self.status.name} - {self.headline}", *(s.line() for s in self.steps)]
+        notes = [f"  note: {n}" for n in (self.observation.notes if self.observation else [])]
+        head = f"DRILL {self.status.name} - {self.headline}"
+        return [head, *(s.line() for s in self.steps), *notes]
 
     def to_json(self) -> dict[str, Any]:
         t = self.plan.target if self.plan is not None else None

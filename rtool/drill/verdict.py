@@ -56,6 +56,11 @@ def reach_hint(plan: Plan) -> str:
     )
 
 
+def sent(obs: Observation) -> bool:
+    """The signal went out (the later steps can be judged)."""
+    return obs.signalled_at is not None and obs.signal_error is None and obs.not_ready is None
+
+
 def signal_step(plan: Plan, obs: Observation) -> StepResult:
     spec = plan.signal
     if spec is None:
@@ -90,7 +95,7 @@ def _save_began(hb: Heartbeat) -> float | None:
 
 
 def reached_step(plan: Plan, obs: Observation) -> StepResult | None:
-    if obs.signalled_at is None:
+    if not sent(obs) or obs.signalled_at is None:
         return None
     sig = _sig(plan)
     hb = obs.stop
@@ -123,7 +128,7 @@ def reached_step(plan: Plan, obs: Observation) -> StepResult | None:
 
 def save_step(plan: Plan, obs: Observation) -> StepResult | None:
     hb = obs.stop
-    if hb is None or obs.signalled_at is None:
+    if hb is None or obs.signalled_at is None or not sent(obs):
         return None
     if hb.exit_code == SAVE_FAILED:
         text = "the save on the way out raised (exit 87): nothing new was saved"
@@ -154,6 +159,8 @@ def lead_step(plan: Plan, obs: Observation) -> StepResult | None:
     end, lead = _exited(obs), plan.lead
     if end is None or obs.signalled_at is None or lead is None or obs.still_running:
         return None
+    if not sent(obs):
+        return None
     took = max(0.0, end - obs.signalled_at)
     job_end = plan.target.end_time
     if obs.deadline_mode and job_end is not None:
@@ -182,7 +189,7 @@ def _more_lead(plan: Plan, took: float) -> str:
 
 
 def exit_step(plan: Plan, obs: Observation) -> StepResult | None:
-    if obs.signalled_at is None or obs.still_running:
+    if not sent(obs) or obs.still_running:
         return None
     code, want = obs.exit_code, plan.expected_code
     if code is None:
@@ -207,7 +214,7 @@ def requeue_step(plan: Plan, obs: Observation) -> StepResult | None:
         text += "no other queued job of the run"
         fix = "submit with --array 0-N%1 (or --auto-requeue for a single job)"
         return StepResult(Step.REQUEUE, Status.CRITICAL, text, fix)
-    if obs.signalled_at is None or obs.still_running:
+    if not sent(obs) or obs.still_running:
         return None
     if plan.mode is Mode.AUTO_REQUEUE:
         if obs.exit_code != plan.expected_code:
@@ -231,7 +238,7 @@ def requeue_step(plan: Plan, obs: Observation) -> StepResult | None:
 
 
 def resume_step(plan: Plan, obs: Observation) -> StepResult | None:
-    if obs.stop is None or obs.stop.last_saved_step is None:
+    if not sent(obs) or obs.stop is None or obs.stop.last_saved_step is None:
         return None
     want = obs.stop.last_saved_step + 1
     if plan.no_requeue:
@@ -245,7 +252,8 @@ def resume_step(plan: Plan, obs: Observation) -> StepResult | None:
         fix = "look again later: rtool history " + plan.target.run
         return StepResult(Step.RESUME, Status.WARNING, text, fix)
     got = hb.step_at_start
-    who = f"job {hb.job_id}" + (f" (restart {hb.restart_count})" if hb.restart_count else "")
+    shown = f"{hb.array_job_id}_{hb.array_task_id}" if hb.array_task_id else hb.job_id
+    who = f"job {shown}" + (f" (restart {hb.restart_count})" if hb.restart_count else "")
     if got == want:
         text = f"{who} started at step {got}: the saved step + 1, no step lost or done twice"
         return StepResult(Step.RESUME, Status.OK, text)

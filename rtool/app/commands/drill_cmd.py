@@ -54,7 +54,10 @@ def drill(ctx: typer.Context, **given: Any) -> int:
     if opts["submit"]:
         report = _submitted(app_ctx, opts, submit)
     else:
-        stray = [k for k, v in submit.items() if k not in SHARED and v not in (None, False, [])]
+        defaults = {f.name: f.default for f, _ in declared()}
+        stray = [
+            k for k, v in submit.items() if k not in SHARED and v not in (None, [], defaults[k])
+        ]
         if stray:
             flags = ", ".join("--" + k.replace("_", "-") for k in sorted(stray))
             raise UsageError(f"{flags}: for --submit only (rtool drill --submit SCRIPT ...)")
