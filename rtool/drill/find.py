@@ -9,6 +9,7 @@ task, the job's own requeue, another queued job of the run).
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -42,18 +43,27 @@ class Wanted:
 
 
 def _running(slurm: Slurm, want: Wanted) -> SqueueJob:
-    jobs = [j for j in slurm.squeue(names=[want.job_name]) if is_mine(j.user)]
-    running = [j for j in jobs if j.state in RUNNING_STATES]
-    if want.job:
-        running = [j for j in running if want.job in (j.job_id, j.array_job_id)]
-    if len(running) == 1:
-        return running[0]
-    if running:
-        ids = ", ".join(j.job_id for j in running)
-        raise DrillError(f"run {want.run} has several running jobs ({ids}): pick one with --job")
-    queued = [j for j in jobs if j.state not in RUNNING_STATES]
-    why = f" ({queued[0].job_id} is {queued[0].state}: {queued[0].reason})" if queued else ""
-    raise DrillError(f"run {want.run} has no running job named {want.job_name} to drill{why}")
+    """The run's running job; one that is still queued is waited for (start timeout)."""
+    deadline = time.time() + want.start_timeout
+    while True:
+        jobs = [j for j in slurm.squeue(names=[want.job_name]) if is_mine(j.user)]
+        if want.job:
+            jobs = [j for j in jobs if want.job in (j.job_id, j.array_job_id)]
+        running = [j for j in jobs if j.state in RUNNING_STATES]
+        if len(running) == 1:
+            return running[0]
+        if running:
+            ids = ", ".join(j.job_id for j in running)
+            raise DrillError(
+                f"run {want.run} has several running jobs ({ids}): pick one with --job"
+            )
+        queued = [j for j in jobs if j.state not in RUNNING_STATES]
+        if not queued or time.time() > deadline:
+            why = (
+                f" ({queued[0].job_id} is {queued[0].state}: {queued[0].reason})" if queued else ""
+            )
+            raise DrillError(f"run {want.run} has no running job named {want.job_name}{why}")
+        time.sleep(1.0)
 
 
 def find_target(slurm: Slurm, want: Wanted) -> Target:

@@ -78,8 +78,10 @@ def signal_step(plan: Plan, obs: Observation) -> StepResult:
         return StepResult(Step.SIGNAL, Status.UNKNOWN, f"not sent: {obs.not_ready}")
     if obs.signal_error:
         return StepResult(Step.SIGNAL, Status.UNKNOWN, f"scancel failed: {obs.signal_error}")
-    if obs.signalled_at is None:
+    if obs.signalled_at is None and plan.mode is Mode.NONE:
         return StepResult(Step.SIGNAL, None, "not sent: nothing would continue the run")
+    if obs.signalled_at is None:
+        return StepResult(Step.SIGNAL, Status.UNKNOWN, "not sent")
     src = "--signal given to the drill" if plan.signal_given else "the batch script's --signal"
     text = (
         f"{_sig(plan)} sent to {how} of job {plan.target.job_id}, as Slurm does for "

@@ -151,27 +151,10 @@ def _submitted(app_ctx: AppContext, opts: dict[str, Any], submit: dict[str, Any]
         throwaway=True,
     )
     try:
-        return _drill_run(app_ctx, _wait_running(app_ctx, want))
+        return _drill_run(app_ctx, want)  # waits for the job to start (start timeout)
     finally:
         app_ctx.slurm.scancel([result.job_id])
         _say(f"cancelled the throw-away job {result.job_id}; its files stay in {folder}")
-
-
-def _wait_running(app_ctx: AppContext, want: Wanted) -> Wanted:
-    """Until the throw-away job runs (within the start timeout)."""
-    import time
-
-    from rtool.core.slurm import RUNNING_STATES
-    from rtool.drill.find import DrillError
-
-    deadline = time.time() + want.start_timeout
-    while time.time() < deadline:
-        jobs = app_ctx.slurm.squeue(job_ids=[want.job or ""])
-        running = [j for j in jobs if j.state in RUNNING_STATES]
-        if running:
-            return dataclasses.replace(want, job=running[0].job_id)
-        time.sleep(1.0)
-    raise DrillError(f"the throw-away job {want.job} did not start within the start timeout")
 
 
 def _option(name: str, default: Any, *flags: str, help: str, kind: Any) -> inspect.Parameter:
