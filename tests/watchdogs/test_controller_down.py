@@ -1,6 +1,7 @@
 """slurmctld really stopped (its daemon, not a wrong port) while the watchdogs run: the job
-watchdog and a whole sweep say UNKNOWN, never that the job is missing; once slurmctld is back
-(it recovers its jobs from its state folder) they say OK again."""
+watchdog and a whole sweep say UNKNOWN, never that the job is missing, and the sweep says once
+that slurmctld did not answer; once slurmctld is back (it recovers its jobs from its state
+folder) they say OK again."""
 
 from __future__ import annotations
 
@@ -46,12 +47,19 @@ def test_slurmctld_down_is_unknown_never_missing_then_ok(
         assert s.code == 3, s.out
         report = json.loads(s.out)
         assert report["status"] == "UNKNOWN" and "CRITICAL" not in s.out, s.out
-        [res] = report["results"]
+        results = {r["key"]: r for r in report["results"]}
+        assert set(results) == {f"job:{job_name}", "slurm:slurmctld"}, s.out
+        res = results[f"job:{job_name}"]
         assert res["watchdog"] == "job" and res["status"] == "UNKNOWN", s.out
         assert "missing" not in res["summary"].lower(), s.out
+        # one result speaks for slurmctld; notify folds the job's into it (docs/notify.md)
+        assert res["depends"] == ["slurm:slurmctld"], s.out
+        ctl = results["slurm:slurmctld"]
+        assert ctl["status"] == "UNKNOWN" and "slurmctld did not answer" in ctl["summary"]
         assert time.monotonic() - start < 60
     finally:
         slurm_cluster.start_controller(timeout=60)
     r = cli(*one)
     assert r.code == 0 and r.out.startswith("JOB OK"), r.out
+    assert "SLURM OK - slurmctld: no alert follows from it any more" in r.out, r.out
     assert cli(*sweep).code == 0
