@@ -212,8 +212,8 @@ def exit_step(plan: Plan, obs: Observation) -> StepResult | None:
 
 def requeue_step(plan: Plan, obs: Observation) -> StepResult | None:
     if plan.mode is Mode.NONE:
-        text = "nothing continues the run after a stop: no array task left, no auto-requeue, "
-        text += "no other queued job of the run"
+        text = "nothing continues the run after a stop: no array task left, no auto-requeue "
+        text += "(or its --max-requeues are used up), no other queued job of the run"
         fix = "submit with --array 0-N%1 (or --auto-requeue for a single job)"
         return StepResult(Step.REQUEUE, Status.CRITICAL, text, fix)
     if not sent(obs) or obs.still_running:

@@ -153,8 +153,20 @@ def _submitted(app_ctx: AppContext, opts: dict[str, Any], submit: dict[str, Any]
     try:
         return _drill_run(app_ctx, want)  # waits for the job to start (start timeout)
     finally:
-        app_ctx.slurm.scancel([result.job_id])
-        _say(f"cancelled the throw-away job {result.job_id}; its files stay in {folder}")
+        _cancel(app_ctx, result.job_id, folder)
+
+
+def _cancel(app_ctx: AppContext, job_id: str, folder: Path) -> None:
+    """Cancel what is left of the throw-away job (never hiding the drill's verdict)."""
+    from rtool.core.proc import ProcError
+
+    try:
+        if app_ctx.slurm.squeue(job_ids=[job_id], states="PENDING,RUNNING"):
+            app_ctx.slurm.scancel([job_id])
+    except ProcError as exc:
+        _say(f"warning: the throw-away job {job_id} was not cancelled: {exc}")
+        return
+    _say(f"the throw-away job {job_id} is gone; its files stay in {folder}")
 
 
 def _option(name: str, default: Any, *flags: str, help: str, kind: Any) -> inspect.Parameter:
