@@ -51,7 +51,9 @@ def test_foreign_names_the_owner_unless_every_record_is_yours() -> None:
         (["update", "JobId=12", "TimeLimit=5"], ["12"]),
         (["update", "jobid=12_[2-4]", "ExcNodeList=n1"], ["12_[2-4]"]),
         (["update", "NodeName=n1", "State=resume"], None),
+        (["write", "batch_script", "12_3", "-"], ["12_3"]),  # reading its script (rtool drill)
         (["show", "job", "12"], None),
+        (["show", "reservation"], None),
         (["ping"], None),
         ([], None),
     ],
