@@ -8,7 +8,7 @@ import uuid
 from dataclasses import replace
 from typing import Any
 
-from rtool.core.alert import Alert
+from rtool.core.alert import Alert, Status
 from rtool.core.redact import redact_alert
 from rtool.core.state import StateDir
 from rtool.notify import fold, silencing
@@ -50,17 +50,21 @@ def queue(alerts: list[Alert], cfg: NotifyConfig, state: StateDir, now: float) -
     writes re-decides the same ids next time, so the outbox never holds a duplicate.
     """
     outbox = Outbox(state)
-    decisions = []
+    decisions: dict[int, Decision] = {}
     with state.lock("notify-alerts"), Silences(state).edit() as silences:
         data = _load(state)
         keys: dict[str, Any] = data["keys"]
         silencing.end_expired(cfg, keys, silences, outbox, data["epoch"], now)
         into = fold.folded(alerts)
-        for seq, alert in enumerate(alerts):
+        ok = {a.key for a in alerts if a.status is Status.OK}
+        for seq in fold.causes_first(alerts, into):  # a fold reads its cause's new state
+            alert = alerts[seq]
             prev = KeyState.from_dict(keys.get(alert.key))
             new, decision = decide(prev, alert, now, cfg.repeat_interval, cfg.min_failures)
             if alert.key in into:
-                new = fold.hold(prev, new, decision, into[alert.key])
+                cause = KeyState.from_dict(keys.get(into[alert.key]))
+                new = fold.hold(prev, new, decision, into[alert.key], cause, now)
+            fold.resolves_with(prev, decision, ok)
             if decision.kind:
                 n = _notification(data["epoch"], prev, new, decision, alert, now)
                 decision.channels = route(cfg, decision, prev)
@@ -76,13 +80,13 @@ def queue(alerts: list[Alert], cfg: NotifyConfig, state: StateDir, now: float) -
             if new.notified is not None and cfg.escalate and alert.key not in into:
                 _escalate(cfg, data["epoch"], new, alert, outbox, now, seq)
             keys[alert.key] = new.to_dict()
-            decisions.append(decision)
+            decisions[seq] = decision
         data["keys"] = {
             k: v for k, v in keys.items() if v.get("status") != "OK" or v.get("version")
         }
         state.write_json(ALERTS_FILE, data)
         silences[:] = prune(silences, now)
-    return decisions
+    return [decisions[i] for i in range(len(alerts))]
 
 
 def _escalate(

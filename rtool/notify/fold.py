@@ -7,9 +7,13 @@ status, since when, how many bad results) but nothing is sent for it; the cause'
 the sweep made (rtool/watchdogs/causes.py), names it. So one node going down is one
 notification, however many jobs and watchdogs it touches.
 
-A folded key that was never notified stays so: once its cause is OK again (the node is back)
-and it is still bad, it alerts as new, on its own. A resolved notice is never folded (an OK
-alert depends on nothing). Pure functions; `rtool/notify/engine.py` applies them.
+Once the cause's alert went out, a folded key counts as told (in that alert, to its channels):
+when the cause is OK again and the key is still bad, it does not alert anew (the cause's
+resolved notice names what is still bad); it repeats after `repeat_interval`, changes status
+and resolves like any key, its notices going where the cause's went. One OK again in the same
+batch as its cause sends no resolved notice of its own: the cause's says it. While the cause's alert
+has not gone out (a silence, `min_failures`), a folded key is not told either, and alerts on its
+own once unfolded. Pure functions; `rtool/notify/engine.py` applies them.
 """
 
 from __future__ import annotations
@@ -40,13 +44,44 @@ def folded(alerts: list[Alert]) -> dict[str, str]:
     return out
 
 
-def hold(prev: KeyState, new: KeyState, decision: Decision, into: str) -> KeyState:
-    """The key's state when its alert is folded into `into`: what decide() would send is not
-    sent, so the notification bookkeeping stays as it was; the observation is kept."""
+def resolves_with(prev: KeyState, decision: Decision, ok: set[str]) -> bool:
+    """A folded key that is OK again in the batch where its cause is OK again: its resolved
+    notice is the cause's (held back; the cause's names what is still bad instead)."""
+    if decision.kind != "resolved" or not prev.folded_into or prev.folded_into not in ok:
+        return False
+    decision.kind = None
+    decision.reason = f"resolved with {prev.folded_into}"
+    return True
+
+
+def causes_first(alerts: list[Alert], into: dict[str, str]) -> list[int]:
+    """The batch's indexes with the causes' alerts first (else in order)."""
+    causes = set(into.values())
+    return sorted(range(len(alerts)), key=lambda i: alerts[i].key not in causes)
+
+
+def hold(
+    prev: KeyState, new: KeyState, decision: Decision, into: str, cause: KeyState, now: float
+) -> KeyState:
+    """The key's state when its alert is folded into `into` (whose state is `cause`, already
+    decided in this batch): what decide() would send is not sent. Once the cause's alert went
+    out, the key counts as told (in the cause's alert, to its channels, in its incident): it
+    repeats from now and sends its resolved notice there, but does not alert anew when the
+    cause is OK again and it is still bad (the cause's resolved notice names it then)."""
     decision.reason = f"folded into {into}: {decision.reason}"
     if decision.kind not in HELD_KINDS:
         return replace(new, folded_into=into)
     decision.kind = None
+    if cause.notified is not None:
+        return replace(
+            new,
+            notified=new.status,
+            last_sent=now,
+            version=prev.version,
+            incident=prev.incident or cause.incident,
+            channels=sorted({*prev.channels, *cause.channels}),
+            folded_into=into,
+        )
     return replace(
         new,
         notified=prev.notified,

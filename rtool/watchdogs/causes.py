@@ -10,8 +10,9 @@ cause is not OK they alert nobody: rtool/notify/fold.py).
 
 A cause raised by an earlier sweep and not raised now is resolved (an OK result) by the first
 sweep that checks one of the results it explained: the node came back, or nothing watched
-depends on it any more. Sweeps that watch other things leave it alone. The causes raised are
-remembered in the state dir (`watch/causes.json`).
+depends on it any more; it names those still bad (they were told in the cause's alert and go on
+from there: repeats, resolved notices). Sweeps that watch other things leave it alone. The
+causes raised are remembered in the state dir (`watch/causes.json`).
 """
 
 from __future__ import annotations
@@ -127,7 +128,9 @@ def _remember(
         if key in up or not isinstance(deps, list) or not checked & set(deps):
             continue
         kind, _, name = key.partition(":")
+        still = [f"{r.key} ({r.status.name})" for r in results if r.key in deps and r.status]
         text = f"{name}: no alert follows from it any more"
+        text += f"; still bad on their own: {', '.join(still)}" if still else ""
         resolved.append(CheckResult(kind, name, Status.OK, text, {"folded": ", ".join(deps)}))
     for r in resolved:
         known.pop(r.key, None)
