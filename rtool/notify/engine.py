@@ -57,12 +57,13 @@ def queue(alerts: list[Alert], cfg: NotifyConfig, state: StateDir, now: float) -
         silencing.end_expired(cfg, keys, silences, outbox, data["epoch"], now)
         into = fold.folded(alerts)
         ok = {a.key for a in alerts if a.status is Status.OK}
+        told: dict[str, KeyState] = {}  # the causes' new states (decided first)
         for seq in fold.causes_first(alerts, into):  # a fold reads its cause's new state
             alert = alerts[seq]
             prev = KeyState.from_dict(keys.get(alert.key))
             new, decision = decide(prev, alert, now, cfg.repeat_interval, cfg.min_failures)
             if alert.key in into:
-                cause = KeyState.from_dict(keys.get(into[alert.key]))
+                cause = told.get(into[alert.key]) or KeyState()
                 new = fold.hold(prev, new, decision, into[alert.key], cause, now)
             fold.resolves_with(prev, decision, ok)
             if decision.kind:
@@ -81,6 +82,7 @@ def queue(alerts: list[Alert], cfg: NotifyConfig, state: StateDir, now: float) -
                 _escalate(cfg, data["epoch"], new, alert, outbox, now, seq)
             keys[alert.key] = new.to_dict()
             decisions[seq] = decision
+            told[alert.key] = new
         data["keys"] = {
             k: v for k, v in keys.items() if v.get("status") != "OK" or v.get("version")
         }

@@ -70,7 +70,8 @@ def hold(
     cause is OK again and it is still bad (the cause's resolved notice names it then)."""
     decision.reason = f"folded into {into}: {decision.reason}"
     if decision.kind not in HELD_KINDS:
-        return replace(new, folded_into=into)
+        new.folded_into = into  # a fresh state of decide()'s: no copy needed
+        return new
     decision.kind = None
     if cause.notified is not None:
         return replace(
