@@ -104,6 +104,8 @@ def alerts(data: dict[str, Any], now: float) -> list[str]:
     for a in sec["open"]:
         since = f" since {format_when(a['since'], now)}" if a["since"] else ""
         sent = "" if a["notified"] else " (not notified yet)"
+        if a.get("folded_into"):
+            sent = f" (folded into {a['folded_into']})"
         lines.append(f"  {_st(a['status'])} {a['key']}{since}{sent}")
         if a["summary"]:
             lines.append(f"  {'':<{WIDTH}}   {a['summary']}")

@@ -48,6 +48,7 @@ def notify_sections(cfg: Config, state: StateDir, now: float) -> tuple[dict[str,
             "since": info.get("since"),
             "notified": info.get("notified") is not None,
             "summary": info.get("summary") or "",
+            **({"folded_into": info["folded_into"]} if info.get("folded_into") else {}),
         }
         for key, info in data["alerting"].items()
     ]
