@@ -28,8 +28,8 @@ if TYPE_CHECKING:
 NOT_TAKEN = {"script", "requeue", "dry_run", "parsable", "after", "after_name"}
 #: Options that mean the same with and without --submit: their help in a drill of a run.
 SHARED = {
-    "signal": "The job's --signal when its batch script has none (sbatch got it on its command "
-    "line).",
+    "signal": "The job's --signal (default: its batch script's; give it when sbatch got it on "
+    "its command line).",
     "heartbeat": "The shim's heartbeat file (default: the batch script's RTOOL_HEARTBEAT, or "
     "the run's [[watch.run]] entry's).",
     "job_name": "The run's job name (default: the [[watch.run]] entry's, else the run).",
