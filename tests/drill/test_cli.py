@@ -17,6 +17,7 @@ from rtool.slurm_templates.specs import SpecError, validate_signal
     ("args", "says"),
     [
         (["llm", "--array", "1-3"], "--array: for --submit only"),
+        (["llm", "--and-submit"], "--and-submit: for --submit only"),
         (["llm", "--signal", "B:KILL@60"], "KILL cannot be used"),
         (["llm", "--start-timeout", "soon"], "--start-timeout: not a duration: 'soon'"),
         (["llm", "--bogus"], "No such option: --bogus"),

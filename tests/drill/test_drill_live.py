@@ -46,12 +46,12 @@ def steps(line: str) -> dict[str, str]:
 
 @pytest.mark.slurm
 @pytest.mark.timeout(240)
-def test_a_throwaway_array_drill_passes_and_the_toy_resumed_at_the_saved_step_plus_one(
+def test_a_throwaway_array_drill_passes_the_toy_resumed_at_the_saved_step_plus_one_then_submits(
     here: Path, cli: Callable[..., Any], slurm: Slurm, job_name: str
 ) -> None:
     r = drill(
         cli, here, "--submit", str(TOY), "--job-name", job_name, "--array", "0-9%1",
-        "--time", "20:00", "--signal", "B:USR1@60", *toy(Path("run")), "--json",
+        "--time", "20:00", "--signal", "B:USR1@60", *toy(Path("run")), "--json", "--and-submit",
     )  # fmt: skip
     report = json.loads(r.out)
     assert r.code == 0 and report["status"] == "OK", r.out + r.err
@@ -64,6 +64,8 @@ def test_a_throwaway_array_drill_passes_and_the_toy_resumed_at_the_saved_step_pl
     resume = next(s for s in report["steps"] if s["step"] == "resume")
     assert f"started at step {saved + 1}" in resume["text"]
     assert not slurm.squeue(names=[f"{job_name}-drill"], states="PENDING,RUNNING")  # cancelled
+    assert "the drill passed: submitted job" in r.err  # --and-submit: then the real one
+    assert slurm.squeue(names=[job_name], states="PENDING,RUNNING")
 
 
 @pytest.mark.slurm
@@ -96,9 +98,10 @@ def test_a_drill_catches_a_save_slower_than_the_lead(
     r = drill(
         cli, here, "--submit", str(TOY), "--job-name", job_name, "--array", "0-3%1",
         "--time", "20:00", "--signal", "B:USR1@8", *toy(Path("run"), "--save-seconds", "20"),
-        "--no-requeue",
+        "--no-requeue", "--and-submit",
     )  # fmt: skip
     assert r.code == 2, r.out + r.err
+    assert f"not submitting {job_name}: the drill is CRITICAL" in r.err  # --and-submit
     head, s = r.out.splitlines()[0], steps(r.out)
     assert head.startswith(f"DRILL CRITICAL - run {job_name}-drill: lead: exited ")
     assert "of the 8s lead" in head and "raise the lead: --signal B:USR1@60" in head

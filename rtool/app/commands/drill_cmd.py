@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from rtool.app.context import AppContext
     from rtool.drill.find import Wanted
     from rtool.drill.model import Report
+    from rtool.slurm_templates.training import TrainingJob
 
 #: `rtool submit` options a drill does not take (the drill's own --no-requeue, the script).
 NOT_TAKEN = {"script", "requeue", "dry_run", "parsable", "after", "after_name"}
@@ -46,13 +47,19 @@ def drill(ctx: typer.Context, **given: Any) -> int:
 
     Example: rtool drill llama-7b
 
-    Example: rtool drill --submit train.py --array 0-9%1 --signal B:USR1@120 --heartbeat hb.json
+    Example: rtool drill --submit train.py --array 0-9%1 --signal B:USR1@120 --and-submit
     """
     app_ctx = get_context(ctx)
     opts = {k: v for k, v in given.items() if k in OWN}
     submit = {k: v for k, v in given.items() if k not in OWN}
+    if opts["and_submit"] and not opts["submit"]:
+        raise UsageError("--and-submit: for --submit only (rtool drill --submit SCRIPT ...)")
     if opts["submit"]:
-        report = _submitted(app_ctx, opts, submit)
+        report, req, real = _submitted(app_ctx, opts, submit)
+        _print(report, bool(opts["as_json"]))
+        if opts["and_submit"]:
+            _submit_real(app_ctx, report, req, real)
+        return int(report.status)
     else:
         defaults = {f.name: f.default for f, _ in declared()}
         stray = [
@@ -119,8 +126,11 @@ def _drill_run(app_ctx: AppContext, want: Wanted) -> Report:
     return drill(app_ctx.slurm, want, _say)
 
 
-def _submitted(app_ctx: AppContext, opts: dict[str, Any], submit: dict[str, Any]) -> Report:
-    """Submit the throw-away job, drill it, cancel what is left of it."""
+def _submitted(
+    app_ctx: AppContext, opts: dict[str, Any], submit: dict[str, Any]
+) -> tuple[Report, SubmitRequest, TrainingJob]:
+    """Submit the throw-away job, drill it, cancel what is left of it; the report, the request
+    and the real job."""
     from rtool.app.commands import submit_cmd
     from rtool.drill.throwaway import drill_folder, shared_paths, throwaway
 
@@ -151,9 +161,35 @@ def _submitted(app_ctx: AppContext, opts: dict[str, Any], submit: dict[str, Any]
         throwaway=True,
     )
     try:
-        return _drill_run(app_ctx, want)  # waits for the job to start (start timeout)
+        return _drill_run(app_ctx, want), req, real  # waits for the job to start
     finally:
         _cancel(app_ctx, result.job_id, folder)
+
+
+def _submit_real(
+    app_ctx: AppContext, report: Report, req: SubmitRequest, real: TrainingJob
+) -> None:
+    """`--and-submit`: the real submission, as rtool submit makes it, when every step is OK."""
+    from rtool.app.commands import submit_cmd
+    from rtool.core.alert import Status
+    from rtool.core.errors import RtoolError
+    from rtool.slurm_templates.switches import record_name, submission_record
+
+    if report.status is not Status.OK:
+        _say(f"not submitting {real.job_name}: the drill is {report.status.name}")
+        return
+    if submit_cmd._check_switches(real):
+        raise RtoolError(f"kill switch {real.kill_switch} is present: not submitting")
+    if req.preflight:
+        real.preflight = submit_cmd.preflight_argv(app_ctx, real)
+    if req.exclude_suspects:
+        submit_cmd.exclude_suspect_nodes(app_ctx, real)
+    text = submit_cmd._render(app_ctx, real, req.template)
+    result = app_ctx.slurm.sbatch(req.extra_args, script=text, cwd=str(Path.cwd()))
+    app_ctx.state.write_json(
+        record_name(real.job_name), submission_record(result.job_id, real, Path.cwd())
+    )
+    _say(f"the drill passed: submitted job {result.job_id} ({real.job_name})")
 
 
 def _cancel(app_ctx: AppContext, job_id: str, folder: Path) -> None:
@@ -198,11 +234,16 @@ def _own() -> list[inspect.Parameter]:
             "resume_timeout", None, "--resume-timeout", kind=str | None,
             help=f"Wait this long for the next attempt. {default_note('drill.resume_timeout')}",
         ),
+        _option(
+            "and_submit", False, "--and-submit", kind=bool,
+            help="With --submit: when every step is OK, submit the real job (as rtool submit).",
+        ),
         _option("as_json", False, "--json", kind=bool, help="Print the report as JSON."),
     ]  # fmt: skip
 
 
 OWN = {"target", "submit", "job", "no_requeue", "start_timeout", "resume_timeout", "as_json"}
+OWN |= {"and_submit"}
 
 
 def _signature() -> inspect.Signature:
