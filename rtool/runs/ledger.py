@@ -106,7 +106,7 @@ def _apply_record(by_key: dict[tuple[str, int], Attempt], run: str, rec: BatchRe
         state="RUNNING",
         source=Source.RECORDS,
     )
-    nodes = tuple(expand_hostlist(rec.nodelist)) if rec.nodelist else (rec.node,)
+    nodes = rec.nodes
     if rec.event == "start":
         a = a.with_(started=rec.time, nodes=a.nodes or nodes)
     else:

@@ -88,9 +88,10 @@ def _records(spec: RunWatch) -> tuple[list[BatchRecord], str]:
     if not path:
         return [], ""
     try:
-        return read_records(os.path.expanduser(path)), ""
+        got = read_records(os.path.expanduser(path))
     except OSError as exc:
         return [], f"records not read: {exc}"
+    return got.records, got.note()
 
 
 def refresh(

@@ -60,7 +60,7 @@ def _build(prev=None, hb=None, logs=None):  # type: ignore[no-untyped-def]
         run="llm",
         now=_t("2026-11-23T14:16:30"),
         sacct=parse_sacct(SACCT),
-        records=parse_records(_records()),
+        records=parse_records(_records()).records,
         heartbeat=hb,
         queue=parse_squeue(QUEUE),
         total_steps=5000,
@@ -134,7 +134,7 @@ def test_degraded_mode_from_records_and_squeue() -> None:
         '{"event":"start","job_id":"40","array_job_id":"","array_task_id":"","restart":0,"node":"n1","nodelist":"n1","time":1000,"rc":null,"heartbeat":null}\n'
         '{"event":"end","job_id":"40","array_job_id":"","array_task_id":"","restart":0,"node":"n1","nodelist":"n1","time":1030,"rc":1,"heartbeat":null}\n'
         '{"event":"start","job_id":"40","array_job_id":"","array_task_id":"","restart":1,"node":"n2","nodelist":"n2","time":1100,"rc":null,"heartbeat":null}\n'
-    )
+    ).records
     inp = ledger.Inputs(run="llm", now=1200.0, sacct=None, records=recs, queue=parse_squeue(run_q))
     led = ledger.build(None, inp)
     assert not led.accounting and "no accounting" in led.note
