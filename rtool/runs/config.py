@@ -31,7 +31,11 @@ from pydantic import field_validator, model_validator
 from rtool.core.config.types import Duration, Section, Size
 
 if TYPE_CHECKING:
-    from rtool.runs.signatures import Pattern
+    from rtool.runs.signatures.base import Pattern
+
+
+#: The longest `[[runs.signature]]` pattern accepted.
+MAX_PATTERN = 1000
 
 
 class SignatureEntry(Section):
@@ -42,10 +46,17 @@ class SignatureEntry(Section):
     @field_validator("pattern")
     @classmethod
     def _regex(cls, v: str) -> str:
+        from rtool.core.linear import problem
+
+        if len(v) > MAX_PATTERN:
+            raise ValueError(f"pattern is longer than {MAX_PATTERN} characters")
         try:
-            re.compile(v)
+            re.compile(v, re.IGNORECASE)
         except re.error as exc:
             raise ValueError(f"pattern is not a valid regex: {exc}") from None
+        why = problem(v, re.IGNORECASE)
+        if why:
+            raise ValueError(f"pattern {v[:60]!r} is not linear-time: {why}")
         return v
 
 
