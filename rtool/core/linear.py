@@ -198,10 +198,11 @@ def _walk(sub: Any, ignore_case: bool) -> str | None:
 
 def problem(pattern: str | re.Pattern[str], flags: int = 0) -> str | None:
     """Why `pattern` is not linear-time (one line), or None when it follows the rule."""
+    text = pattern if isinstance(pattern, str) else pattern.pattern
     if isinstance(pattern, re.Pattern):
-        pattern, flags = pattern.pattern, pattern.flags
+        flags = pattern.flags
     try:
-        tree: Any = P.parse(pattern, flags)
+        tree: Any = P.parse(text, flags)
     except (re.error, RecursionError, OverflowError) as exc:
         return f"not a valid regex: {exc}"
     ignore_case = bool((flags | tree.state.flags) & re.IGNORECASE)
