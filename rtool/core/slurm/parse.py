@@ -233,7 +233,7 @@ def _ranges(spec: str, whole: str) -> list[tuple[int, int, int]]:
     """The (low, high, zero-padding width) of each item of one bracket group."""
     out = []
     for item in spec.split(","):
-        m = re.fullmatch(r"\s*(\d{1,18})(?:-(\d{1,18}))?\s*", item)
+        m = re.fullmatch(r" {0,8}(\d{1,18})(?:-(\d{1,18}))? {0,8}", item)
         if not m:
             raise ParseError(f"bad range {_clipped(item)!r} in host list {_clipped(whole)!r}")
         lo, hi = m.group(1), m.group(2) or m.group(1)
