@@ -14,12 +14,15 @@ from typing import TYPE_CHECKING
 from rtool.core.heartbeat import Heartbeat, RunState
 from rtool.core.slurm import RUNNING_STATES, SqueueJob, expand_hostlist
 from rtool.runs import signatures
+from rtool.runs.finish import Claim
 from rtool.runs.model import Attempt, Ledger, Source
 from rtool.runs.records import BatchRecord
 
 if TYPE_CHECKING:
     from rtool.core.slurm import SacctRecord
 
+#: How long an attempt's end record stands in for sacct (slurmdbd lags behind slurmctld).
+ACCOUNTING_LAG = 300.0
 #: Attempts whose log is read for a signature per build (the newest first).
 MAX_LOG_READS = 4
 DEGRADED_NOTE = (
@@ -41,7 +44,9 @@ class Inputs:
     records: list[BatchRecord] = field(default_factory=list)
     heartbeat: Heartbeat | None = None
     queue: list[SqueueJob] = field(default_factory=list)  # the run's jobs in squeue now
-    done: bool = False  # the heartbeat's done marker exists
+    #: The training's claim to have finished (its done marker, or a heartbeat in state
+    #: finished): the run is finished only when Slurm says that attempt COMPLETED.
+    claim: Claim | None = None
     total_steps: int | None = None
     note: str = ""
 
@@ -163,6 +168,15 @@ def from_records_and_queue(
     return out
 
 
+def _lagging(a: Attempt, now: float) -> bool:
+    """Running, or completed (exit 0) by its own end record within `ACCOUNTING_LAG`: sacct may
+    not know it yet."""
+    if not a.is_over:
+        return True
+    recent = a.ended is not None and a.ended >= now - ACCOUNTING_LAG
+    return a.source is Source.RECORDS and a.state == "COMPLETED" and recent
+
+
 def _carry(new: Attempt, old: Attempt | None) -> Attempt:
     """Keep what the previous ledger knew and the new source cannot tell."""
     if old is None:
@@ -185,6 +199,12 @@ def _carry(new: Attempt, old: Attempt | None) -> Attempt:
     if old.finished:
         keep["finished"] = True
     return new.with_(**keep) if keep else new
+
+
+def confirmed_finish(a: Attempt) -> bool:
+    """The training said it finished in this attempt and Slurm says it ended COMPLETED (exit 0
+    in the batch script's end record without accounting): never the marker alone."""
+    return a.finished and a.state == "COMPLETED" and a.exit_code in (0, None)
 
 
 def heartbeat_key(hb: Heartbeat) -> tuple[str, int] | None:
@@ -277,10 +297,11 @@ def build(
         known = {a.key for a in base}
         # attempts sacct no longer reports (purged, or older than the lookback) stay
         base += [a for k, a in old.items() if k not in known and a.is_over]
-        # accounting lags (slurmdbd): a job squeue or the records show running is an attempt
+        # accounting lags (slurmdbd): a job squeue or the records show running, or whose recent
+        # end record says it completed, is an attempt until sacct knows it
         jobs = {a.job_id for a in base}
         live = from_records_and_queue(inp.run, [], inp.records, inp.queue, inp.now)
-        base += [a for a in live if not a.is_over and a.job_id not in jobs]
+        base += [a for a in live if a.job_id not in jobs and _lagging(a, inp.now)]
     else:
         base = from_records_and_queue(inp.run, list(old.values()), inp.records, inp.queue, inp.now)
     attempts = {a.key: _carry(a, old.get(a.key)) for a in base}
@@ -292,6 +313,9 @@ def build(
     key = heartbeat_key(hb) if hb is not None else None
     if hb is not None and key is not None and key in attempts:
         attempts[key] = _apply_heartbeat(attempts[key], hb)
+    if inp.claim is not None and inp.claim.key in attempts:
+        claimed = inp.claim.key
+        attempts[claimed] = attempts[claimed].with_(finished=True)
     ordered = steps_lost(_order(list(attempts.values())))
     ordered = _signatures(ordered, read_log, extra)
     ledger = Ledger(
@@ -299,9 +323,7 @@ def build(
         attempts=ordered,
         accounting=inp.sacct is not None,
         note=inp.note or ("" if inp.sacct is not None else DEGRADED_NOTE),
-        finished=inp.done
-        or any(a.finished for a in ordered)
-        or (hb is not None and hb.state is RunState.FINISHED),
+        finished=any(confirmed_finish(a) for a in ordered),
         total_steps=inp.total_steps
         if inp.total_steps is not None
         else (prev.total_steps if prev else None),

@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from rtool.core.heartbeat import Heartbeat, HeartbeatFormatError, read_heartbeat
 from rtool.core.slurm import AccountingDisabled, SacctRecord, Slurm, SlurmError, SqueueJob
 from rtool.core.state import StateDir
+from rtool.runs import finish, store
 from rtool.runs import ledger as ledger_mod
-from rtool.runs import store
 from rtool.runs.config import RunsConfig, RunWatch
 from rtool.runs.health import crash_loop
 from rtool.runs.logtail import UntrustedFile, read_tail, tail_lines
@@ -124,7 +124,6 @@ def refresh(
     hb, why = _heartbeat(spec)
     recs, why2 = _records(spec)
     notes += [n for n in (why, why2) if n]
-    done = bool(spec.heartbeat) and os.path.exists(os.path.expanduser(f"{spec.heartbeat}.done"))
     inputs = ledger_mod.Inputs(
         run=spec.name,
         now=now,
@@ -132,7 +131,7 @@ def refresh(
         records=recs,
         heartbeat=hb,
         queue=[j for j in queue if j.name == spec.slurm_name],
-        done=done,
+        claim=finish.claim(spec.heartbeat),
         total_steps=spec.total_steps,
         note="; ".join(notes),
     )
