@@ -153,7 +153,7 @@ class Silences:
             yield items
             after = [s.to_dict() for s in items]
             if after != before:  # most notify runs change nothing: no write, no fsync
-                self.state.write_json(FILE, {"silences": after})
+                self.state.write_json(FILE, {"silences": after}, shrink=_drop_held)
 
     def add(self, matchers: list[Matcher], duration: float, reason: str, now: float) -> Silence:
         if not matchers:
@@ -181,6 +181,19 @@ class Silences:
 
     def held_count(self) -> int:
         return sum(len(s.held) + s.dropped for s in self.load() if not s.summarized)
+
+
+def _drop_held(data: dict[str, Any]) -> dict[str, Any] | None:
+    """The store with half the held notifications of the silence holding most dropped (they
+    are counted in its `dropped`): the file stays under its cap, never moved aside."""
+    rows = [r for r in data["silences"] if r.get("held")]
+    if not rows:
+        return None
+    row = max(rows, key=lambda r: len(r["held"]))
+    cut = max(1, len(row["held"]) // 2)
+    row["dropped"] = int(row.get("dropped") or 0) + cut
+    row["held"] = row["held"][cut:]
+    return data
 
 
 def hold(silence: Silence, n: Notification, channels: list[str]) -> None:

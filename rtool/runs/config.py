@@ -3,6 +3,7 @@
 ```toml
 [runs]
 log_tail = "64KiB"                  # bytes read from the end of an attempt's log
+keep_attempts = 100                 # attempts kept in full; older ones summed up in the totals
 
 [[runs.signature]]                  # tried before the defaults
 name = "disk-full"
@@ -26,7 +27,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from rtool.core.config.types import Duration, Section, Size
 
@@ -62,6 +63,8 @@ class SignatureEntry(Section):
 
 class RunsConfig(Section):
     log_tail: Size = 64 * 1024
+    #: Attempts a run's ledger keeps in full; older ones are summed up in its totals.
+    keep_attempts: int = Field(100, ge=1, le=1000)
     signature: list[SignatureEntry] = []
 
     def patterns(self) -> tuple[Pattern, ...]:

@@ -17,10 +17,13 @@ from rtool.runs import signatures
 from rtool.runs.finish import Claim
 from rtool.runs.model import Attempt, Ledger, Source
 from rtool.runs.records import BatchRecord
+from rtool.runs.totals import fold
 
 if TYPE_CHECKING:
     from rtool.core.slurm import SacctRecord
 
+#: Attempts a ledger keeps in full by default (`[runs] keep_attempts`).
+KEEP_ATTEMPTS = 100
 #: How long an attempt's end record stands in for sacct (slurmdbd lags behind slurmctld).
 ACCOUNTING_LAG = 300.0
 #: Attempts whose log is read for a signature per build (the newest first).
@@ -49,6 +52,8 @@ class Inputs:
     claim: Claim | None = None
     total_steps: int | None = None
     note: str = ""
+    #: Attempts kept in full; older ones are folded into the ledger's running totals.
+    keep: int = KEEP_ATTEMPTS
 
 
 def shown_id(job_id: str | None, array_job_id: str | None, task: object) -> str | None:
@@ -233,12 +238,14 @@ def _apply_heartbeat(a: Attempt, hb: Heartbeat) -> Attempt:
     return a.with_(**changes)
 
 
-def _order(attempts: list[Attempt]) -> list[Attempt]:
+def _order(attempts: list[Attempt], before: int = 0) -> list[Attempt]:
+    """In start order, numbered after the `before` attempts already folded."""
+
     def when(a: Attempt) -> float:
         return a.started if a.started is not None else (a.queued_at or math.inf)
 
     ordered = sorted(attempts, key=lambda a: (when(a), a.job_id, a.restart))
-    return [a.with_(number=i) for i, a in enumerate(ordered, 1)]
+    return [a.with_(number=i) for i, a in enumerate(ordered, before + 1)]
 
 
 def steps_lost(attempts: list[Attempt]) -> list[Attempt]:
@@ -304,7 +311,10 @@ def build(
         base += [a for a in live if a.job_id not in jobs and _lagging(a, inp.now)]
     else:
         base = from_records_and_queue(inp.run, list(old.values()), inp.records, inp.queue, inp.now)
-    attempts = {a.key: _carry(a, old.get(a.key)) for a in base}
+    folded = prev.folded if prev else None
+    attempts = {
+        a.key: _carry(a, old.get(a.key)) for a in base if folded is None or not folded.covers(a)
+    }
     beats = [(r.shown_id, r.restart, r.heartbeat) for r in inp.records if r.heartbeat]
     for job, restart, beat in beats:
         if beat is not None and (job, restart) in attempts:
@@ -316,8 +326,9 @@ def build(
     if inp.claim is not None and inp.claim.key in attempts:
         claimed = inp.claim.key
         attempts[claimed] = attempts[claimed].with_(finished=True)
-    ordered = steps_lost(_order(list(attempts.values())))
+    ordered = steps_lost(_order(list(attempts.values()), folded.attempts if folded else 0))
     ordered = _signatures(ordered, read_log, extra)
+    ordered, folded = fold(ordered, folded, inp.keep, inp.now)
     ledger = Ledger(
         run=inp.run,
         attempts=ordered,
@@ -331,6 +342,7 @@ def build(
         or (prev.step_seconds if prev else None),
         updated=inp.now,
         crash_loop_at=prev.crash_loop_at if prev else None,
+        folded=folded,
     )
     _best_step(ledger, prev, hb, inp.now)
     return ledger

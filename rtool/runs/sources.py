@@ -134,6 +134,7 @@ def refresh(
         claim=finish.claim(spec.heartbeat),
         total_steps=spec.total_steps,
         note="; ".join(notes),
+        keep=cfg.keep_attempts,
     )
     led = ledger_mod.build(prev, inputs, log_reader(spec, int(cfg.log_tail)), cfg.patterns())
     looping = crash_loop(led, spec.crash_loop, spec.short) is not None

@@ -36,6 +36,7 @@ grace = "15m"
 from __future__ import annotations
 
 import re
+import shlex
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from pydantic import field_validator, model_validator
@@ -121,6 +122,19 @@ class DiskWatch(Section):
     def _usable(cls, v: float) -> float:
         if v <= 0:
             raise ValueError("usable must be above 0%")
+        return v
+
+    @field_validator("quota_cmd")
+    @classmethod
+    def _quota_cmd(cls, v: list[str] | str | None) -> list[str] | str | None:
+        if v is None:
+            return v
+        try:
+            argv = shlex.split(v) if isinstance(v, str) else v
+        except ValueError as exc:
+            raise ValueError(f"quota_cmd {v!r}: {exc} (an unclosed quote?)") from None
+        if not argv or not argv[0].strip():
+            raise ValueError("quota_cmd is empty: give the command, e.g. 'lfs quota -u me /fs'")
         return v
 
 
