@@ -57,8 +57,8 @@ class Evidence:
                 kind=EvidenceKind(data["kind"]),
                 detail=str(data["detail"]),
                 time=float(data["time"]),
-                run=data.get("run"),
-                job_id=data.get("job_id"),
+                run=data["run"] if isinstance(data.get("run"), str) else None,
+                job_id=data["job_id"] if isinstance(data.get("job_id"), str) else None,
                 output=str(data.get("output") or ""),
             )
         except (KeyError, TypeError, ValueError):
@@ -124,7 +124,7 @@ class SuspectStore:
     def _load(self) -> dict[str, list[Evidence]]:
         nodes = self._raw().get("nodes")
         out: dict[str, list[Evidence]] = {}
-        for node, items in (nodes or {}).items():
+        for node, items in (nodes if isinstance(nodes, dict) else {}).items():
             if not isinstance(items, list):
                 continue
             evidence = [e for e in (Evidence.from_json(i) for i in items if isinstance(i, dict))]

@@ -154,7 +154,10 @@ def _load(state: StateDir) -> dict[str, Any]:
     data = state.read_json(ALERTS_FILE, {})
     if not isinstance(data, dict) or not isinstance(data.get("keys"), dict):
         data = {"keys": {}}
-    data.setdefault("epoch", uuid.uuid4().hex[:8])
+    # a key whose state is not an object is dropped alone (the others are kept)
+    data["keys"] = {str(k): v for k, v in data["keys"].items() if isinstance(v, dict)}
+    if not isinstance(data.get("epoch"), str):
+        data["epoch"] = uuid.uuid4().hex[:8]
     return data
 
 

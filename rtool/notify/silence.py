@@ -139,9 +139,11 @@ class Silences:
         rows = data.get("silences") if isinstance(data, dict) else None
         out = []
         for row in rows if isinstance(rows, list) else []:
+            if not isinstance(row, dict):
+                continue  # a row of the wrong type is dropped, the others kept
             try:
                 out.append(Silence.from_dict(row))
-            except (KeyError, TypeError, ValueError):
+            except (KeyError, TypeError, ValueError, AttributeError):
                 continue
         return out
 

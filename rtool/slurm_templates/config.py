@@ -42,6 +42,14 @@ class SubmitConfig(Section):
     extra_lines: list[str] = []
     template_dir: str | None = None
 
+    @field_validator(
+        "partition", "account", "time", "signal", "array", "launcher", "python", "template_dir",
+        mode="before",
+    )  # fmt: skip
+    @classmethod
+    def _not_empty(cls, value: object) -> object:
+        return _not_blank(value)
+
     @field_validator("time")
     @classmethod
     def _time(cls, value: str | None) -> str | None:
@@ -79,3 +87,15 @@ class SwitchesConfig(Section):
     #: Let the group write switch folders and files (colleagues may stop a run). Off: a
     #: group-writable switch folder is refused, since any member could plant a symlink there.
     group_writable: bool = False
+
+    @field_validator("kill", "save", mode="before")
+    @classmethod
+    def _not_empty(cls, value: object) -> object:
+        return _not_blank(value)
+
+
+def _not_blank(value: object) -> object:
+    """An empty string is a mistake, not "the default": leave the key out for that."""
+    if isinstance(value, str) and not value.strip():
+        raise ValueError("empty: leave the key out to use the default")
+    return value

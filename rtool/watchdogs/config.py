@@ -39,7 +39,7 @@ import re
 import shlex
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from pydantic import field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from rtool.core.config.types import Duration, Percent, PositiveDuration, Section, Size
 
@@ -103,7 +103,7 @@ class DiskWatch(Section):
     warn_used: Percent | None = None  # WARNING above
     min_free: Size | None = None  # CRITICAL below
     max_inodes_used: Percent | None = None
-    min_free_inodes: int | None = None
+    min_free_inodes: int | None = Field(None, ge=0, le=2**63)
     #: On some distributed filesystems 80% is the real 100%: percentages are of the usable part.
     usable: Percent = 100.0
     #: WARNING when the usage trend fills the partition within this.
