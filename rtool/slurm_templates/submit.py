@@ -53,13 +53,15 @@ def is_batch_script(path: Path, text: str) -> bool:
     )
 
 
-def build_job(req: SubmitRequest, cfg: SubmitConfig, sw: SwitchesConfig, cwd: Path) -> TrainingJob:
-    """The validated job for a request (raises SpecError with one line)."""
+def _refuse_empty(req: SubmitRequest) -> None:
     empty = empty_options(req)
     if empty:
-        raise specs.SpecError(
-            f"{', '.join(empty)}: empty value (leave the option out for the default)"
-        )
+        raise specs.SpecError(f"{', '.join(empty)}: empty value (leave it out for the default)")
+
+
+def build_job(req: SubmitRequest, cfg: SubmitConfig, sw: SwitchesConfig, cwd: Path) -> TrainingJob:
+    """The validated job for a request (raises SpecError with one line)."""
+    _refuse_empty(req)
     path = req.script if req.script.is_absolute() else cwd / req.script
     try:
         text = read_bounded(path, MAX_SCRIPT)
