@@ -7,7 +7,9 @@ Created 0700; refused when it is a symlink or not owned by the user. Every write
 State is best effort, never the verdict: a write that fails because the disk is full, over
 quota or read-only is logged and recorded in `StateDir.problems` (the CLI reports them), and
 the caller goes on. A corrupt file (truncated, binary, the wrong JSON type, a folder where a file
-belongs) is moved aside to `<name>.corrupt-<time>` with a warning and read as missing.
+belongs) is moved aside to `<name>.corrupt-<time>` with a warning and read as missing; a file
+rtool writes is never larger than it can read back (`write_json` and each store's `shrink`), so
+nothing rtool wrote is moved aside. Lock waits are bounded (`LOCK_WAIT`).
 """
 
 from __future__ import annotations
