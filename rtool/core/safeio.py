@@ -50,6 +50,12 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
+def kind_of(path: str | os.PathLike[str]) -> str:
+    """What `path` is, in words: `a file`, `a folder`, `a FIFO`, `a device`, `a symlink`..."""
+    mode = os.lstat(path).st_mode
+    return "a file" if stat.S_ISREG(mode) else _kind(mode)
+
+
 def read_bytes_bounded(
     path: str | os.PathLike[str], limit: int = DEFAULT_LIMIT, *, follow: bool = True
 ) -> bytes:

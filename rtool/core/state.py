@@ -7,7 +7,9 @@ Created 0700; refused when it is a symlink or not owned by the user. Every write
 State is best effort, never the verdict: a write that fails because the disk is full, over
 quota or read-only is logged and recorded in `StateDir.problems` (the CLI reports them), and
 the caller goes on. A corrupt file (truncated, binary, the wrong JSON type, a folder where a file
-belongs) is moved aside to `<name>.corrupt-<time>` with a warning and read as missing.
+belongs) is moved aside to `<name>.corrupt-<time>` with a warning and read as missing; a file
+rtool writes is never larger than it can read back (`write_json` and each store's `shrink`), so
+nothing rtool wrote is moved aside. Lock waits are bounded (`LOCK_WAIT`).
 
 `format.json` names the layout of the folder (`STATE_FORMAT`) and the rtool that created it.
 A state dir written by a newer rtool, in a layout this one does not know, is refused with one
@@ -24,7 +26,8 @@ import logging
 import os
 import stat
 import tempfile
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +37,8 @@ from rtool.core.safeio import DEFAULT_LIMIT, read_json_file
 
 log = logging.getLogger(__name__)
 #: Write errors that mean "the disk cannot take it", not a bug: recorded, never raised.
+#: The longest wait for a state lock (another rtool holding it that long is stuck).
+LOCK_WAIT = 120.0
 DISK_ERRORS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO, errno.EACCES})
 #: The layout of the state dir this rtool reads and writes (rtool 0.1 wrote the same, unmarked).
 STATE_FORMAT = 1
@@ -66,6 +71,26 @@ def atomic_write(path: Path, data: str | bytes, mode: int = 0o600) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def _flock(fd: int, wait: float) -> bool:
+    """Take the exclusive lock on `fd`, waiting at most `wait` seconds."""
+    deadline = time.monotonic() + wait
+    pause = 0.01
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(pause)
+            pause = min(pause * 2, 0.25)
+
+
+def _dumps(obj: Any) -> str:
+    """Compact enough, readable, ASCII only (so its length is its size in bytes)."""
+    return json.dumps(obj, indent=1, sort_keys=True, default=str, ensure_ascii=True)
 
 
 class StateDir:
@@ -149,8 +174,26 @@ class StateDir:
             move_aside(target, str(exc))
             return default
 
-    def write_json(self, rel: str, obj: Any) -> None:
-        self.write_text(rel, json.dumps(obj, indent=1, sort_keys=True, default=str))
+    def write_json(
+        self, rel: str, obj: Any, *, shrink: Callable[[Any], Any | None] | None = None
+    ) -> bool:
+        """Write `obj` as JSON, never past the read bound (`DEFAULT_LIMIT`): a value that would
+        not fit is handed to `shrink` (which returns a smaller one: the oldest entries dropped
+        or summed up, or None when it cannot) until it fits; without one, or when it cannot,
+        nothing is written (the file keeps its last content, the problem is reported). So no
+        file rtool wrote is ever too big to read back and moved aside. True when written."""
+        text = _dumps(obj)
+        while len(text) > DEFAULT_LIMIT:
+            smaller = shrink(obj) if shrink is not None else None
+            if smaller is None:
+                line = f"{rel} would exceed its cap of {DEFAULT_LIMIT} bytes; kept as it was"
+                if line not in self.problems:
+                    self.problems.append(line)
+                    log.warning("state dir: %s", line)
+                return False
+            obj, text = smaller, _dumps(smaller)
+        self.write_text(rel, text)
+        return True
 
     def read_json(self, rel: str, default: Any = None) -> Any:
         """The JSON value in `rel`; `default` when missing. A corrupt file, or one whose type
@@ -161,7 +204,8 @@ class StateDir:
 
     @contextlib.contextmanager
     def lock(self, name: str, *, blocking: bool = True) -> Iterator[bool]:
-        """Hold the exclusive lock `name`; yields False (non-blocking) when another holds it."""
+        """Hold the exclusive lock `name`; yields False (non-blocking) when another holds it.
+        A blocking wait is bounded (`LOCK_WAIT`): past it StateDirError is raised."""
         path = self.file("locks", f"{name}.lock")
         try:
             fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
@@ -172,9 +216,11 @@ class StateDir:
             yield True
             return
         try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
-            except BlockingIOError:
+            if not _flock(fd, LOCK_WAIT if blocking else 0.0):
+                if blocking:
+                    raise StateDirError(
+                        f"state lock {name} held by another rtool for more than {LOCK_WAIT:g}s"
+                    )
                 yield False
                 return
             try:

@@ -24,8 +24,10 @@ _DURATION_UNITS = {
     "w": 7 * 86400.0,
 }
 # ASCII only: `\d` would accept full-width and other Unicode digits, which float() converts.
-_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|sec|min|s|m|h|d|w)", re.IGNORECASE | re.ASCII)
-_NUMBER = re.compile(r"\d+(?:\.\d+)?", re.ASCII)
+_DURATION_PART = re.compile(
+    r"(?<![0-9.])(\d{1,40}(?:\.\d{1,40})?)\s{0,8}(ms|sec|min|s|m|h|d|w)", re.IGNORECASE | re.ASCII
+)
+_NUMBER = re.compile(r"\d{1,40}(?:\.\d{1,40})?", re.ASCII)
 #: Larger values are typos (or overflow attempts): 100 years, 1 EiB.
 MAX_DURATION = 100 * 365 * 86400.0
 MAX_SIZE = 2**60

@@ -3,6 +3,7 @@
 ```toml
 [runs]
 log_tail = "64KiB"                  # bytes read from the end of an attempt's log
+keep_attempts = 100                 # attempts kept in full; older ones summed up in the totals
 
 [[runs.signature]]                  # tried before the defaults
 name = "disk-full"
@@ -26,13 +27,17 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from rtool.core.config.fields import setting
 from rtool.core.config.types import Duration, Section, Size
 
 if TYPE_CHECKING:
-    from rtool.runs.signatures import Pattern
+    from rtool.runs.signatures.base import Pattern
+
+
+#: The longest `[[runs.signature]]` pattern accepted.
+MAX_PATTERN = 1000
 
 
 class SignatureEntry(Section):
@@ -43,15 +48,24 @@ class SignatureEntry(Section):
     @field_validator("pattern")
     @classmethod
     def _regex(cls, v: str) -> str:
+        from rtool.core.linear import problem
+
+        if len(v) > MAX_PATTERN:
+            raise ValueError(f"pattern is longer than {MAX_PATTERN} characters")
         try:
-            re.compile(v)
+            re.compile(v, re.IGNORECASE)
         except re.error as exc:
             raise ValueError(f"pattern is not a valid regex: {exc}") from None
+        why = problem(v, re.IGNORECASE)
+        if why:
+            raise ValueError(f"pattern {v[:60]!r} is not linear-time: {why}")
         return v
 
 
 class RunsConfig(Section):
     log_tail: Size = 64 * 1024
+    #: Attempts a run's ledger keeps in full; older ones are summed up in its totals.
+    keep_attempts: int = Field(100, ge=1, le=1000)
     signature: list[SignatureEntry] = []
 
     def patterns(self) -> tuple[Pattern, ...]:

@@ -146,6 +146,74 @@ class Totals:
         return asdict(self)
 
 
+@dataclass(frozen=True)
+class Folded:
+    """The attempts a ledger no longer keeps in full (the oldest, past `[runs] keep_attempts`),
+    summed up so the run's totals stay whole while the ledger stays small."""
+
+    attempts: int = 0
+    steps_lost: int = 0
+    queued_s: float = 0.0
+    computing_s: float = 0.0
+    first_step: int | None = None  # the step the run's first attempt started from
+    until: float = 0.0  # the latest start among them: older attempts a source reports are these
+    keys: tuple[tuple[str, int], ...] = ()  # the last ones' keys (attempts that started at `until`)
+
+    def add(self, gone: list[Attempt], now: float) -> Folded:
+        if not gone:
+            return self
+        starts = [a.step_start for a in gone if a.step_start is not None]
+        first = self.first_step if self.attempts else (starts[0] if starts else None)
+        return Folded(
+            attempts=self.attempts + len(gone),
+            steps_lost=self.steps_lost + sum(a.steps_lost or 0 for a in gone),
+            queued_s=self.queued_s + sum(a.queue_wait or 0.0 for a in gone),
+            computing_s=self.computing_s + sum(computing(a, now) for a in gone),
+            first_step=first,
+            until=max([self.until, *(a.started or 0.0 for a in gone)]),
+            keys=(*self.keys, *(a.key for a in gone))[-MAX_FOLDED_KEYS:],
+        )
+
+    def covers(self, a: Attempt) -> bool:
+        """Whether `a` (reported again by sacct or the records) is one of these."""
+        return a.key in self.keys or (a.started is not None and a.started < self.until)
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["keys"] = [list(k) for k in self.keys]
+        return d
+
+    @staticmethod
+    def from_json(d: Any) -> Folded | None:
+        if not isinstance(d, dict):
+            return None
+        try:
+            keys = tuple((str(k[0]), int(k[1])) for k in d.get("keys") or [])
+            return Folded(
+                attempts=int(d["attempts"]),
+                steps_lost=int(d.get("steps_lost") or 0),
+                queued_s=float(d.get("queued_s") or 0.0),
+                computing_s=float(d.get("computing_s") or 0.0),
+                first_step=int(d["first_step"]) if d.get("first_step") is not None else None,
+                until=float(d.get("until") or 0.0),
+                keys=keys[-MAX_FOLDED_KEYS:],
+            )
+        except (KeyError, TypeError, ValueError, IndexError):
+            return None
+
+
+#: Keys of folded attempts remembered (those that started in the same second as the last one).
+MAX_FOLDED_KEYS = 32
+
+
+def computing(a: Attempt, now: float) -> float:
+    """Seconds the attempt held its allocation (until now while it runs)."""
+    if a.started is None:
+        return 0.0
+    end = a.ended if a.ended is not None else now
+    return max(0.0, end - a.started)
+
+
 @dataclass
 class Ledger:
     """Every attempt of one run, and what the run view remembers about it between sweeps."""
@@ -167,6 +235,8 @@ class Ledger:
     #: run's latest heartbeat (the trainer's); None when unknown (rtool 0.1).
     rtool_version: str | None = None
     shim_version: str | None = None
+    #: The oldest attempts, summed up (the ledger keeps the last `keep_attempts` in full).
+    folded: Folded | None = None
 
     @property
     def last(self) -> Attempt | None:
@@ -187,6 +257,7 @@ class Ledger:
             "crash_loop_at": self.crash_loop_at,
             "rtool_version": self.rtool_version,
             "shim_version": self.shim_version,
+            "folded": self.folded.to_json() if self.folded else None,
             "attempts": [a.to_json() for a in self.attempts],
         }
 
@@ -206,6 +277,7 @@ class Ledger:
             crash_loop_at=d.get("crash_loop_at"),
             rtool_version=_opt_str(d.get("rtool_version")),
             shim_version=_opt_str(d.get("shim_version")),
+            folded=Folded.from_json(d.get("folded")),
         )
 
 

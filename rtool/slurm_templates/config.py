@@ -48,6 +48,14 @@ class SubmitConfig(Section):
     extra_lines: list[str] = []
     template_dir: str | None = None
 
+    @field_validator(
+        "partition", "account", "time", "signal", "array", "launcher", "python", "template_dir",
+        mode="before",
+    )  # fmt: skip
+    @classmethod
+    def _not_empty(cls, value: object) -> object:
+        return _not_blank(value)
+
     @field_validator("time")
     @classmethod
     def _time(cls, value: str | None) -> str | None:
@@ -99,3 +107,15 @@ class SwitchesConfig(Section):
     #: Off: such a folder is refused, since any member could plant a symlink there. Either
     #: way a switch file another member made is ignored (only yours or root's count).
     group_writable: bool = False
+
+    @field_validator("kill", "save", mode="before")
+    @classmethod
+    def _not_empty(cls, value: object) -> object:
+        return _not_blank(value)
+
+
+def _not_blank(value: object) -> object:
+    """An empty string is a mistake, not "the default": leave the key out for that."""
+    if isinstance(value, str) and not value.strip():
+        raise ValueError("empty: leave the key out to use the default")
+    return value

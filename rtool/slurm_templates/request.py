@@ -249,3 +249,13 @@ def overridden_sbatch(req: SubmitRequest) -> set[str]:
         if not opt.sbatch_if_given or value not in (None, False):
             names.add(opt.sbatch)
     return names
+
+
+def empty_options(req: SubmitRequest) -> list[str]:
+    """The options given an empty value (`--array ''`): a mistake, not "the default"."""
+    out = []
+    for f in dataclasses.fields(req):
+        value, meta = getattr(req, f.name), f.metadata.get(_META)
+        if isinstance(value, str) and not value.strip() and meta is not None and meta.flags:
+            out.append(meta.flags[0].split("/")[0])
+    return out

@@ -15,7 +15,13 @@ from rtool.core.safeio import UnsafeFileError, read_bounded
 from rtool.slurm_templates import specs
 from rtool.slurm_templates.batchfile import BatchScript, override, parse_batch_script
 from rtool.slurm_templates.config import SubmitConfig, SwitchesConfig
-from rtool.slurm_templates.request import SubmitRequest, Use, declared, overridden_sbatch
+from rtool.slurm_templates.request import (
+    SubmitRequest,
+    Use,
+    declared,
+    empty_options,
+    overridden_sbatch,
+)
 from rtool.slurm_templates.training import TrainingJob
 
 #: A training or batch script larger than this is not a script.
@@ -47,8 +53,15 @@ def is_batch_script(path: Path, text: str) -> bool:
     )
 
 
+def _refuse_empty(req: SubmitRequest) -> None:
+    empty = empty_options(req)
+    if empty:
+        raise specs.SpecError(f"{', '.join(empty)}: empty value (leave it out for the default)")
+
+
 def build_job(req: SubmitRequest, cfg: SubmitConfig, sw: SwitchesConfig, cwd: Path) -> TrainingJob:
     """The validated job for a request (raises SpecError with one line)."""
+    _refuse_empty(req)
     path = req.script if req.script.is_absolute() else cwd / req.script
     try:
         text = read_bounded(path, MAX_SCRIPT)

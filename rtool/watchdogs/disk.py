@@ -96,10 +96,10 @@ def _run_quota(o: DiskObservation) -> None:
     from rtool.watchdogs.quota import QuotaParseError, parse_quota
 
     cmd = o.spec.quota_cmd
-    argv = shlex.split(cmd) if isinstance(cmd, str) else list(cmd or [])
     res = None
     try:
-        res = run(argv, timeout=o.timeout, check=False)
+        argv = shlex.split(cmd) if isinstance(cmd, str) else list(cmd or [])
+        res = run(argv, timeout=o.timeout, check=False, max_output=1024 * 1024)
         o.quota = parse_quota(o.spec.quota_format, res.stdout)
     except ProcTimeout:
         o.quota_error = f"quota command timed out after {o.timeout:g}s"
@@ -110,6 +110,8 @@ def _run_quota(o: DiskObservation) -> None:
         if res is not None and res.returncode != 0:  # a failed command: say so, with its words
             said = (res.stderr.strip().splitlines() or ["no message"])[-1][:200]
             o.quota_error = f"quota command exited {res.returncode}: {said}"
+    except ValueError as exc:  # shlex: an unclosed quote
+        o.quota_error = f"quota command {cmd!r} cannot be split: {exc}"
 
 
 def _record(env: ProbeEnv, probed: list[DiskObservation]) -> None:

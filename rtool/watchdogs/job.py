@@ -13,14 +13,13 @@ from typing import Any
 
 from rtool.core.alert import Status
 from rtool.core.errors import RtoolError
-from rtool.core.heartbeat import HeartbeatFormatError, RunState, read_heartbeat
 from rtool.core.identity import is_mine
 from rtool.core.proc import ProcError, run
-from rtool.core.slurm import ACTIVE_STATES, QUEUED_STATES, RUNNING_STATES, SqueueJob
+from rtool.core.slurm import ACTIVE_STATES, QUEUED_STATES, RUNNING_STATES, Slurm, SqueueJob
 from rtool.core.units import format_duration
 from rtool.nodes.config import NodesConfig
 from rtool.nodes.store import SuspectStore
-from rtool.runs import describe, store
+from rtool.runs import describe, finish, store
 from rtool.runs.model import Ledger
 from rtool.watchdogs import jobnodes
 from rtool.watchdogs.base import CheckResult, ProbeEnv, SpecWatchdog, SqueueQuery
@@ -128,7 +127,7 @@ class JobWatchdog(SpecWatchdog[JobWatch]):
         for s in self.specs:
             if not s.regex and (led := store.load(env.state, s.run or s.name)) is not None:
                 obs.runs[s.name] = led
-            if s.heartbeat and heartbeat_finished(s.heartbeat):
+            if s.heartbeat and heartbeat_finished(s.heartbeat, env.slurm or Slurm()):
                 obs.finished.add(s.name)
         if obs.error is not None:
             return obs
@@ -150,16 +149,10 @@ class JobWatchdog(SpecWatchdog[JobWatch]):
         return results + failed_nodes(self.specs, probe_output)
 
 
-def heartbeat_finished(path: str) -> bool:
-    """The training finished: its done marker exists or its heartbeat says so."""
-    full = os.path.expanduser(path)
-    if os.path.exists(f"{full}.done"):
-        return True
-    try:
-        hb = read_heartbeat(full)
-    except HeartbeatFormatError:
-        return False
-    return hb is not None and hb.state is RunState.FINISHED
+def heartbeat_finished(path: str, slurm: Slurm) -> bool:
+    """The training finished: its done marker (or heartbeat) says so AND Slurm says that
+    attempt ended COMPLETED, exit 0 (rtool.runs.finish): never the marker alone."""
+    return finish.confirmed(slurm, finish.claim(path))
 
 
 def matching(spec: JobWatch, obs: JobObservation) -> list[SqueueJob]:

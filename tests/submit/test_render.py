@@ -46,6 +46,7 @@ def training(**kw: object) -> TrainingJob:
         "script": "/runs/train.py",
         "kill_switch": "/runs/kill-switch",
         "save_switch": "/runs/save-switch",
+        "rtool": ["/opt/rtool/bin/rtool"],  # the same script on every machine
     }
     return TrainingJob(**{**base, **kw})  # type: ignore[arg-type]
 
@@ -92,6 +93,7 @@ def test_golden_wrapped_batch_script(tmp_path: Path) -> None:
     )
     req = SubmitRequest(script=Path("job.slurm"), time="30", array="1-3%1")
     job = build_job(req, SubmitConfig(partition="cpu"), SwitchesConfig(), tmp_path)
+    job.rtool = ["/opt/rtool/bin/rtool"]
     text = render_job(job).replace(str(tmp_path), "/RUN")
     assert "#SBATCH --mem=4G" in text  # the user's own lines stay
     assert "# rtool overrides: SBATCH --time=1:00:00" in text

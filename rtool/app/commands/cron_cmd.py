@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -10,6 +12,8 @@ import typer
 from rtool.app.commands import errors
 from rtool.app.commands.fromspec import default_note
 from rtool.app.context import get_context
+from rtool.core.errors import UsageError
+from rtool.core.safeio import kind_of
 
 if TYPE_CHECKING:
     from rtool.cron.tick import TickEnv
@@ -20,6 +24,8 @@ app = errors.group(
     no_args_is_help=True,
 )
 
+#: The latest slot accepted (9999-12-31): a larger one is no time at all.
+MAX_SLOT = 253402300799.0
 _DIR_HELP = f"The cron folder {default_note('cron.dir')}."
 
 
@@ -33,6 +39,8 @@ def _env(ctx: typer.Context, directory: Path | None) -> TickEnv:
     found = find_config_path(app_ctx.config_path)
     config_path = found.resolve() if found else None
     root = resolve_dir(directory if directory is not None else cfg.cron.dir)
+    if os.path.lexists(root) and not root.is_dir():
+        raise UsageError(f"cron dir {root} is {kind_of(root)}, not a folder")
     return TickEnv(cfg, app_ctx.state, app_ctx.slurm, root, config_path)
 
 
@@ -192,6 +200,8 @@ def tick_cmd(
     from rtool.cron import manage
     from rtool.cron.tick import tick
 
+    if slot is not None and not (math.isfinite(slot) and 0 < slot < MAX_SLOT):
+        raise UsageError(f"--slot {slot!r}: expected a time in epoch seconds, e.g. 1767225600")
     env = _env(ctx, directory)
     env.chain = not no_chain
     manage.require_layout(env.root)

@@ -27,6 +27,7 @@ class Lazy:
 
     module: str
     summary: str
+    hidden: bool = False  # run by rtool itself (the batch script), not listed in help
 
 
 _M = "rtool.app.commands."
@@ -78,6 +79,11 @@ COMMANDS: dict[str, Lazy] = {
         _M + "silence_cmd", "Silences: hold matching alerts during maintenance, then summarise."
     ),
     "config": Lazy(_M + "config_cmd", "Check and show the config file."),
+    "record": Lazy(
+        _M + "record_cmd",
+        "Append this attempt's start or end record to $RTOOL_RUN_RECORDS (batch scripts only).",
+        hidden=True,
+    ),
 }
 
 
@@ -141,8 +147,11 @@ class LazyGroup(PolicyGroup):
         if cmd_name in self.commands or cmd_name not in COMMANDS:
             return self.commands.get(cmd_name)
         if self._listing:  # the root help: a summary, no import
-            text = COMMANDS[cmd_name].summary
-            return tidy(typer.core.TyperCommand(cmd_name, help=text, short_help=text))
+            lazy = COMMANDS[cmd_name]
+            text = lazy.summary
+            return tidy(
+                typer.core.TyperCommand(cmd_name, help=text, short_help=text, hidden=lazy.hidden)
+            )
         self.commands[cmd_name] = load(cmd_name)
         return self.commands[cmd_name]
 

@@ -164,7 +164,7 @@ def hang(d: Demo) -> None:
     )
 
 
-_FRAME = re.compile(r"(\S+) \(([^()\s]+\.py):(\d+)\)")
+_FRAME = re.compile(r"(?<!\S)(\S{1,200}) \(([^()\s]{1,500}\.py):(\d{1,9})\)")
 
 
 def stack_dump(d: Demo) -> list[str]:

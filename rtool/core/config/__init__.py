@@ -61,11 +61,15 @@ def read_trusted_config(found: Path) -> str:
     A config decides where alerts go, which templates render and which lines reach a batch
     script: one written by another user (a shared working folder's `./rtool.toml`) is refused.
     """
-    from rtool.core.safeio import UnsafeFileError, check_trusted, read_bounded
+    from rtool.core.safeio import UnsafeFileError, check_trusted, read_bytes_bounded
 
     try:
         check_trusted(found, "config file")
-        return read_bounded(found, 1024 * 1024)
+        raw = read_bytes_bounded(found, 1024 * 1024)
+        return raw.decode("utf-8")  # TOML is UTF-8: a latin-1 file is refused, not misread
+    except UnicodeDecodeError as exc:
+        where = f"byte 0x{raw[exc.start]:02x} at offset {exc.start}"
+        raise ConfigError([f"not UTF-8 ({where}); TOML files are UTF-8"], str(found)) from None
     except FileNotFoundError:
         raise ConfigError(
             ["cannot read config file: No such file or directory"], str(found)
@@ -79,14 +83,52 @@ def read_trusted_config(found: Path) -> str:
 def load_config_text(schema: type[M], text: str, source: str = "<config>") -> M:
     from pydantic import ValidationError
 
+    depth = _nesting(text)
+    if depth > MAX_NESTING:
+        raise ConfigError([f"nested {depth} levels deep (at most {MAX_NESTING})"], source)
     try:
         data = _toml().loads(text)
     except _toml().TOMLDecodeError as exc:
         raise ConfigError([f"not valid TOML: {exc}"], source) from None
+    except RecursionError:
+        raise ConfigError([f"nested too deeply (at most {MAX_NESTING} levels)"], source) from None
     try:
         return schema.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(format_errors(exc, text), source) from None
+
+
+#: Arrays and inline tables nested deeper than this are refused (no config needs 5).
+MAX_NESTING = 32
+
+
+def _nesting(text: str) -> int:
+    """The deepest nesting of `[`/`{` in `text` outside strings and comments (an upper bound:
+    table headers count as one level)."""
+    depth = deepest = 0
+    quote = ""
+    i = 0
+    while i < len(text):
+        c = text[i]
+        if quote:
+            if c == "\\" and quote[0] == '"':
+                i += 1
+            elif text.startswith(quote, i):
+                i += len(quote) - 1
+                quote = ""
+        elif c in "\"'":
+            quote = c * 3 if text.startswith(c * 3, i) else c
+            i += len(quote) - 1
+        elif c == "#":
+            end = text.find("\n", i)
+            i = len(text) if end < 0 else end
+        elif c in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif c in "]}":
+            depth = max(0, depth - 1)
+        i += 1
+    return deepest
 
 
 def format_errors(exc: Any, text: str) -> list[str]:
