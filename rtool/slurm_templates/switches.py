@@ -1,14 +1,12 @@
-"""Touching the kill and save switches, and remembering submissions (filesystem side effects)."""
+"""Touching the kill and save switches (filesystem side effects); what each run's switches
+are is recorded by `rtool submit` (rtool/runs/names.py)."""
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import stat
-import time
 from pathlib import Path
-from typing import Any
 
 from rtool.core.safeio import UnsafeFileError, create_nofollow
 
@@ -64,20 +62,3 @@ def touch_switch(path: str | Path, group_writable: bool = False) -> Path:
     except OSError as exc:
         raise UnsafeFileError(f"cannot create switch {p}: {exc.strerror}") from None
     return p
-
-
-def record_name(job_name: str) -> str:
-    """State-dir file name of a job name's submission record (any job name is safe)."""
-    return "submit/" + hashlib.sha256(job_name.encode()).hexdigest()[:20] + ".json"
-
-
-def submission_record(job_id: str, job: Any, cwd: Path) -> dict[str, Any]:
-    return {
-        "job_id": job_id,
-        "job_name": job.job_name,
-        "array": job.array,
-        "kill_switch": job.kill_switch,
-        "save_switch": job.save_switch,
-        "workdir": str(cwd),
-        "submitted": time.time(),
-    }

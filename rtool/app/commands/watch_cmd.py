@@ -259,7 +259,7 @@ def all_cmd(
 @command
 def run_cmd(
     ctx: typer.Context,
-    run: str = typer.Argument(..., help="The run (rtool submit --run; default the job name)."),
+    run: str = typer.Argument(..., help="The run, by its run name or its jobs' name."),
     job_name: str | None = typer.Option(None, "--job-name", help="Its jobs' name (default RUN)."),
     heartbeat: str | None = typer.Option(None, "--heartbeat", help="The shim's heartbeat file."),
     log: str | None = typer.Option(
@@ -311,9 +311,11 @@ def run_cmd(
 def _run_build(ctx: typer.Context, run: str, flags: Mapping[str, object]) -> Build:
     """The run watchdog: the [[watch.run]] entry of that name, the flags over it."""
     from rtool.runs.config import RunWatch
+    from rtool.runs.names import watch_base
     from rtool.watchdogs.run import RunWatchdog
 
-    cfg = get_context(ctx).config
-    base = next((r.model_dump() for r in cfg.watch.run if r.name == run), {"name": run})
+    app_ctx = get_context(ctx)
+    cfg = app_ctx.config
+    base = watch_base(app_ctx.state, run, cfg.watch.run)  # by run or job name
     spec = _spec(RunWatch, **{**base, **{k: v for k, v in flags.items() if v is not None}})
     return lambda t: [RunWatchdog([spec], t).configure(cfg)]
