@@ -2,9 +2,10 @@
 
 The run (`rtool submit --run`) and the Slurm job name of its attempts agree by default: the job
 name is the run name when only `--run` is given, and the run is the job name otherwise. Each
-submission is recorded in the state dir (`submit/<hash of the job name>.json`, newest wins), so
+submission is recorded in the state dir (`submit/<hash of the names>.json`, newest wins), so
 every command finds a run by either name: `rtool history`, `rtool watch run`, `rtool stop` and
 `rtool save` (the run's own switches), and the job watchdog (its heartbeat's done marker).
+The run's own name wins over a job name; of several submissions, the newest.
 """
 
 from __future__ import annotations
@@ -73,13 +74,15 @@ def file_part(name: str) -> str:
     return f"{kept or 'run'}-{digest}"
 
 
-def record_file(job_name: str) -> str:
-    """State-dir file of a job name's newest submission (any job name is safe)."""
-    return f"{SUBMIT_DIR}/" + hashlib.sha256(job_name.encode()).hexdigest()[:20] + ".json"
+def record_file(run: str, job_name: str) -> str:
+    """State-dir file of the newest submission of a run under a job name (any name is safe;
+    a run named like its jobs keeps the file name of the records before rtool 0.3)."""
+    key = job_name if run == job_name else f"{run}\0{job_name}"
+    return f"{SUBMIT_DIR}/" + hashlib.sha256(key.encode()).hexdigest()[:20] + ".json"
 
 
 def save(state: StateDir, sub: Submission) -> None:
-    state.write_json(record_file(sub.job_name), sub.to_json())
+    state.write_json(record_file(sub.run, sub.job_name), sub.to_json())
 
 
 def submissions(state: StateDir, limit: int = MAX_RECORDS) -> list[Submission]:
