@@ -108,11 +108,8 @@ class JobWatchdog(SpecWatchdog[JobWatch]):
             obs.jobs = env.jobs()
         except ProcError as exc:  # SlurmError, SlurmTimeout
             obs.error = str(exc)
-        for s in self.specs:
-            view = jobdone.observe(env.state, s)
-            obs.views[s.name] = view
-            if view.ledger is not None:
-                obs.runs[s.name] = view.ledger
+        obs.views = jobdone.observe(env.state, self.specs)
+        obs.runs = {n: v.ledger for n, v in obs.views.items() if v.ledger is not None}
         if obs.error is not None:
             return obs
         mine = [j for s in self.specs for j in matching(s, obs)]

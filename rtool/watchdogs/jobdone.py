@@ -35,12 +35,21 @@ class RunView:
     done: Heartbeat | None = None
 
 
-def observe(state: StateDir, spec: JobWatch) -> RunView:
-    """The run of a (non-regex) job watch: its stored ledger and its done marker."""
-    sub = names.find(state, spec.name) if not (spec.run and spec.heartbeat) else None
-    run = spec.run or (sub.run if sub is not None else spec.name)
-    heartbeat = spec.heartbeat or (sub.heartbeat if sub is not None else None)
-    return RunView(run, store.load(state, run), finished_heartbeat(heartbeat, run))
+def observe(state: StateDir, specs: list[JobWatch]) -> dict[str, RunView]:
+    """The run behind each job watch (by its name): its stored ledger and its done marker.
+    The submissions are read once, and only when an entry does not name its run and heartbeat."""
+    subs: list[names.Submission] | None = None
+    views = {}
+    for spec in specs:
+        sub = None
+        if not spec.regex and not (spec.run and spec.heartbeat):
+            subs = names.submissions(state) if subs is None else subs
+            sub = names.find(state, spec.name, subs)
+        run = spec.run or (sub.run if sub is not None else spec.name)
+        heartbeat = spec.heartbeat or (sub.heartbeat if sub is not None else None)
+        ledger = None if spec.regex else store.load(state, run)
+        views[spec.name] = RunView(run, ledger, finished_heartbeat(heartbeat, run))
+    return views
 
 
 def finished_heartbeat(path: str | None, run: str) -> Heartbeat | None:

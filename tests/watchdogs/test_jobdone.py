@@ -97,7 +97,7 @@ def test_the_job_watch_finds_the_heartbeat_rtool_submit_recorded(tmp_path: Path)
     marker(hb, "88", step=1234, run="llama-7b")
     spec = JobWatch(name="train")
     obs = JobObservation(jobs=[job("88_1", "COMPLETED"), job("88_2", "CANCELLED")])
-    obs.views["train"] = observe(state, spec)
+    obs.views = observe(state, [spec])
     res = check_one(spec, obs, time.time())
     assert (res.status, res.summary) == (Status.OK, "train finished at step 1234 (the run is done)")
     obs.views.clear()  # what the watchdog said before: a finished run read as a missing job
