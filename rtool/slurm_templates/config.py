@@ -16,8 +16,8 @@ template_dir = "~/rtool-templates"          # templates here override the shippe
 extra_lines = ["#SBATCH --qos=high", "module load cuda/12.4"]   # #SBATCH lines, or shell lines
 
 [switches]
-kill = "~/runs/kill-switch"   # default: kill-switch in the submission directory
-save = "~/runs/save-switch"   # default: save-switch in the submission directory
+kill = "~/runs/{run}/kill"    # default: kill-switch.RUN in the submission directory; a path
+save = "~/runs/{run}/save"    # without {run} is one switch for every run
 group_writable = false        # true: folders 2775, switches 664 (a shared project folder)
 ```
 """

@@ -134,7 +134,8 @@ class SubmitRequest:
     )
     signal: str | None = option(
         "--signal",
-        help="[B:][R:]SIG@SECONDS before the time limit (a shorter lead for a short --time).",
+        help="[B:][R:]SIG@SECONDS before the time limit (a shorter lead for a short --time; "
+        "always sent to the batch shell, B:).",
         sbatch="signal",
         config="signal",
     )
@@ -155,7 +156,7 @@ class SubmitRequest:
         use=Use.COMMAND,
     )
     job_name: str | None = option(
-        "--job-name", help="Job name (default: script name).", sbatch="job-name"
+        "--job-name", help="Job name (default: --run, else the script name).", sbatch="job-name"
     )
     partition: str | None = option(
         "--partition", help="Partition.", sbatch="partition", config="partition"
@@ -169,17 +170,18 @@ class SubmitRequest:
         use=Use.JOB,
     )
     kill_switch: str | None = option(
-        "--kill-switch", help="Kill switch path (default: ./kill-switch or [switches] kill)."
+        "--kill-switch", help="Kill switch path (default: ./kill-switch.RUN or [switches] kill)."
     )
     save_switch: str | None = option(
-        "--save-switch", help="Save switch path (default: ./save-switch or [switches] save)."
+        "--save-switch", help="Save switch path (default: ./save-switch.RUN or [switches] save)."
     )
     template: Path | None = option(
         "--template", help="Your own training template.", use=Use.COMMAND
     )
     launcher: str | None = option(
         "--launcher",
-        help='Runs the script under srun, e.g. "torchrun --nproc-per-node 8".',
+        help='Starts the script on every node, e.g. "torchrun --nproc-per-node 8", "accelerate '
+        'launch", "srun"; rtool adds the nodes, node rank and rendezvous ($VARS expand per node).',
         config="launcher",
     )
     python: str | None = option("--python", help="Python interpreter.", config="python")
@@ -200,7 +202,8 @@ class SubmitRequest:
     heartbeat: str | None = option("--heartbeat", help="Heartbeat file for the shim.")
     run: str | None = option(
         "--run",
-        help="Run name (default: the job name); jobs with the same run continue it.",
+        help="Run name, also the job name unless --job-name is given; jobs with the same run "
+        "continue it.",
         env="RTOOL_RUN",
         use=Use.ENV,
         check=lambda v: validate_run_name(v),

@@ -251,6 +251,12 @@ class SpecWatchdog(Generic[SpecT]):
         """The watchdog of its `[[watch.NAME]]` entries (`config`: the app config or None)."""
         return cls(entries, timeout).configure(config)
 
+    @classmethod
+    def command_base(cls, config: Any, state: Any, given: dict[str, Any]) -> dict[str, Any] | None:
+        """Hook: what `rtool watch NAME` starts from before its flags (`state`: the state dir);
+        None: the `[[watch.NAME]]` entry named by `config_entry_by`, if any."""
+        return None
+
     def configure(self, config: Any) -> SpecWatchdog[SpecT]:
         """Hook for a watchdog that needs another section of the app config (`Config`)."""
         return self

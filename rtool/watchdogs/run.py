@@ -37,8 +37,9 @@ class RunWatchdog(SpecWatchdog[RunWatch]):
     """Is the run progressing across its attempts (array tasks, requeues, chained jobs)?
 
     CRITICAL crash loop (and the rest of the array held), stalled, or exhausted without
-    finished(); WARNING budget or restart storm. A [[watch.run]] entry of the same name in the
-    config gives the defaults; flags override it.
+    finished(); WARNING budget or restart storm. NAME is the run's name or its jobs' name; a
+    [[watch.run]] entry of that name in the config gives the defaults, else what `rtool submit`
+    recorded for the run (heartbeat, log); flags override them.
 
     Example: rtool watch run llama-7b --heartbeat ckpt/heartbeat.json --log 'logs/llama-%A_%a.out'
     """
@@ -50,6 +51,13 @@ class RunWatchdog(SpecWatchdog[RunWatch]):
     def __init__(self, specs: list[RunWatch], timeout: float = 10.0) -> None:
         super().__init__(specs, timeout)
         self.runs_cfg = RunsConfig()
+
+    @classmethod
+    def command_base(cls, config: Any, state: Any, given: dict[str, Any]) -> dict[str, Any]:
+        """The [[watch.run]] entry of that run or job name, else the recorded submission."""
+        from rtool.runs.names import watch_base
+
+        return watch_base(state, given["name"], config.watch.run)
 
     def configure(self, config: Any) -> RunWatchdog:
         """Reads the app config's [runs] section (failure signatures, log tail)."""

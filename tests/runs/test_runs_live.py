@@ -154,8 +154,15 @@ def test_exhausted_without_finished_then_a_finished_run(
     try:
         _submit(cli, TOY, name2, "0-3%1", hb2, "--args", toy2)
         wait_for(lambda: not slurm.squeue(names=[name2], states="PENDING,RUNNING"), 60, 0.5)
-        code, res = _watch(cli, name2, "--heartbeat", str(hb2))
-        assert code == 0 and "finished at step" in res["summary"], res
+        # asked by the name alone, the job watchdog finds the heartbeat rtool submit recorded:
+        # its done marker agrees with how Slurm says the array ended (a task COMPLETED, the
+        # rest CANCELLED by finished()), so the run is finished, not "neither running nor queued"
+        jres = cli("watch", "job", "--name", name2, "--no-notify")
+        assert jres.code == 0 and f"{name2} finished at step 19 (the run is done)" in jres.out, (
+            jres.out
+        )
+        code, res = _watch(cli, name2)  # the run watchdog too, by the name alone
+        assert code == 0 and "finished at step 19" in res["summary"], res
         (tmp_path / "rtool.toml").write_text(
             f'[[watch.job]]\nname = "{name2}"\nheartbeat = "{hb2}"\n'
         )

@@ -40,10 +40,10 @@ COMMANDS: dict[str, Lazy] = {
     ),
     "stop": Lazy(
         _M + "submit_cmd",
-        "Touch the kill switch: the run saves and stops, queued tasks exit at once.",
+        "Touch the run's kill switch: it saves and stops, queued tasks exit at once.",
     ),
     "save": Lazy(
-        _M + "submit_cmd", "Touch the save switch: the run saves a checkpoint and goes on."
+        _M + "submit_cmd", "Touch the run's save switch: it saves a checkpoint and goes on."
     ),
     "status": Lazy(
         _M + "status_cmd",

@@ -36,8 +36,12 @@ def command_for(name: str) -> Any:
     declared = fromspec.declare(factory.spec, skip=watch_common.COMMON_NAMES)
 
     def body(ctx: typer.Context, **given: Any) -> watch_common.Build:
-        config = get_context(ctx).config
-        specs = fromspec.entries(declared, given, _config_entry(factory, config, given))
+        app_ctx = get_context(ctx)
+        config = app_ctx.config
+        base = factory.command_base(config, app_ctx.state, given)
+        if base is None:
+            base = _config_entry(factory, config, given)
+        specs = fromspec.entries(declared, given, base)
         return lambda t: [factory.from_entries(specs, t, config)]
 
     kind = inspect.Parameter.POSITIONAL_OR_KEYWORD

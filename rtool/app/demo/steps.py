@@ -87,7 +87,7 @@ def save_switch(d: Demo) -> None:
     n.title("2. rtool save: a checkpoint while the training goes on")
     pid, task, _ = d.runs(TRAIN)[-1]
     before = int(d.checkpoint(TRAIN).get("step", -1))
-    switch = d.ws.job_dir(TRAIN) / "save-switch"
+    switch = d.ws.job_dir(TRAIN) / f"save-switch.{TRAIN}"  # the run's own
     d.rtool("save", "--job-name", TRAIN)
 
     def saved() -> tuple[int] | None:
