@@ -35,7 +35,7 @@ def install(env: TickEnv, backend: Backend) -> list[str]:
 def _scrontab(env: TickEnv) -> list[str]:
     store = CronStore(env.state, env.root)
     cfg = env.config.cron
-    text = scron.block(cfg, env.root, store.name, store.key, env.config_path)
+    text = scron.block(cfg, env.root, store.name, store.key, env.config_files)
     lines = []
     now = time.time()
     with store.chain_lock():

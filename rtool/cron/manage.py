@@ -74,7 +74,7 @@ def start(env: TickEnv) -> str:
         store.write_heartbeat({**(store.read_heartbeat() or {}), "started": now})
         nxt = slots.next_slot(now, slots.tick_period(env.config.cron).length)
         job_id = chain.submit_tick(
-            env.slurm, env.config.cron, env.root, store.name, nxt, env.config_path
+            env.slurm, env.config.cron, env.root, store.name, nxt, env.config_files
         )
     first = slots.begin_arg(nxt)
     return f"cron chain started for {env.root}: job {job_id} ({store.name}), first tick {first}"
@@ -120,7 +120,9 @@ def run_one(env: TickEnv, name: str) -> JobResult:
     with store.run_lock() as got:
         if not got:
             raise RtoolError("a tick is running jobs right now; try again in a moment")
-        result = run_job(job, env.root, timeout=env.config.cron.job_timeout, slurm=env.slurm)
+        result = run_job(
+            job, env.root, timeout=env.cron.job_timeout, slurm=env.slurm, env=env.job_env()
+        )
         data = store.load()
         record(data, result)
         store.save(data)

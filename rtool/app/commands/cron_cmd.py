@@ -24,16 +24,14 @@ _DIR_HELP = f"The cron folder {default_note('cron.dir')}."
 
 
 def _env(ctx: typer.Context, directory: Path | None) -> TickEnv:
-    from rtool.core.config import find_config_path
     from rtool.cron.store import resolve_dir
     from rtool.cron.tick import TickEnv
 
     app_ctx = get_context(ctx)
     cfg = app_ctx.config
-    found = find_config_path(app_ctx.config_path)
-    config_path = found.resolve() if found else None
+    files = tuple(f.resolve() for f in app_ctx.config_files)
     root = resolve_dir(directory if directory is not None else cfg.cron.dir)
-    return TickEnv(cfg, app_ctx.state, app_ctx.slurm, root, config_path)
+    return TickEnv(cfg, app_ctx.state, app_ctx.slurm, root, files)
 
 
 @app.command("init")
