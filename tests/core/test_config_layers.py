@@ -117,7 +117,7 @@ def test_an_empty_array_drops_the_earlier_entries(cli, layers) -> None:
 def test_config_and_rtool_config_name_exactly_the_files_read(
     cli, layers, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    user, project = layers
+    user, _ = layers
     team = tmp_path / "team.toml"
     team.write_text('[notify]\nrepeat_interval = "2h"\n')
     # --config: only that file (the user's and the project's are not read)
