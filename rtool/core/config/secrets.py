@@ -45,14 +45,19 @@ def _inside(value: Any, at: str) -> list[str]:
     return []
 
 
-def _secret(env: str | None, file: str | None, what: str) -> list[str]:
+def _secret(env: str | None, file: str | None, base: str) -> list[str]:
+    """Problems of the secret `base`, each naming the key that names it (`..._env`/`_file`)."""
+    import os
+
+    from_env = bool(env and os.environ.get(env))
+    what = f"{base}_env" if from_env or not file else f"{base}_file"
     try:
         value = resolve_secret(env, file, what)
     except SecretError as exc:
         return list(exc.problems)
     if not value:
         return [f"{what}: the secret file {file} is empty"]
-    return _url(value, what) if what.endswith("url") else []
+    return _url(value, what) if base.endswith("url") else []
 
 
 def _url(value: str, what: str) -> list[str]:
