@@ -63,7 +63,8 @@ ping_url_env = "RT_PING"
     assert f"  notify.pagerduty.routing_key_file: the secret file {empty} is empty" in lines
     assert "  notify.pagerduty.url: not an http(s) URL (it must start with https:// or " \
         "http://)" in lines  # fmt: skip
-    assert "  cron.ping_url_env: not an http(s) URL (it must start with https:// or http://)" in lines
+    assert "  cron.ping_url_env: not an http(s) URL (it must start with https:// or " \
+        "http://)" in lines  # fmt: skip
     for secret in SECRET_VALUES:
         assert secret not in res.out + res.err
     assert "Traceback" not in res.err
