@@ -76,17 +76,22 @@ def start(env: TickEnv) -> str:
         job_id = chain.submit_tick(
             env.slurm, env.config.cron, env.root, store.name, nxt, env.config_files
         )
+        store.mark_started("jobs", slots.period_lengths(env.config.cron), now, nxt)
     first = slots.begin_arg(nxt)
     return f"cron chain started for {env.root}: job {job_id} ({store.name}), first tick {first}"
 
 
 def stop(env: TickEnv) -> str:
+    """Cancel the chain and remember it was stopped on purpose (`rtool watch cron` then says
+    "stopped at T by you", not CRITICAL), also when no job was left to cancel."""
     store = CronStore(env.state, env.root)
     with store.chain_lock():
         jobs = chain.chain_jobs(env.slurm, store.name)
-        if not jobs:
-            return f"no cron chain runs for {env.root}"
-        chain.cancel_chain(env.slurm, store.name)
+        if jobs:
+            chain.cancel_chain(env.slurm, store.name)
+        store.mark_stopped("rtool cron stop", time.time())
+    if not jobs:
+        return f"no cron chain runs for {env.root} (marked stopped: rtool watch cron says so)"
     return f"cron chain stopped for {env.root}: cancelled " + ", ".join(j.job_id for j in jobs)
 
 

@@ -1,4 +1,5 @@
-"""`rtool cron init|start|stop|status|run|install|uninstall|tick`: the Slurm crontab emulator."""
+"""`rtool cron init|start|stop|status|list|run|install|uninstall|tick`: the Slurm crontab
+emulator."""
 
 from __future__ import annotations
 
@@ -100,6 +101,30 @@ def status_cmd(
     from rtool.cron import manage
 
     for line in manage.status(_env(ctx, directory)):
+        typer.echo(line)
+    return 0
+
+
+@app.command("list")
+def list_cmd(
+    ctx: typer.Context, as_json: bool = typer.Option(False, "--json", help="JSON output.")
+) -> int:
+    """List your cron chains: folder, backend (jobs or scrontab), state (running, queued,
+    stopped, dead), last and next tick, and each slot's period and last run.
+
+    Example: rtool cron list --json
+    """
+    import json
+
+    from rtool.cron.listing import chains, render
+
+    app_ctx = get_context(ctx)
+    found, error = chains(app_ctx.state, app_ctx.slurm)
+    if as_json:
+        doc = {"chains": [c.to_json() for c in found], "squeue_error": error}
+        typer.echo(json.dumps(doc, indent=2))
+        return 0
+    for line in render(found, error):
         typer.echo(line)
     return 0
 
