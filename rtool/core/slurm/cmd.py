@@ -52,14 +52,17 @@ class ForeignJob(SlurmError):
 
 
 class Slurm:
-    """Thin, typed access to the Slurm commands. One instance per process is enough."""
+    """Thin, typed access to the Slurm commands. One instance per process is enough.
+    `look_only` (`--dry-run`): only commands that read run (`withhold`)."""
 
-    def __init__(self, timeout: float = 30.0) -> None:
+    def __init__(self, timeout: float = 30.0, *, look_only: bool = False) -> None:
         self.timeout = timeout
         #: Whose jobs are queried by default and the only ones acted on (the process's uid).
         self.user = owner.user_arg(current_user())
         #: Every command run, in order (used by benchmarks to count squeue calls per sweep).
         self.calls: list[list[str]] = []
+        self.look_only = look_only
+        self.withheld: list[list[str]] = []  # look_only: what would have run, in order
 
     def _run(
         self,
@@ -71,6 +74,8 @@ class Slurm:
         env: Mapping[str, str] | None = None,
         timeout: float | None = None,
     ) -> Result:
+        if self.look_only and not reads_only(argv):
+            return withhold(self, argv)
         self.calls.append(list(argv))
         limit = timeout or self.timeout
         try:
@@ -296,6 +301,26 @@ class Slurm:
         if res.returncode == 0 or "No error" in text:
             return text  # an array: the running tasks refuse, the pending ones took it
         raise SlurmError(argv, f"exit code {res.returncode}", res.returncode, res.stderr)
+
+
+def withhold(slurm: Slurm, argv: Sequence[str]) -> Result:
+    """Look-only: any command that is not `reads_only` (hold, requeue, an ExcNodeList update,
+    scancel, sbatch, srun, scrontab changes) is recorded in `slurm.withheld`, not run, and
+    answered with an empty success, whoever asks for it."""
+    slurm.withheld.append(list(argv))
+    log.info("look-only: not running %s", " ".join(argv))
+    return Result(list(argv), 0, "", "")
+
+
+def reads_only(argv: Sequence[str]) -> bool:
+    """Whether a Slurm command only reads: squeue, sacct, sinfo, `scontrol show|ping`,
+    `scrontab -l`."""
+    tool, args = (argv[0], list(argv[1:])) if argv else ("", [])
+    if tool in ("squeue", "sacct", "sinfo"):
+        return True
+    if tool == "scontrol":
+        return bool(args) and args[0] in ("show", "ping")
+    return tool == "scrontab" and args == ["-l"]
 
 
 def check_owner(slurm: Slurm, job_ids: Iterable[str]) -> None:
