@@ -105,8 +105,9 @@ def status(env: TickEnv) -> list[str]:
     found = scan(env.root)
     data = store.load()
     names = [j.name for j in found.jobs]
+    beat, stopped = store.read_heartbeat(), store.read_chain().get("stopped")
     return format_status(
-        env.root, store.name, jobs, error, store.read_heartbeat(), data["jobs"], names, time.time()
+        env.root, store.name, jobs, error, beat, data["jobs"], names, time.time(), stopped
     )
 
 

@@ -253,6 +253,10 @@ def test_watch_cron_knows_a_stopped_chain_from_a_dead_one_and_cron_list_shows_bo
     listed = cli(*kept.args("cron", "list"))
     assert listed.code == 0 and listed.out.splitlines()[1].startswith("stopped  jobs")
     assert str(kept.root) in listed.out and "stopped " in listed.out
+    status = cli(*kept.args("cron", "status"))
+    assert "stopped on purpose" in status.out, status.out
+    overall = cli(*kept.args("status", "--json"))
+    assert json.loads(overall.out)["cron"]["chain_status"] == "OK", overall.out
 
     slurm.scancel(name=lost.name)  # the chain dies behind rtool's back
     wait_for(lambda: not active(slurm, lost), timeout=15, what="the chain to die")
