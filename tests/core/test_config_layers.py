@@ -11,8 +11,11 @@ import shlex
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rtool.core.config import config_files
+from rtool.core.config.layers import Layer, Layered
 from tests.conftest import CliResult
 
 USER = """\
@@ -166,3 +169,42 @@ def test_the_preflight_reads_exactly_the_layers_submit_read(cli, layers, tmp_pat
     (line,) = [x for x in res.out.splitlines() if x.endswith("|| _rtool_pf=$?")]
     argv = shlex.split(line.split(" || ")[0])
     assert argv[1:6] == ["--config", str(user), "--config", str(project.resolve()), "preflight"]
+
+
+# -- the merge itself, on generated layers --------------------------------------------------
+
+SCALAR = st.one_of(st.integers(), st.text(max_size=5), st.booleans())
+ENTRY = st.dictionaries(st.sampled_from(["path", "name", "max"]), SCALAR, min_size=1)
+TABLE = st.dictionaries(
+    st.sampled_from(["a", "b", "c", "list", "entries"]),
+    st.one_of(SCALAR, st.lists(SCALAR, max_size=3), st.lists(ENTRY, min_size=1, max_size=3)),
+    max_size=4,
+)
+LAYER = st.dictionaries(st.sampled_from(["notify", "watch", "cron"]), TABLE, max_size=3)
+
+
+@settings(max_examples=200, deadline=None, database=None)
+@given(first=LAYER, second=LAYER)
+def test_later_keys_win_and_arrays_of_tables_extend(first: dict, second: dict) -> None:  # type: ignore[type-arg]
+    merged = Layered()
+    merged.add(Layer(Path("a.toml"), "", first))
+    merged.add(Layer(Path("b.toml"), "", second))
+    for section, table in second.items():
+        for key, value in table.items():
+            got = merged.data[section][key]
+            old = first.get(section, {}).get(key)
+            tables = isinstance(value, list) and value and all(isinstance(v, dict) for v in value)
+            old_tables = isinstance(old, list) and old and all(isinstance(v, dict) for v in old)
+            if tables and old_tables:  # extended: the earlier entries, then the new ones once
+                expected = list(old)
+                expected += [e for n, e in enumerate(value) if e not in old + value[:n]]
+                assert got == expected
+                assert merged.origin((section, key, 0)).file == "a.toml"
+            else:  # replaced whole
+                assert got == value
+                assert merged.origin((section, key)).file == "b.toml"
+    for section, table in first.items():  # what the later file does not say stays
+        for key, value in table.items():
+            if key not in second.get(section, {}):
+                assert merged.data[section][key] == value
+                assert merged.origin((section, key)).file == "a.toml"
