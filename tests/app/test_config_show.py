@@ -165,7 +165,7 @@ def test_defaults_read_back_exactly(cli, tmp_path: Path, monkeypatch: pytest.Mon
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("HOME", str(tmp_path))
     res = cli("config", "show")
-    assert res.code == 0 and "from: built-in defaults" in res.out
+    assert res.code == 0 and "effective config from built-in defaults" in res.out
     (tmp_path / "shown.toml").write_text(res.out)
     assert load_config(tmp_path / "shown.toml").model_dump() == Config().model_dump()
     data = tomllib.loads(res.out)

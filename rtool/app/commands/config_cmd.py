@@ -84,8 +84,8 @@ def show(
             doc["origins"] = origins_map(data, actx.layered)
         typer.echo(json.dumps(doc, indent=2))
         return 0
-    typer.echo(f"# rtool {__version__}: the effective config")
-    typer.echo(f"# from: {_files(actx.config_files)}" + (" (later files win)" * (len(files) > 1)))
+    later = " (later files win)" if len(files) > 1 else ""
+    typer.echo(f"# rtool {__version__}: effective config from {_files(actx.config_files)}{later}")
     typer.echo(to_toml(data, origin_of(actx.layered) if origin else None), nl=False)
     return 0
 
