@@ -94,12 +94,20 @@ def _dumps(obj: Any) -> str:
 
 
 class StateDir:
-    """A checked, private folder for rtool's state."""
+    """A checked, private folder for rtool's state.
 
-    def __init__(self, path: str | Path | None = None) -> None:
+    `look_only` (`rtool watch --dry-run`): nothing is created or written; writes land in an
+    in-memory overlay that later reads of this process see, so a sweep behaves as it would
+    (a suspect recorded, then excluded) while the folder stays as it was.
+    """
+
+    def __init__(self, path: str | Path | None = None, *, look_only: bool = False) -> None:
         self.path = Path(path).expanduser() if path else default_state_dir()
         #: State writes that failed (disk full, read-only...): one line each, reported by the CLI.
         self.problems: list[str] = []
+        self.look_only = look_only
+        #: look_only: what would have been written (relative path -> text)
+        self.overlay: dict[str, str] = {}
         self._ensure()
         self._check_format()
 
@@ -116,6 +124,8 @@ class StateDir:
         p = self.path
         if p.is_symlink():
             raise StateDirError(f"state dir {p} is a symlink; refusing to use it")
+        if self.look_only and not p.exists():
+            return  # created by the first real run
         try:
             p.mkdir(mode=0o700, parents=True, exist_ok=True)
         except OSError as exc:
@@ -125,13 +135,15 @@ class StateDir:
             raise StateDirError(f"state dir {p} is not a directory")
         if st.st_uid != os.getuid():
             raise StateDirError(f"state dir {p} is owned by uid {st.st_uid}, not by you")
-        if stat.S_IMODE(st.st_mode) & 0o077:
+        if stat.S_IMODE(st.st_mode) & 0o077 and not self.look_only:
             os.chmod(p, 0o700)
 
     def _check_format(self) -> None:
         """Refuse a layout written by a newer rtool; mark an unmarked (new or 0.1) folder."""
         data = read_json_file(self.path / FORMAT_FILE)
         if data is None:
+            if self.look_only:
+                return
             mark = {"format": STATE_FORMAT, "created_by": f"rtool {__version__}"}
             self.write_json(FORMAT_FILE, mark)
             return
@@ -148,6 +160,8 @@ class StateDir:
     def file(self, *parts: str) -> Path:
         """Path of a file inside the state dir (its folder is created)."""
         target = self.path.joinpath(*parts)
+        if self.look_only:
+            return target
         try:
             target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         except OSError as exc:  # full or read-only: the write that follows records it
@@ -156,6 +170,9 @@ class StateDir:
         return target
 
     def write_text(self, rel: str, text: str) -> None:
+        if self.look_only:
+            self.overlay[rel] = text
+            return
         target = self.file(rel)
         try:
             atomic_write(target, text)
@@ -165,13 +182,16 @@ class StateDir:
     def read_text(self, rel: str, default: str | None = None) -> str | None:
         from rtool.core.safeio import UnsafeFileError, move_aside, read_bounded
 
+        if rel in self.overlay:
+            return self.overlay[rel]
         target = self.path / rel
         try:
             return read_bounded(target, DEFAULT_LIMIT, follow=False)
         except FileNotFoundError:
             return default
         except UnsafeFileError as exc:
-            move_aside(target, str(exc))
+            if not self.look_only:
+                move_aside(target, str(exc))
             return default
 
     def write_json(
@@ -199,13 +219,20 @@ class StateDir:
         """The JSON value in `rel`; `default` when missing. A corrupt file, or one whose type
         differs from `default`'s (a list where a dict belongs), is moved aside with a warning."""
         expect = type(default) if isinstance(default, (dict, list)) else object
-        value = read_json_file(self.path / rel, expect=expect)
+        if rel in self.overlay:
+            value = json.loads(self.overlay[rel])
+            return value if isinstance(value, expect) else default
+        value = read_json_file(self.path / rel, expect=expect, aside=not self.look_only)
         return default if value is None else value
 
     @contextlib.contextmanager
     def lock(self, name: str, *, blocking: bool = True) -> Iterator[bool]:
         """Hold the exclusive lock `name`; yields False (non-blocking) when another holds it.
-        A blocking wait is bounded (`LOCK_WAIT`): past it StateDirError is raised."""
+        A blocking wait is bounded (`LOCK_WAIT`): past it StateDirError is raised. Look-only: no
+        lock file, nothing to serialise (nothing is written)."""
+        if self.look_only:
+            yield True
+            return
         path = self.file("locks", f"{name}.lock")
         try:
             fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)

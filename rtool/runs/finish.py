@@ -64,17 +64,17 @@ def claim(heartbeat: str | None) -> Claim | None:
 
 def confirmed(slurm: Slurm, c: Claim | None) -> bool:
     """Slurm's word: the claimed attempt ended COMPLETED with exit code 0 (False when Slurm
-    cannot tell, or says otherwise)."""
+    cannot tell, or says otherwise). sacct first; `scontrol show job` when there is no
+    accounting, or when slurmdbd has no record of the attempt yet (it lags behind slurmctld)."""
     if c is None or c.key is None:
         return False
     job, restart = c.key
     try:
         recs = [r for r in slurm.sacct(job_ids=[job], all_attempts=True) if r.job_id == job]
         recs.sort(key=lambda r: r.start or 0.0)
-        if not recs:
-            return False
-        r = recs[restart] if restart < len(recs) else recs[-1]
-        return r.state == "COMPLETED" and r.exit_code == 0
+        if recs:
+            r = recs[restart] if restart < len(recs) else recs[-1]
+            return r.state == "COMPLETED" and r.exit_code == 0
     except AccountingDisabled:
         pass
     except (SlurmError, ParseError, ValueError):

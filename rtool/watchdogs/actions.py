@@ -99,8 +99,34 @@ def run_action(action: Action, slurm: Slurm, timeout: float) -> tuple[str, str]:
     return "action", f"unknown action {action}"
 
 
-def apply(results: list[CheckResult], state: StateDir, slurm: Slurm, timeout: float) -> None:
-    """Run each result's actions once per token and record outcomes in its fields."""
+def would(action: Action) -> str:
+    """What carrying out `action` would do, in words (`--dry-run`)."""
+    job = str(action.job)
+    if action.kind is ActionKind.DUMP:
+        if action.pid is not None:
+            return f"would attach a py-spy dump of pid {action.pid}"
+        return f"would attach a py-spy dump of job {job}'s Python processes (srun --overlap)"
+    if action.kind is ActionKind.REQUEUE:
+        return f"would requeue job {job} (scontrol requeue {job})"
+    if action.kind is ActionKind.HOLD:
+        return f"would hold job {job} (scontrol hold {job})"
+    if action.kind is ActionKind.SIGNAL:
+        return f"would send SIG{action.signal} to job {job} (scancel --signal={action.signal})"
+    return f"would {action}"
+
+
+def apply(
+    results: list[CheckResult],
+    state: StateDir,
+    slurm: Slurm,
+    timeout: float,
+    *,
+    dry_run: bool = False,
+) -> list[str]:
+    """Run each result's actions once per token and record outcomes in its fields. With
+    `dry_run`, only say what would be done (the returned lines; the fields say it too):
+    nothing runs and nothing is recorded, so the real run after it still acts."""
+    planned: list[str] = []
     with state.lock("watch-actions"):
         done: Any = state.read_json(DONE_FILE, {})
         done = done if isinstance(done, dict) else {}
@@ -109,11 +135,20 @@ def apply(results: list[CheckResult], state: StateDir, slurm: Slurm, timeout: fl
                 mark = f"{r.action_token}|{action}"
                 if r.action_token and mark in done:
                     continue
+                if dry_run:
+                    planned.append(f"{r.key}: {would(action)}")
+                    r.fields["action"] = "; ".join(
+                        x for x in (r.fields.get("action"), f"dry run: {would(action)}") if x
+                    )
+                    continue
                 name, outcome = run_action(action, slurm, timeout)
                 log.info("%s: %s", r.key, outcome.splitlines()[0] if outcome else str(action))
                 r.fields[name] = (
                     outcome if name not in r.fields else r.fields[name] + "\n" + outcome
                 )
                 done[mark] = time.time()
+        if dry_run:
+            return planned
         keep = sorted(done.items(), key=lambda kv: kv[1])[-500:]
         state.write_json(DONE_FILE, dict(keep))
+    return planned

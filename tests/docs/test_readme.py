@@ -68,7 +68,6 @@ def rules() -> list[Rule]:
         Rule(r"pip install ", skip="installing: tests/install builds and installs the wheel"),
         Rule(r"rtool history llama-7b\b", before=_until_done("llama-7b")),
         Rule(r"rtool watch ", codes=(0, 1, 2)),
-        Rule(r"rtool --config bad\.toml config check", codes=(2,)),
         Rule(r"rtool (submit|save|stop|cron|nodes|silence)\b"),
         Rule(r"(cat|chmod) "),
     ]

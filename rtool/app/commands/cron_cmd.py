@@ -1,4 +1,5 @@
-"""`rtool cron init|start|stop|status|run|install|uninstall|tick`: the Slurm crontab emulator."""
+"""`rtool cron init|start|stop|status|list|run|install|uninstall|tick`: the Slurm crontab
+emulator."""
 
 from __future__ import annotations
 
@@ -30,18 +31,16 @@ _DIR_HELP = f"The cron folder {default_note('cron.dir')}."
 
 
 def _env(ctx: typer.Context, directory: Path | None) -> TickEnv:
-    from rtool.core.config import find_config_path
     from rtool.cron.store import resolve_dir
     from rtool.cron.tick import TickEnv
 
     app_ctx = get_context(ctx)
     cfg = app_ctx.config
-    found = find_config_path(app_ctx.config_path)
-    config_path = found.resolve() if found else None
+    files = tuple(f.resolve() for f in app_ctx.config_files)
     root = resolve_dir(directory if directory is not None else cfg.cron.dir)
     if os.path.lexists(root) and not root.is_dir():
         raise UsageError(f"cron dir {root} is {kind_of(root)}, not a folder")
-    return TickEnv(cfg, app_ctx.state, app_ctx.slurm, root, config_path)
+    return TickEnv(cfg, app_ctx.state, app_ctx.slurm, root, files)
 
 
 @app.command("init")
@@ -110,6 +109,30 @@ def status_cmd(
     from rtool.cron import manage
 
     for line in manage.status(_env(ctx, directory)):
+        typer.echo(line)
+    return 0
+
+
+@app.command("list")
+def list_cmd(
+    ctx: typer.Context, as_json: bool = typer.Option(False, "--json", help="JSON output.")
+) -> int:
+    """List your cron chains: folder, backend (jobs or scrontab), state (running, queued,
+    stopped, dead), last and next tick, and each slot's period and last run.
+
+    Example: rtool cron list --json
+    """
+    import json
+
+    from rtool.cron.listing import chains, render
+
+    app_ctx = get_context(ctx)
+    found, error = chains(app_ctx.state, app_ctx.slurm)
+    if as_json:
+        doc = {"chains": [c.to_json() for c in found], "squeue_error": error}
+        typer.echo(json.dumps(doc, indent=2))
+        return 0
+    for line in render(found, error):
         typer.echo(line)
     return 0
 

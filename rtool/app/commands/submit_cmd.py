@@ -107,7 +107,6 @@ submit.__annotations__ = {}
 
 def preflight_argv(app_ctx: AppContext, job: TrainingJob) -> list[str] | None:
     """The pre-flight command of the batch script, or None when there is nothing to check."""
-    from rtool.core.config import find_config_path
     from rtool.nodes.preflight.registry import NodeContext, Settings, applies
 
     pf = app_ctx.config.nodes.preflight
@@ -116,10 +115,9 @@ def preflight_argv(app_ctx: AppContext, job: TrainingJob) -> list[str] | None:
     if not pf.enabled or not applies(NodeContext(**settings)):
         return None
     argv = list(job.rtool)  # absolute: nothing is imported from the submit folder
-    found = None if app_ctx.no_config else find_config_path(app_ctx.config_path)
-    # Exactly the config this submission read (or none): never one found at run time in the
-    # submit folder, $RTOOL_CONFIG or ~/.config, which another user may have planted.
-    argv += ["--config", str(found.resolve())] if found is not None else ["--no-config"]
+    # Exactly the config files this submission read (or none): never one found at run time in
+    # the submit folder, $RTOOL_CONFIG or ~/.config, which another user may have planted.
+    argv += app_ctx.config_argv()
     argv.append("preflight")
     if gpus:
         argv += ["--gpus", str(gpus)]

@@ -36,9 +36,11 @@ def command_for(name: str) -> Any:
     declared = fromspec.declare(factory.spec, skip=watch_common.COMMON_NAMES)
 
     def body(ctx: typer.Context, **given: Any) -> watch_common.Build:
-        app_ctx = get_context(ctx)
-        config = app_ctx.config
-        base = factory.command_base(config, app_ctx.state, given)
+        from rtool.core.state import StateDir
+
+        config = get_context(ctx).config
+        reads = StateDir(config.state.dir, look_only=True)  # reads only (--dry-run writes none)
+        base = factory.command_base(config, reads, given)
         if base is None:
             base = _config_entry(factory, config, given)
         specs = fromspec.entries(declared, given, base)
