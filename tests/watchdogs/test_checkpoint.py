@@ -60,7 +60,8 @@ def test_partial_checkpoint_missing_its_marker_or_a_file(tmp_path: Path) -> None
         "newest complete step_000100 (10m ago)"
     )
     r = sweep(state, path=str(ck), files=["model.bin", "optimizer.*"])
-    assert r.status is Status.CRITICAL and "step_000200 incomplete: missing optimizer.*" in r.summary
+    assert r.status is Status.CRITICAL
+    assert "step_000200 incomplete: missing optimizer.*" in r.summary
     # a complete one after it: the partial one is old garbage, not the newest
     folder_ckpt(ck, "step_000300", old=120)
     r = sweep(state, path=str(ck), files=["model.bin", "optimizer.*"])
