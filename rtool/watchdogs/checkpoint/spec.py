@@ -5,7 +5,7 @@
 path = "/scratch/alice/run/ckpt"       # step_000123/, checkpoint-123/, *.ckpt, step_123.pt ...
 heartbeat = "/scratch/alice/run/ckpt/heartbeat.json"   # the pace: step and step time
 save_every = 500                       # steps (default: the gap between the newest ones)
-marker = "{name}/COMPLETE"             # or files = ["model.safetensors", "optimizer.pt"]
+marker = "{NAME}/COMPLETE"             # or files = ["model.safetensors", "optimizer.pt"]
 keep_last = 3                          # retention (off by default), and keep_every = 10000
 ```
 """
@@ -29,8 +29,8 @@ class CheckpointWatch(Section):
     path: str = setting(..., "Checkpoint folder of the run (one entry per folder).", each=True)
     pattern: str | None = setting(
         None,
-        "Glob of the checkpoint names in the folder (default: names with a step number: "
-        "step_000123, checkpoint-123, epoch=1-step=123.ckpt, iter_0000123, ckpt_123.pt).",
+        "Glob of the checkpoint names in the folder; left out, every name with a step number "
+        "(step_000123, checkpoint-123, epoch=1-step=123.ckpt, iter_0000123, ckpt_123.pt).",
     )
     heartbeat: str | None = setting(
         None, "The shim's heartbeat: its step and step time give the pace of saves."
@@ -52,8 +52,8 @@ class CheckpointWatch(Section):
     )
     marker: str | None = setting(
         None,
-        "Completion marker, relative to the folder, {name} for the checkpoint's name: "
-        "{name}/COMPLETE, {name}.done.",
+        "Completion marker, relative to the folder, {NAME} for the checkpoint's name: "
+        "{NAME}/COMPLETE, {NAME}.done.",
     )
     min_size: Percent = setting(
         50.0, "A checkpoint smaller than this share of the one before it -> CRITICAL."

@@ -102,7 +102,8 @@ def overdue(
     judged: list[Judged], spec: CheckpointWatch, hb: Heartbeat | None, p: Pace, now: float
 ) -> list[Problem]:
     """CRITICAL when the training went past `late` save intervals without a complete
-    checkpoint (in steps from the heartbeat, and in time); nothing is expected of a training
+    checkpoint: in steps from the heartbeat, and in time (`max_age`, else `late` intervals of
+    the pace plus `settle`); nothing is expected of a training
     that is not running (the heartbeat says stopped, finished or crashed)."""
     if hb is not None and hb.state not in TRAINING:
         return []
@@ -118,7 +119,9 @@ def overdue(
                 f"{where}, training at step {hb.step})"
             )
             out.append((Status.CRITICAL, text))
-    limit = spec.max_age if spec.max_age is not None else (p.seconds or 0) * spec.late or None
+    limit = spec.max_age
+    if limit is None and p.seconds:  # a save takes time: `settle` on top of the pace
+        limit = p.seconds * spec.late + spec.settle
     if limit and newest is not None and now - newest.written > limit:
         age = now - newest.written
         text = f"newest complete checkpoint {newest.name} is {format_duration(age)} old"

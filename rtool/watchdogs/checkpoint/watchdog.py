@@ -133,6 +133,9 @@ def check_one(o: Observation, now: float) -> CheckResult:
         status, summary = problems[0][0], f"{spec.path}: " + "; ".join(t for _, t in problems)
     else:
         status, summary = Status.OK, _ok_text(o, judged, p, now)
+    if doomed:
+        shown = ", ".join(doomed[:3]) + (f" and {len(doomed) - 3} more" if len(doomed) > 3 else "")
+        summary += f"; retention: {shown} to delete (keep the last {spec.keep_last})"
     return CheckResult("checkpoint", spec.path, status, summary, fields, actions, token)
 
 

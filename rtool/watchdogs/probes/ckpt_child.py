@@ -94,7 +94,7 @@ def _detail(folder, name, st, files, marker):
     wanted = files if stat.S_ISDIR(st.st_mode) else []
     missing = [f for f in wanted if not any(fnmatch.fnmatchcase(n, f) for n in inside)]
     if marker:
-        where = marker.replace("{name}", name)
+        where = marker.replace("{NAME}", name)
         try:
             os.lstat(os.path.join(folder, where))
         except FileNotFoundError:
