@@ -22,14 +22,14 @@ def test_a_folder_that_fills(tmpfs, tmp_path: Path, cli) -> None:
     writer = start_writer(tmp_path, **env, CKW_STEPS="15")
     assert writer.wait(timeout=60) == 0, writer.stdout and writer.stdout.read()
     state = StateDir(tmp_path / "s")
-    r = sweep(state, path=str(fs), settle="0s")
+    r = sweep(state, path=str(fs), settle="0s", max_age="1h")
     assert r.status is Status.WARNING, r.summary
     assert r.summary.endswith("free: room for 1 more save(s) of ~2.2MiB")
     writer = start_writer(tmp_path, **env, CKW_STEPS="25")
     assert writer.wait(timeout=60) == 0
     out = writer.stdout.read() if writer.stdout else ""
     assert "save of step 25 failed: [Errno 28] No space left on device" in out, out
-    res = cli("watch", "checkpoint", str(fs), "--settle", "0s", "--no-notify")
+    res = cli("watch", "checkpoint", str(fs), "--settle", "0s", "--max-age", "1h", "--no-notify")
     assert res.code == 2
     assert "step_000025 incomplete: missing optimizer.bin" not in res.out  # default: no files
     assert "free, the next save needs ~2.2MiB (step_000020)" in res.out, res.out
@@ -71,3 +71,28 @@ def test_quota_too_small_for_the_next_save(tmp_path: Path) -> None:
     script.write_text("#!/bin/sh\necho nonsense\nexit 1\n")
     r = sweep(state, path=str(ck), quota_cmd=str(script))
     assert r.status is Status.UNKNOWN and "quota: quota command exited 1" in r.summary
+
+
+def test_a_trail_of_empty_saves_behind_the_last_good_one(tmpfs, tmp_path: Path) -> None:
+    """A training that keeps saving into a full disk leaves empty checkpoints; the size of the
+    next save is still known: looked up behind them, or remembered from an earlier sweep."""
+    fs = tmpfs("trail", size="10M", inodes=1000)
+    for step in (1, 2, 3):
+        folder_ckpt(fs, f"step_{step:03d}", size=3 * MIB // 2, old=3000 - step * 100)
+    state = StateDir(tmp_path / "s")
+    r = sweep(state, path=str(fs), max_age="1d")
+    assert r.summary == f"{fs}: 1.0MiB free, the next save needs ~3.0MiB (step_003)"
+    for step in range(4, 24):
+        folder_ckpt(fs, f"step_{step:03d}", 0, files=("model.bin",), marker=None, old=2000 - step)
+    r = sweep(StateDir(tmp_path / "fresh"), path=str(fs), max_age="1d")
+    assert r.status is Status.CRITICAL
+    assert r.summary.startswith(f"{fs}: step_023 incomplete: empty; newest complete step_003")
+    assert "free, the next save needs ~3.0MiB (step_003)" in r.summary
+    for step in range(24, 104):  # more than the probe looks into
+        folder_ckpt(fs, f"step_{step:03d}", 0, files=("model.bin",), marker=None, old=1500 - step)
+    r = sweep(StateDir(tmp_path / "fresh2"), path=str(fs), max_age="1d")
+    assert "step_103 incomplete: empty; no complete checkpoint" in r.summary
+    assert "the next save needs" not in r.summary  # nothing known about its size
+    r = sweep(state, path=str(fs), max_age="1d")  # the sweep that saw step_003 remembers it
+    assert "step_103 incomplete: empty; newest complete step_003" in r.summary
+    assert "free, the next save needs ~3.0MiB (step_003)" in r.summary

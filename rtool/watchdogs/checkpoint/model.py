@@ -49,9 +49,29 @@ class Ckpt:
         """When it was last written (the newest mtime inside a folder)."""
         return self.newest if self.newest is not None else self.mtime
 
+    def to_state(self) -> dict[str, Any]:
+        return {k: v for k, v in dataclasses.asdict(self).items() if k != "missing"}
+
     @staticmethod
-    def from_json(d: dict[str, Any], required: list[str]) -> Ckpt:
-        """An entry of the child's scan; only the `required` files count as missing."""
+    def from_state(d: Any) -> Ckpt | None:
+        """A checkpoint remembered in the state dir (None when it is not a valid record)."""
+        try:
+            return Ckpt(
+                name=str(d["name"]),
+                step=int(d["step"]) if d.get("step") is not None else None,
+                is_dir=bool(d.get("is_dir")),
+                uid=int(d.get("uid", -1)),
+                mtime=_finite(d.get("mtime")),
+                size=int(d["size"]),
+                files=int(d.get("files") or 0),
+                newest=_finite(d.get("newest")),
+            )
+        except (KeyError, TypeError, ValueError, AttributeError):
+            return None
+
+    @staticmethod
+    def from_json(d: dict[str, Any]) -> Ckpt:
+        """An entry of the child's scan."""
         detail = d.get("detail") if isinstance(d.get("detail"), dict) else None
         step = d.get("step")
         base = Ckpt(
@@ -63,7 +83,7 @@ class Ckpt:
         )
         if detail is None:
             return base
-        missing = tuple(str(m) for m in detail.get("missing") or [] if _counted(m, required))
+        missing = tuple(str(m) for m in detail.get("missing") or [])
         return dataclasses.replace(
             base,
             size=int(detail.get("size") or 0),
@@ -72,16 +92,6 @@ class Ckpt:
             missing=missing,
             truncated=bool(detail.get("truncated")),
         )
-
-
-def _counted(missing: Any, required: list[str]) -> bool:
-    """Whether a file the child found missing counts for this checkpoint: a default file
-    (Hugging Face's) only for the checkpoints it is the default of; the rest always."""
-    return str(missing) in required or str(missing) not in DEFAULT_FILES
-
-
-#: Files the probe checks for when none are configured (Hugging Face's completion).
-DEFAULT_FILES = ("trainer_state.json",)
 
 
 def _finite(value: Any) -> float:
@@ -113,6 +123,9 @@ class Observation:
     quota: Quota | None = None
     quota_error: str | None = None
     uid: int = 0  # rtool's own uid (retention touches only its files)
+    #: The newest complete checkpoint an earlier sweep saw (the state dir): the size of the
+    #: next save when the newest few are all broken (a full disk leaves empty ones behind).
+    remembered: Ckpt | None = None
 
     def read(self, data: dict[str, Any]) -> None:
         """Take the child's scan output."""
@@ -121,9 +134,7 @@ class Observation:
         self.folder_mtime = folder.get("mtime")
         self.statvfs = data.get("statvfs")
         self.more = bool(data.get("more"))
-        for raw in data.get("entries") or []:
-            is_dir = bool(raw.get("dir"))
-            self.entries.append(Ckpt.from_json(raw, self.spec.required_files(raw["name"], is_dir)))
+        self.entries = [Ckpt.from_json(raw) for raw in data.get("entries") or []]
         self.heartbeat, self.heartbeat_error = parse_heartbeat(data.get("heartbeat"))
 
 

@@ -13,7 +13,6 @@ keep_last = 3                          # retention (off by default), and keep_ev
 from __future__ import annotations
 
 import fnmatch
-import re
 import shlex
 from typing import Literal
 
@@ -130,11 +129,3 @@ class CheckpointWatch(Section):
         if self.keep_every is not None and self.keep_last is None:
             raise ValueError("keep_every needs keep_last (retention is off without it)")
         return self
-
-    def required_files(self, name: str, is_dir: bool) -> list[str]:
-        """The files a checkpoint of this name must hold (Hugging Face's by default)."""
-        if self.files or self.marker:
-            return list(self.files)
-        if is_dir and re.fullmatch(r"checkpoint-[0-9]+", name):
-            return ["trainer_state.json"]  # the Trainer writes it last
-        return []

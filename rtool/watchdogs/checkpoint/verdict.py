@@ -41,17 +41,26 @@ class Pace:
     source: str  # where the steps come from: "configured" or "checkpoints"
 
 
-def judge(entries: list[Ckpt], spec: CheckpointWatch, now: float) -> list[Judged]:
-    """Each checkpoint's phase, oldest first; sizes compare with the complete one before."""
+def judge(
+    entries: list[Ckpt], spec: CheckpointWatch, now: float, remembered: Ckpt | None = None
+) -> list[Judged]:
+    """Each checkpoint's phase, oldest first; sizes compare with the complete one before. An
+    older one not looked into this time is complete when an earlier sweep found it so (its
+    record `remembered`, sizes included)."""
     out: list[Judged] = []
     before: Ckpt | None = None
     for c in entries:
-        if not c.detailed:
+        if not c.detailed and remembered is not None and c.name == remembered.name:
+            out.append(Judged(remembered, Phase.COMPLETE))
+            before = remembered
+        elif not c.detailed:
             out.append(Judged(c, Phase.UNSEEN))
         elif c.written > now - spec.settle:
             out.append(Judged(c, Phase.WRITING, f"written {_ago(now - c.written)}"))
         elif c.missing:
             out.append(Judged(c, Phase.PARTIAL, "missing " + _names(c.missing)))
+        elif not c.size:
+            out.append(Judged(c, Phase.PARTIAL, "empty"))
         elif before and before.size and (c.size or 0) < before.size * spec.min_size / 100:
             share = (c.size or 0) / before.size * 100
             why = f"{format_size(c.size or 0)}, {share:.0f}% of {before.name} ({_size(before)})"

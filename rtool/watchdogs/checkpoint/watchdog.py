@@ -18,8 +18,9 @@ from rtool.core.alert import Status
 from rtool.core.units import format_duration, format_size
 from rtool.watchdogs.base import Action, CheckResult, ProbeEnv, SpecWatchdog
 from rtool.watchdogs.checkpoint import verdict
-from rtool.watchdogs.checkpoint.model import DEFAULT_FILES, Observation, Phase
+from rtool.watchdogs.checkpoint.model import Ckpt, Observation, Phase
 from rtool.watchdogs.checkpoint.spec import CheckpointWatch
+from rtool.watchdogs.history import slug
 from rtool.watchdogs.probes import child
 
 #: The newest checkpoints whose files are counted and sized (at least; keep_last adds).
@@ -65,6 +66,7 @@ class CheckpointWatchdog(SpecWatchdog[CheckpointWatch]):
                 stuck.remember({o.mount: out}, time.time())
             elif out.data:
                 o.read(out.data)
+                remember(env, o, time.time())
         for o in obs:
             if o.spec.quota_cmd and not (o.stuck or o.timed_out):
                 cmd, fmt = o.spec.quota_cmd, o.spec.quota_format
@@ -75,15 +77,24 @@ class CheckpointWatchdog(SpecWatchdog[CheckpointWatch]):
         return [check_one(o, now) for o in probe_output]
 
 
+def remember(env: ProbeEnv, o: Observation, now: float) -> None:
+    """Keep the newest complete checkpoint of the folder in the state dir (and in `o`)."""
+    rel = f"watch/checkpoint/{slug(o.spec.path)}.json"
+    o.remembered = Ckpt.from_state(env.state.read_json(rel, {}))
+    newest = verdict.newest_complete(verdict.judge(o.entries, o.spec, now, o.remembered))
+    if newest is not None and newest != o.remembered:
+        env.state.write_json(rel, newest.to_state())
+        o.remembered = newest
+
+
 def _request(spec: CheckpointWatch) -> str:
-    files = list(spec.files) or ([] if spec.marker else list(DEFAULT_FILES))
-    detail = max(DETAIL, (spec.keep_last or 0) + 2)
     req = {
         "path": spec.path,
         "pattern": spec.pattern,
-        "files": files,
+        "files": list(spec.files),
         "marker": spec.marker,
-        "detail": detail,
+        "detail": max(DETAIL, (spec.keep_last or 0) + 2),
+        "settle": spec.settle,
         "heartbeat": spec.heartbeat,
     }
     return json.dumps(req)
@@ -113,7 +124,7 @@ def check_one(o: Observation, now: float) -> CheckResult:
     if failed is not None:
         return failed
     spec, hb = o.spec, o.heartbeat
-    judged = verdict.judge(o.entries, spec, now)
+    judged = verdict.judge(o.entries, spec, now, o.remembered)
     p = verdict.pace(judged, spec, hb)
     problems = (
         verdict.incomplete(judged, now)

@@ -21,9 +21,12 @@ import re
 import shutil
 import stat
 import sys
+import time
 
 #: At most this many names of one folder, and this many files inside one checkpoint.
 LIMIT = 100000
+#: At most this many checkpoints are looked into (sizes, files) in one scan.
+DETAIL_CAP = 64
 #: Names with a step number that are checkpoints: step_000123, step-5, global_step7,
 #: checkpoint-500 (Hugging Face), epoch=3-step=1200.ckpt (Lightning), iter_0001000
 #: (Megatron), ckpt_12.pt. The last number after such a word is the step.
@@ -85,13 +88,23 @@ def _walk(top):
     return size, count, newest, names, False
 
 
-def _detail(folder, name, st, files, marker):
+#: The Hugging Face Trainer writes trainer_state.json last: without `files` or a `marker`,
+#: a `checkpoint-N/` folder is complete when it holds one.
+_HF = re.compile(r"checkpoint-[0-9]+")
+HF_FILES = ["trainer_state.json"]
+
+
+def _detail(folder, name, st, req):
     out = {"size": st.st_size, "files": 1, "newest": st.st_mtime, "truncated": False}
     inside = set()
-    if stat.S_ISDIR(st.st_mode):
+    is_dir = stat.S_ISDIR(st.st_mode)
+    if is_dir:
         size, count, newest, inside, cut = _walk(os.path.join(folder, name))
         out.update(size=size, files=count, newest=newest, truncated=cut)
-    wanted = files if stat.S_ISDIR(st.st_mode) else []
+    files, marker = req.get("files") or [], req.get("marker")
+    if is_dir and not files and not marker and _HF.fullmatch(name):
+        files = HF_FILES
+    wanted = files if is_dir else []
     missing = [f for f in wanted if not any(fnmatch.fnmatchcase(n, f) for n in inside)]
     if marker:
         where = marker.replace("{NAME}", name)
@@ -101,6 +114,28 @@ def _detail(folder, name, st, files, marker):
             missing.append(where)
     out["missing"] = missing
     return out
+
+
+def _details(path, entries, req):
+    """{index: detail} of the newest entries: back until `detail` of them are settled (not
+    written within `settle` seconds) and one of those looks whole (files there, not empty),
+    at most DETAIL_CAP (a full disk leaves a trail of empty saves behind the last good one)."""
+    want, settle, now = int(req.get("detail", 4)), float(req.get("settle", 0)), time.time()
+    found: dict = {}
+    settled, whole = 0, False
+    for i in reversed(range(len(entries))):
+        if len(found) >= DETAIL_CAP or (settled >= want and whole):
+            break
+        name, st = entries[i]
+        try:
+            d = _detail(path, name, st, req)
+        except FileNotFoundError:  # removed while we looked
+            continue
+        found[i] = d
+        if d["newest"] <= now - settle:
+            settled += 1
+            whole = whole or (d["size"] > 0 and not d["missing"])
+    return found
 
 
 def _order(entries):
@@ -141,7 +176,7 @@ def scan(req):
     vfs = os.statvfs(path)
     entries, more = _listed(path, req.get("pattern"))
     entries = _order(entries)
-    detail = int(req.get("detail", 4))
+    details = _details(path, entries, req)
     out = []
     for i, (name, est) in enumerate(entries):
         item = {
@@ -151,11 +186,8 @@ def scan(req):
             "uid": est.st_uid,
             "mtime": est.st_mtime,
         }
-        if i >= len(entries) - detail:
-            try:
-                item["detail"] = _detail(path, name, est, req.get("files", []), req.get("marker"))
-            except FileNotFoundError:  # removed while we looked
-                continue
+        if i in details:
+            item["detail"] = details[i]
         out.append(item)
     result = {
         "ok": True,
