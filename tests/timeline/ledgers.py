@@ -35,13 +35,14 @@ def ledger(n: int, run: str = "big-run", running: bool = True) -> Ledger:
         nodes = tuple(f"n{(i * 4 + k) % 64 + 1:02d}" for k in range(1 + (i % 3 == 0) * 3))
         last = i == n - 1 and running
         state, more = ("RUNNING", {}) if last else _end(i)
+        code = more.pop("exit_code", 0)
         limit = state == "TIMEOUT"
         lost = 0 if limit or last else min(end_step - step, 40 + i % 60)
         atts.append(
             Attempt(
                 run=run, number=i + 1, job_id=f"4242_{i}", nodes=nodes, queued_at=t,
                 started=started, ended=None if last else started + ran, state=state,
-                exit_code=None if last else more.pop("exit_code", 0), step_start=step,
+                exit_code=None if last else int(code), step_start=step,  # type: ignore[call-overload]
                 step_end=end_step, last_saved_step=None if last else end_step - lost,
                 steps_lost=None if last else lost, **more,  # type: ignore[arg-type]
             )
