@@ -151,3 +151,14 @@ def test_bad_html_targets_are_one_line(cli: Any, tmp_path: Path) -> None:
     link.symlink_to(victim)
     res = cli("--config", str(config), "history", "r", "--stored", "--html", str(link))
     assert res.code == 0 and victim.read_text() == "keep" and not link.is_symlink()
+
+
+def test_every_way_an_attempt_ends_has_a_colour_and_a_mark() -> None:
+    """A new cause (restart in place, say) is one member of `Cause` and one colour here."""
+    from rtool.app.timeline.chart import _mark
+    from rtool.app.timeline.page import COLOURS
+    from rtool.runs.losses import Cause
+
+    assert set(COLOURS) == set(Cause)
+    for c in Cause:
+        assert f'data-cause="{c.value}"' in _mark(c, 10.0, 10.0, COLOURS[c], "tip", 1, 1.0)

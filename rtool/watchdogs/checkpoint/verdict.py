@@ -112,8 +112,8 @@ def overdue(
 ) -> list[Problem]:
     """CRITICAL when the training went past `late` save intervals without a complete
     checkpoint: in steps from the heartbeat, and in time (`max_age`, else `late` intervals of
-    the pace plus `settle`); nothing is expected of a training
-    that is not running (the heartbeat says stopped, finished or crashed)."""
+    the pace plus `settle`). Nothing is expected of a training that is not running (its
+    heartbeat says stopped, finished or crashed)."""
     if hb is not None and hb.state not in TRAINING:
         return []
     newest = newest_complete(judged)
