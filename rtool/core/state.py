@@ -140,7 +140,9 @@ class StateDir:
 
     def _check_format(self) -> None:
         """Refuse a layout written by a newer rtool; mark an unmarked (new or 0.1) folder."""
-        data = read_json_file(self.path / FORMAT_FILE)
+        if self.look_only and not self.path.is_dir():
+            return  # nothing there yet (or not a folder: the first real run says so)
+        data = read_json_file(self.path / FORMAT_FILE, aside=not self.look_only)
         if data is None:
             if self.look_only:
                 return

@@ -3,7 +3,7 @@ ledger's running totals of the attempts it no longer keeps in full (`fold`)."""
 
 from __future__ import annotations
 
-from rtool.runs.model import Attempt, Folded, Ledger, Totals, computing
+from rtool.runs.model import Attempt, Folded, Ledger, Totals
 
 
 def step_seconds(ledger: Ledger) -> float | None:
@@ -19,15 +19,31 @@ def step_seconds(ledger: Ledger) -> float | None:
     return min(rates) if rates else None
 
 
+def ends(ledger: Ledger, now: float) -> dict[int, float]:
+    """When each started attempt ended (by number): its end time; for one that is over without
+    an end time (sacct gives none for some requeued array tasks) the next attempt's start; for
+    one still running, now."""
+    out: dict[int, float] = {}
+    next_start: float | None = None  # the earliest start after this attempt
+    for a in reversed(ledger.attempts):
+        if a.started is None:
+            continue
+        end = a.ended if a.ended is not None or not a.is_over else next_start
+        out[a.number] = max(a.started, end if end is not None else now)
+        next_start = a.started if next_start is None else min(next_start, a.started)
+    return out
+
+
 def totals(ledger: Ledger, now: float) -> Totals:
     atts, f = ledger.attempts, ledger.folded or Folded()
+    ended = ends(ledger, now)
     first = next((a.step_start for a in atts if a.step_start is not None), 0) or 0
     if f.attempts:
         first = f.first_step or 0
     gained = (ledger.best_step - first) if ledger.best_step is not None else None
     lost = f.steps_lost + sum(a.steps_lost or 0 for a in atts)
     queued = f.queued_s + sum(a.queue_wait or 0.0 for a in atts)
-    busy = f.computing_s + sum(computing(a, now) for a in atts)
+    busy = f.computing_s + sum(ended[a.number] - a.started for a in atts if a.started is not None)
     sec = step_seconds(ledger)
     goodput = None
     if gained is not None and sec and busy > 0:

@@ -5,6 +5,7 @@ Each (action, token) pair runs once: a hang that persists across sweeps is acted
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import shlex
@@ -92,6 +93,8 @@ def run_action(action: Action, slurm: Slurm, timeout: float) -> tuple[str, str]:
         if action.kind is ActionKind.SIGNAL:
             slurm.scancel([job], signal=str(action.signal), full=True)
             return "action", f"sent SIG{action.signal} to job {job}"
+        if action.kind is ActionKind.DELETE:
+            return "retention", delete(action, timeout)
     except ProcError as exc:
         return "action", f"{action} failed: {exc}"
     except validate.ArgvError as exc:  # e.g. a heartbeat whose job id is `--state=RUNNING`
@@ -112,7 +115,29 @@ def would(action: Action) -> str:
         return f"would hold job {job} (scontrol hold {job})"
     if action.kind is ActionKind.SIGNAL:
         return f"would send SIG{action.signal} to job {job} (scancel --signal={action.signal})"
+    if action.kind is ActionKind.DELETE:
+        return f"would delete {', '.join(action.names)} in {action.path}"
     return f"would {action}"
+
+
+def delete(action: Action, timeout: float) -> str:
+    """Remove the checkpoints `action.names` of the folder `action.path` in an abandonable
+    child (a hung filesystem never hangs rtool), each only if it is not a symlink and all of
+    it is yours (rtool/watchdogs/probes/ckpt_child.py); what it did, in one line."""
+    from rtool.watchdogs.probes import child
+
+    request = json.dumps({"folder": action.path, "names": list(action.names)})
+    proc = child.start("prune", request, script=child.CKPT_CHILD)
+    out = child.collect(proc, time.monotonic() + timeout)
+    if out.timed_out:
+        return f"deleting in {action.path} timed out after {timeout:g}s (abandoned)"
+    if out.error or out.data is None:
+        return f"deleting in {action.path} failed: {out.error}"
+    items = out.data.get("pruned") or []
+    gone = [str(i.get("name")) for i in items if i.get("ok")]
+    kept = [f"{i.get('name')} ({i.get('why')})" for i in items if not i.get("ok")]
+    text = f"deleted {', '.join(gone) if gone else 'nothing'} in {action.path}"
+    return text + (f"; refused {', '.join(kept)}" if kept else "")
 
 
 def apply(

@@ -27,6 +27,7 @@ class ActionKind(enum.Enum):
     REQUEUE = "requeue"  # scontrol requeue `job`
     HOLD = "hold"  # scontrol hold `job`
     SIGNAL = "signal"  # scancel --signal=`signal` --full `job`
+    DELETE = "delete"  # remove the checkpoints `names` of the folder `path` (retention)
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,8 @@ class Action:
     job: str | None = None
     pid: int | None = None
     signal: str | None = None  # without SIG: USR1
+    path: str | None = None  # DELETE: the folder
+    names: tuple[str, ...] = ()  # DELETE: entries of that folder
 
     @classmethod
     def dump_pid(cls, pid: int) -> Action:
@@ -58,12 +61,19 @@ class Action:
     def send(cls, signal: str, job: str) -> Action:
         return cls(ActionKind.SIGNAL, job=job, signal=signal)
 
+    @classmethod
+    def delete(cls, folder: str, names: tuple[str, ...]) -> Action:
+        return cls(ActionKind.DELETE, path=folder, names=names)
+
     def __str__(self) -> str:
-        """`dump:pid:12`, `dump:job:34`, `requeue:34`, `signal:USR1:34` (logs, done marks)."""
+        """`dump:pid:12`, `dump:job:34`, `requeue:34`, `signal:USR1:34`, `delete:ckpt:a,b`
+        (logs, done marks)."""
         if self.kind is ActionKind.DUMP:
             return f"dump:pid:{self.pid}" if self.pid is not None else f"dump:job:{self.job}"
         if self.kind is ActionKind.SIGNAL:
             return f"signal:{self.signal}:{self.job}"
+        if self.kind is ActionKind.DELETE:
+            return f"delete:{self.path}:{','.join(self.names)}"[:300]
         return f"{self.kind.value}:{self.job}"
 
 

@@ -85,6 +85,7 @@ SETUP_FILES = {
     "finetune.py": "print('fine-tuning')\n",
     "job.slurm": "#!/bin/bash\n#SBATCH --time=5\necho 'my own batch script'\n",
     "cfg.yaml": "lr: 0.001\n",
+    "ckpt/step_000010/model.bin": "weights\n",  # a checkpoint for `rtool watch checkpoint`
     "bad.toml": (
         '[notify]\nrepeat_interval = "4 hours please"\n\n[cron]\nkeep_logz = 3\n\n'
         '[slurm]\ntimeout = "soon"\n'
@@ -131,6 +132,7 @@ def sandbox(tmp_path: Path, slurm: Slurm, tmpfs: Callable[..., Path]) -> Iterato
     scratch = tmpfs("scratch", size="20M", inodes=1000)
     (tmp_path / "textfile").mkdir()
     for name, text in SETUP_FILES.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(text)
     (home / ".config" / "rtool" / "rtool.toml").write_text(
         "[nodes.preflight]\nenabled = false\n"  # placeholder GPUs: no nvidia-smi to ask

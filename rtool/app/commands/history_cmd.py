@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
@@ -21,6 +22,11 @@ def history(
     ctx: typer.Context,
     run: str = typer.Argument(..., help="The run, by its run name or its jobs' name."),
     as_json: bool = typer.Option(False, "--json", help="Print the ledger and totals as JSON."),
+    html: Path | None = typer.Option(
+        None,
+        "--html",
+        help="Write the run's timeline to this file: one page, no network (docs/runs.md).",
+    ),
     heartbeat: str | None = typer.Option(None, "--heartbeat", help="The shim's heartbeat file."),
     log: str | None = typer.Option(None, "--log", help="Attempt logs: logs/train-%A_%a.out."),
     job_name: str | None = typer.Option(None, "--job-name", help="Its jobs' name (default RUN)."),
@@ -35,6 +41,8 @@ def history(
     submit` recorded for the run. Exit 0; 1 when there is nothing to show; 2 on bad input.
 
     Example: rtool history llama-7b --heartbeat ckpt/heartbeat.json
+
+    Example: rtool history llama-7b --stored --html llama-7b.html
     """
     from rtool.core.errors import UsageError
     from rtool.runs import names, store
@@ -56,6 +64,8 @@ def history(
     if led is None or not led.attempts:
         typer.echo(f"rtool: no attempts of run {run!r} found", err=True)
         return 1
+    if html is not None:
+        return _write_page(html, led, now)
     tot = totals(led, now)
     if as_json:
         doc = {"ledger": led.to_json(), "totals": tot.to_json()}
@@ -64,6 +74,15 @@ def history(
     from rtool.runs.render import table
 
     sys.stdout.write(table(led, tot, now))
+    return 0
+
+
+def _write_page(html: Path, led: Ledger, now: float) -> int:
+    from rtool.app.timeline.page import write
+    from rtool.app.timeline.run import run_page
+
+    write(html, run_page(led, now))
+    typer.echo(f"wrote {html}: run {led.run}, {len(led.attempts)} attempt(s)")
     return 0
 
 
