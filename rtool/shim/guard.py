@@ -21,16 +21,21 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from rtool.core.heartbeat import ErrorInfo
 from rtool.shim import slurm as shim_slurm
 from rtool.shim.crash import error_info
 from rtool.shim.decision import (
     CONTINUE,
+    HANG_EXIT_CODE,
+    HUNG,
     KILLED,
+    PEER_FAILED,
     SIGNAL,
     Decision,
 )
 from rtool.shim.distributed import Agreement, initialised_dist
 from rtool.shim.forced_exit import Unresponsive
+from rtool.shim.hang import Abort, HangWatch, dump_stacks, end
 from rtool.shim.heartbeat import JobIdentity
 from rtool.shim.monitor import Monitor, MonitorConfig, Sources, Timing
 from rtool.shim.options import GuardOptions, ShimConfigError
@@ -73,8 +78,10 @@ class Guard:
         self._agreement: Any = _UNDETECTED
         self._interval = 1
         self._closed = self._finished = False
+        self._alive = 0  # bumped by alive(): progress that is not a step (evaluation)
         self._src, self._timing = Sources(), Timing()
         self._report = Reporter(opts.heartbeat, self.ident, self._timing)
+        self._report.carry_previous()
         self._stopper = Stopper(opts, save, self._src, self._timing, self._report)
         self._monitor = Monitor(self._monitor_config(), self._src, self._timing, self._wake)
         self._monitor.current_step = lambda: self._step
@@ -83,8 +90,10 @@ class Guard:
         self._report.progress_time = lambda: self._monitor.progress_time
         self._signals = SignalFlags(opts.signals, self._on_signal)
         self._unresponsive = Unresponsive(self._unresponsive_bound, self._on_unresponsive)
+        self._hang = HangWatch(opts.hang_after, opts.abort_file, self.ident.launch, self._timing)
+        self._hang.fire, self._hang.peer = self._on_hang, self._on_peer
         self._monitor.watchers.append(self._watch)
-        self._report.start()
+        self._report.start(self._on_crash)
         if start:
             self._monitor.start()
 
@@ -102,9 +111,7 @@ class Guard:
 
     def _monitor_config(self) -> MonitorConfig:
         o = self.options
-        mc = MonitorConfig.from_options(o, None if o.end_time is not None else self.ident.job_id)
-        self._timing.longest_step, self._timing.longest_save = self._report.previous_longest
-        return mc
+        return MonitorConfig.from_options(o, None if o.end_time is not None else self.ident.job_id)
 
     def _on_signal(self, name: str) -> None:
         """In the signal handler: note it; the deadline kind goes to the monitor thread."""
@@ -150,6 +157,16 @@ class Guard:
         if self._alert or self._countdown <= 0:
             return self._slow(step)
         return self._decision
+
+    def alive(self) -> None:
+        """Progress that is not a training step (an evaluation batch): no hang meanwhile."""
+        self._alive += 1
+
+    def save_started(self) -> None:
+        """A save the framework makes on its own begins (`mark_saved` ends it): no hang
+        meanwhile."""
+        if self._timing.saving_since is None:
+            self._timing.saving_since = time.monotonic()
 
     def check_loss(self, loss: Any) -> bool:
         """False for a non-finite loss (skip the optimizer step); stops after max_nonfinite."""
@@ -223,18 +240,22 @@ class Guard:
 
     def _slow(self, step: int) -> Decision:
         if self._timing.first_step is None:
-            self._timing.first_step = step
+            self._timing.first_step, self._timing.first_step_time = step, time.time()
         if self._stopper.final is not None:
             return self._stopper.final
         if self._agreement is _UNDETECTED:
             self._detect()
+        # near the stop time every step reads the clock (and the ranks agree at every step)
+        near = self._src.deadline_at is not None and self._src.time_up is None
+        if near:
+            self._monitor.deadline.at_boundary(time.time())
         agreement = self._agreement
         if agreement is None:
-            self._countdown = _NEVER
+            self._countdown = 1 if near else _NEVER
             return self._act(step, self._collect())
         if self._countdown > 0:
             return CONTINUE
-        flags, self._interval = agreement.agree(self._collect(), self._interval)
+        flags, self._interval = agreement.agree(self._collect(), self._interval, urgent=near)
         self._countdown = self._interval
         return self._act(step, flags)
 
@@ -270,7 +291,7 @@ class Guard:
         return d
 
     def _settle(self, d: Decision) -> None:
-        self._unresponsive.settled = True
+        self._unresponsive.settled = self._hang.settled = True
         self._decision = d
         self._countdown = _NEVER
 
@@ -281,6 +302,7 @@ class Guard:
         if signal.SIGTERM in self._signals.drain_wakeup():
             self._unresponsive.noted(mono)
         self._unresponsive.check(mono)
+        self._hang.check(mono, self._step, self._alive)
 
     def _unresponsive_bound(self) -> float:
         after = self.options.unresponsive_after
@@ -295,3 +317,25 @@ class Guard:
     def _on_unresponsive(self, waited: float) -> None:
         self._stopper.unresponsive(waited, self._monitor.last_step)
         self._unresponsive.end(self._stopper.stop_code(SIGNAL))
+
+    # -- hung, or another rank failed (the monitor thread) -----------------------------------
+
+    def _on_hang(self, idle: float) -> None:
+        bound = self._hang.threshold() or idle
+        detail = f"no step for {idle:.1f}s after step {self._step} (hang_after {bound:g}s)"
+        self._hang.abort(self.rank, "hung", detail)
+        self._end_hung(HUNG, detail)
+
+    def _on_peer(self, abort: Abort) -> None:
+        self._end_hung(PEER_FAILED, f"{abort.text()}; this rank ended with it")
+
+    def _end_hung(self, reason: str, detail: str) -> None:
+        self._unresponsive.settled = True
+        dump_stacks(f"{reason.upper()} at step {self._step}: {detail}")
+        self._stopper.hung(reason, detail, self._step)
+        end(HANG_EXIT_CODE)
+
+    def _on_crash(self, info: ErrorInfo, main_thread: bool) -> None:
+        """The training died of an exception: the other ranks of this launch end at once."""
+        if main_thread:
+            self._hang.abort(self.rank, "crashed", str(info))
