@@ -159,8 +159,10 @@ class Guard:
         return self._decision
 
     def alive(self) -> None:
-        """Progress that is not a training step (an evaluation batch): no hang meanwhile."""
+        """Progress that is not a training step (an evaluation batch, a step beginning): no
+        hang meanwhile; a save begun with `save_started()` is over."""
         self._alive += 1
+        self._timing.saving_since = None
 
     def save_started(self) -> None:
         """A save the framework makes on its own begins (`mark_saved` ends it): no hang
@@ -225,6 +227,11 @@ class Guard:
     def stopping(self) -> Decision | None:
         """The stop decision once one was taken, else None."""
         return self._stopper.final
+
+    @property
+    def last_saved_step(self) -> int | None:
+        """The step of the last save this guard knows of (this run's, or the previous run's)."""
+        return self._timing.last_save_step
 
     @property
     def exit_code(self) -> int:
