@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING
 from rtool import __version__
 from rtool.core.heartbeat import Heartbeat, RunState
 from rtool.core.slurm import RUNNING_STATES, SqueueJob, expand_hostlist
-from rtool.runs import signatures
+from rtool.runs import inplace, signatures
+from rtool.runs.inplace import RestartRecord
 from rtool.runs.model import Attempt, Ledger, Source
 from rtool.runs.records import BatchRecord
 
@@ -45,6 +46,8 @@ class Inputs:
     done: bool = False  # the heartbeat's done marker exists
     total_steps: int | None = None
     note: str = ""
+    #: The restart records: the training restarted inside an allocation (rtool.runs.inplace).
+    restarts: list[RestartRecord] = field(default_factory=list)
 
 
 def shown_id(job_id: str | None, array_job_id: str | None, task: object) -> str | None:
@@ -193,10 +196,25 @@ def heartbeat_key(hb: Heartbeat) -> tuple[str, int] | None:
     return (job, hb.restart_count) if job else None
 
 
-def _apply_heartbeat(a: Attempt, hb: Heartbeat) -> Attempt:
+def _lowest(*values: int | None) -> int | None:
+    known = [v for v in values if v is not None]
+    return min(known) if known else None
+
+
+def _highest(*values: int | None) -> int | None:
+    known = [v for v in values if v is not None]
+    return max(known) if known else None
+
+
+def _apply_heartbeat(a: Attempt, hb: Heartbeat, final: bool = True) -> Attempt:
+    """Steps, saves and the stop from a heartbeat of the attempt (`final`: of its last launch,
+    whose stop ended the attempt; else of a launch restarted in place: its steps only)."""
+    if not final:
+        start, end = _lowest(a.step_start, hb.step_at_start), _highest(a.step_end, hb.step)
+        return a.with_(step_start=start, step_end=end)
     changes: dict[str, object] = {}
-    if hb.step_at_start is not None:
-        changes["step_start"] = hb.step_at_start
+    if hb.step_at_start is not None:  # the attempt's first launch started lowest
+        changes["step_start"] = _lowest(a.step_start, hb.step_at_start)
     if hb.step is not None:
         changes["step_end"] = max(hb.step, a.step_end if a.step_end is not None else hb.step)
     if hb.last_saved_step is not None:
@@ -293,6 +311,10 @@ def build(
     key = heartbeat_key(hb) if hb is not None else None
     if hb is not None and key is not None and key in attempts:
         attempts[key] = _apply_heartbeat(attempts[key], hb)
+    for rec in inp.restarts:  # the launches before an in-place restart (the first one's start)
+        rkey = (rec.shown_id, rec.restart)
+        if rec.heartbeat is not None and rkey in attempts:
+            attempts[rkey] = _apply_heartbeat(attempts[rkey], rec.heartbeat, final=False)
     ordered = steps_lost(_order(list(attempts.values())))
     ordered = _signatures(ordered, read_log, extra)
     ledger = Ledger(
@@ -313,6 +335,9 @@ def build(
         rtool_version=__version__,
         shim_version=(hb.rtool_version if hb else None) or (prev.shim_version if prev else None),
     )
+    copies = [r.heartbeat for r in inp.records] + [r.heartbeat for r in inp.restarts]
+    found = inplace.entries(inp.run, inp.restarts, [b for b in (hb, *copies) if b is not None])
+    ledger.restarts = inplace.merge(prev.restarts if prev else [], found)
     _best_step(ledger, prev, hb, inp.now)
     return ledger
 

@@ -30,6 +30,7 @@ def totals(ledger: Ledger, now: float) -> Totals:
     first = next((a.step_start for a in atts if a.step_start is not None), 0) or 0
     gained = (ledger.best_step - first) if ledger.best_step is not None else None
     lost = sum(a.steps_lost or 0 for a in atts)
+    lost += sum(r.steps_redone or 0 for r in ledger.restarts)  # redone after in-place restarts
     queued = sum(a.queue_wait or 0.0 for a in atts)
     computing = sum(_computing(a, now) for a in atts)
     sec = step_seconds(ledger)
@@ -44,4 +45,5 @@ def totals(ledger: Ledger, now: float) -> Totals:
         computing_s=computing,
         goodput=goodput,
         step_seconds=sec,
+        restarts_in_place=len(ledger.restarts),
     )

@@ -21,21 +21,16 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from rtool.core.heartbeat import ErrorInfo
 from rtool.shim import slurm as shim_slurm
 from rtool.shim.crash import error_info
 from rtool.shim.decision import (
     CONTINUE,
-    HANG_EXIT_CODE,
-    HUNG,
     KILLED,
-    PEER_FAILED,
-    SIGNAL,
     Decision,
 )
 from rtool.shim.distributed import Agreement, initialised_dist
 from rtool.shim.forced_exit import Unresponsive
-from rtool.shim.hang import Abort, HangWatch, dump_stacks, end
+from rtool.shim.hang import HangWatch
 from rtool.shim.heartbeat import JobIdentity
 from rtool.shim.monitor import Monitor, MonitorConfig, Sources, Timing
 from rtool.shim.options import GuardOptions, ShimConfigError
@@ -43,6 +38,7 @@ from rtool.shim.report import Reporter
 from rtool.shim.signals import SignalFlags
 from rtool.shim.stopping import Stopper
 from rtool.shim.switchfile import switch_set
+from rtool.shim.watch import InProcessWatch
 
 __all__ = ["Guard"]
 
@@ -52,7 +48,7 @@ _NEVER = 1 << 62
 _UNDETECTED: Any = object()
 
 
-class Guard:
+class Guard(InProcessWatch):
     """The in-loop guard. `Guard(save, GuardOptions(...))` or `Guard(save, **keywords)`."""
 
     def __init__(
@@ -301,48 +297,3 @@ class Guard:
         self._unresponsive.settled = self._hang.settled = True
         self._decision = d
         self._countdown = _NEVER
-
-    # -- unresponsive after TERM -------------------------------------------------------------
-
-    def _watch(self, mono: float) -> None:
-        """One round of the monitor thread: TERM seen by the wakeup fd, the bound passed."""
-        if signal.SIGTERM in self._signals.drain_wakeup():
-            self._unresponsive.noted(mono)
-        self._unresponsive.check(mono)
-        self._hang.check(mono, self._step, self._alive)
-
-    def _unresponsive_bound(self) -> float:
-        after = self.options.unresponsive_after
-        if after is None:
-            return math.inf
-        if isinstance(after, (int, float)):
-            return float(after)
-        t, c = self._timing, self._monitor.config
-        need = 2 * t.longest_step + t.longest_save + c.poll_interval + c.extra_latency
-        return max(Unresponsive.MIN_BOUND, need)
-
-    def _on_unresponsive(self, waited: float) -> None:
-        self._stopper.unresponsive(waited, self._monitor.last_step)
-        self._unresponsive.end(self._stopper.stop_code(SIGNAL))
-
-    # -- hung, or another rank failed (the monitor thread) -----------------------------------
-
-    def _on_hang(self, idle: float) -> None:
-        bound = self._hang.threshold() or idle
-        detail = f"no step for {idle:.1f}s after step {self._step} (hang_after {bound:g}s)"
-        self._hang.abort(self.rank, "hung", detail)
-        self._end_hung(HUNG, detail)
-
-    def _on_peer(self, abort: Abort) -> None:
-        self._end_hung(PEER_FAILED, f"{abort.text()}; this rank ended with it")
-
-    def _end_hung(self, reason: str, detail: str) -> None:
-        self._unresponsive.settled = True
-        dump_stacks(f"{reason.upper()} at step {self._step}: {detail}")
-        self._stopper.hung(reason, detail, self._step)
-        end(HANG_EXIT_CODE)
-
-    def _on_crash(self, info: ErrorInfo, main_thread: bool) -> None:
-        """The training died of an exception: the other ranks of this launch end at once."""
-        if main_thread:
-            self._hang.abort(self.rank, "crashed", str(info))
