@@ -8,7 +8,7 @@ attempt records (`<heartbeat>.restarts` by default), mode 0600, never through a 
     {"event": "restart", "job_id": "91", "array_job_id": "88", "array_task_id": "3",
      "restart": 0, "node": "n1", "nodelist": "n[1-2]", "time": 1732212000.5, "rc": 89,
      "launch": 1, "cause": "hung", "detail": "no step for 8.0s after step 850",
-     "heartbeat": {... the failed launch's heartbeat ...}}
+     "oom_kills": 0, "heartbeat": {... the failed launch's heartbeat ...}}
 
 `launch` is the launch the restart starts (1: the attempt's first in-place restart). Read back
 bounded, from a trusted file only; a line that is not such a record is skipped. The ledger
@@ -54,6 +54,7 @@ class RestartRecord:
     cause: str  # one of CAUSES
     detail: str
     heartbeat: Heartbeat | None = None  # the failed launch's, when it wrote one
+    oom_kills: int | None = None  # OOM kills the job's memory cgroup counted so far
 
     @property
     def shown_id(self) -> str:
@@ -134,6 +135,7 @@ def parse_line(line: str) -> RestartRecord | None:
             cause=cause,
             detail=str(d.get("detail") or "")[:500],
             heartbeat=hb,
+            oom_kills=_int(d, "oom_kills", 0, 1 << 40) if d.get("oom_kills") is not None else None,
         )
     except (ValueError, TypeError, KeyError, HeartbeatFormatError):
         return None

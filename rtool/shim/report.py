@@ -97,9 +97,11 @@ class Reporter:
         if self.writer is not None:
             self.writer.progress(RunState.SAVING, self.fields(step))
 
-    def stopped(self, d: Decision) -> None:
+    def stopped(self, d: Decision, at_progress: bool = False) -> None:
+        """A stop (`at_progress`: a hang, whose `time` stays the last progress)."""
         if self.writer is not None:
-            self.writer.final(RunState.STOPPED, {**self.fields(d.step), **self._stop(d)})
+            fields = self.fields(None if at_progress else d.step)
+            self.writer.final(RunState.STOPPED, {**fields, **self._stop(d)})
 
     def finished(self, step: int | None) -> None:
         if self.writer is not None:

@@ -245,7 +245,8 @@ class Stopper:
     def hung(self, reason: str, detail: str, step: int | None) -> None:
         """Hung (or another rank failed): record why the process is ended now (nothing saved)."""
         log.critical("rtool.shim: %s: %s; exit code %d", reason, detail, HANG_EXIT_CODE)
-        self.report.stopped(Decision(False, True, reason, False, HANG_EXIT_CODE, step, detail))
+        d = Decision(False, True, reason, False, HANG_EXIT_CODE, step, detail)
+        self.report.stopped(d, at_progress=True)
 
     def unresponsive(self, waited: float, step: int | None) -> None:
         """No safe point after SIGTERM: record why the process is ended now."""

@@ -96,6 +96,11 @@ def build_job(req: SubmitRequest, cfg: SubmitConfig, sw: SwitchesConfig, cwd: Pa
             if req.max_requeues is None
             else specs.validate_count(req.max_requeues, "max-requeues")
         ),
+        restarts_in_place=(
+            cfg.restarts_in_place
+            if req.restarts_in_place is None
+            else specs.validate_count(req.restarts_in_place, "restarts-in-place", 100)
+        ),
         heartbeat=_abs(req.heartbeat, cwd),
         more_sbatch=more_sbatch,
         more_env=more_env,

@@ -29,7 +29,7 @@ def test_dry_run_prints_the_script_and_submits_nothing(cli: Cli, run_dir: Path) 
     assert "#SBATCH --signal=B:USR1@600" in res.out  # the default from the config schema
     assert "#SBATCH --output=%x-%A_%a.out" in res.out
     assert f"export RTOOL_KILL_SWITCH={run_dir}/kill-switch" in res.out
-    assert f"_rtool_run srun python {run_dir}/train.py" in res.out
+    assert f"_rtool_launch srun python {run_dir}/train.py" in res.out
 
 
 @pytest.mark.parametrize(

@@ -78,9 +78,9 @@ def test_script_arguments_reach_the_command_unchanged(tmp_path: Path) -> None:
     text = render_job(make_job(tmp_path))
     # Replace srun by a printer of its arguments: the words must be exactly what was given
     # (the run line spans several lines: an argument holds a newline).
-    start = text.index("_rtool_run srun")
+    start = text.index("_rtool_launch srun")
     run = text[start:].split("\n_rtool_finish")[0]
-    body = text[:start] + run.replace("_rtool_run srun", "printf '%s\\0'", 1)
+    body = text[:start] + run.replace("_rtool_launch srun", "printf '%s\\0'", 1)
     res = run_bash(body, tmp_path)
     h = hostile(tmp_path)
     assert res.stdout.split("\0")[:-1] == [
