@@ -169,7 +169,7 @@ class HangWatch:
 
     def abort(self, rank: int, reason: str, detail: str) -> None:
         """Tell the other ranks of this launch (the abort file)."""
-        host = socket.gethostname()
+        host = os.environ.get("SLURMD_NODENAME") or socket.gethostname()
         write_abort(
             self.abort_file, Abort(rank, host, os.getpid(), self.launch, reason, detail[:500])
         )
