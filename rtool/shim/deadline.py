@@ -114,9 +114,12 @@ class Deadline:
         if wall >= self.stop_at:  # no step boundary came in time: stop at the next one
             self.sources.time_up = self.detail(wall)
             self._wake()
-        elif wall >= self.stop_at - self._window() and self.sources.deadline_at != self.stop_at:
-            self.sources.deadline_at = self.stop_at  # the step path reads the clock from now
-            self._wake()
+        elif wall >= self.stop_at - self._window():
+            if self.sources.deadline_at != self.stop_at:
+                self.sources.deadline_at = self.stop_at  # the step path reads the clock now
+                self._wake()
+        else:
+            self.sources.deadline_at = None  # moved away (a longer TimeLimit): not near
 
     def _window(self) -> float:
         return self.config.poll_interval + 2 * self.step_estimate() + 0.5
