@@ -11,7 +11,8 @@ the same faults, injected at the same training progress:
 plain: `sbatch --requeue --array`, no signal handling; a hang is found only at the time limit.
 rtool: `rtool submit` (the shim saves at the time limit, at the last step boundary that leaves
 the learned lead or the 3 s margin; a crash or a hang caught in the process, `--hang-after
-HANG_AFTER`, is restarted in place, `--restarts-in-place 2`), with `rtool watch log` (the
+HANG_AFTER`, is restarted in place, `--restarts-in-place 2`; `--save-every auto`: the shim also
+saves as often as keeps the measured save at 1% of the time), with `rtool watch log` (the
 backstop) and `rtool watch run` every 2 s. ideal: the rtool setup with no fault but the time
 limits.
 
@@ -102,7 +103,7 @@ def submit(mode: str, name: str, d: Path, cfg: Path, hold: bool) -> None:
         [sys.executable, "-c", "import sys; from rtool.app.cli import app; app(sys.argv[1:])",
          "--config", str(cfg), "submit", str(TOY), "--job-name", name, "--array", TASKS,
          "--time", "0:01:00", "--signal", "B:USR1@30", "--exit-before-end", "3s",
-         "--restarts-in-place", "2", "--hang-after", f"{HANG_AFTER:g}s",
+         "--restarts-in-place", "2", "--hang-after", f"{HANG_AFTER:g}s", "--save-every", "auto",
          "--requeue", "--heartbeat", str(d / "hb.json"), "--python", sys.executable,
          "--args", args, "--", *held],
         cwd=d, check=True, capture_output=True, text=True, timeout=60,

@@ -32,7 +32,11 @@ GPU_INTERVAL = 30.0
 
 
 #: Flag bits, exchanged between ranks (rtool.shim.distributed.FLAG_BITS of them).
-F_KILL, F_SIGNAL, F_TIME, F_MEMORY, F_GPU, F_NONFINITE, F_SAVE = (1 << i for i in range(7))
+F_KILL, F_SIGNAL, F_TIME, F_MEMORY, F_GPU, F_NONFINITE, F_SAVE, F_PERIODIC = (
+    1 << i for i in range(8)
+)
+#: `save_every = "auto"`: save as often as keeps the measured save at this share of the time.
+SAVE_OVERHEAD = 0.01
 
 
 @dataclass
@@ -49,6 +53,7 @@ class Sources:
     gpu: str | None = None
     nonfinite: bool = False  # written by check_loss
     deadline_at: float | None = None  # the stop time, near: the step path reads the clock
+    periodic: bool = False  # a save of the save_every cadence is due
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def flags(self) -> int:
@@ -61,6 +66,7 @@ class Sources:
             (self.gpu, F_GPU),
             (self.nonfinite, F_NONFINITE),
             (self.save_ident is not None, F_SAVE),
+            (self.periodic, F_PERIODIC),
         )
         return sum(bit for found, bit in bits if found)
 
@@ -109,6 +115,7 @@ class MonitorConfig:
     poll_interval: float = 1.0
     heartbeat_interval: float = 5.0
     deadline_window: float = 900.0
+    save_every: float | str | None = None  # seconds, "auto" or None (off)
 
     @classmethod
     def from_options(cls, o: GuardOptions, job_id: str | None) -> MonitorConfig:
@@ -128,6 +135,7 @@ class MonitorConfig:
             poll_interval=o.poll_interval,
             heartbeat_interval=o.heartbeat_interval,
             deadline_window=o.deadline_window,
+            save_every=o.save_every,
         )
 
 
@@ -196,6 +204,7 @@ class Monitor:
         self._poll_memory()
         self._poll_gpu(mono)
         self._observe_step(mono, wall)
+        self._poll_periodic(wall)
         self.deadline.poll(mono, wall)
         for watch in self.watchers:
             watch(mono)
@@ -259,6 +268,26 @@ class Monitor:
             return
         if free < c.gpu_min_free:
             self.sources.gpu = f"GPU {c.gpu_device} has {free} bytes free (floor {c.gpu_min_free})"
+            self._wake()
+
+    def save_interval(self) -> float | None:
+        """Seconds between the saves of `save_every` (auto: the longest measured save over
+        SAVE_OVERHEAD; None until a save was measured)."""
+        every = self.config.save_every
+        if isinstance(every, (int, float)):
+            return float(every)
+        if every == "auto" and self.timing.longest_save > 0:
+            return self.timing.longest_save / SAVE_OVERHEAD
+        return None
+
+    def _poll_periodic(self, wall: float) -> None:
+        """A save is due: the last one (or the first step) is `save_interval` old."""
+        every, t = self.save_interval(), self.timing
+        if every is None or t.first_step_time is None or self.sources.periodic:
+            return
+        since = max(t.first_step_time, t.last_save_time or 0.0)  # this process's saves only
+        if wall - since >= every:
+            self.sources.periodic = True
             self._wake()
 
     def _step_age(self, mono: float) -> float:

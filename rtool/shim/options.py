@@ -40,6 +40,7 @@ ENV_OPTIONS = {
     "RTOOL_UNRESPONSIVE_AFTER": "unresponsive_after",
     "RTOOL_HANG_AFTER": "hang_after",
     "RTOOL_ABORT_FILE": "abort_file",
+    "RTOOL_SAVE_EVERY": "save_every",
 }
 _UNCATCHABLE = {signal.SIGKILL, signal.SIGSTOP}
 
@@ -61,6 +62,8 @@ class GuardOptions:
     hang_after: float | Literal["auto"] | None = None
     #: the file through which the ranks of one launch tell each other one of them failed
     abort_file: str | None = None
+    #: save this often (`auto`: as often as keeps saves at SAVE_OVERHEAD of the time); off: None
+    save_every: float | Literal["auto"] | None = None
     exit_before_end: float | Literal["auto"] | None = None
     end_time: float | None = None
     end_time_refresh: float = 300.0  # re-read the job's EndTime this often (TimeLimit updates)
@@ -277,6 +280,7 @@ _PARSERS: dict[str, Any] = {
     "unresponsive_after": _auto_duration,
     "hang_after": lambda n, v: _positive(n, _auto_duration(n, v)),
     "abort_file": _path,
+    "save_every": lambda n, v: _positive(n, _auto_duration(n, v)),
     "exit_before_end": lambda n, v: exit_before_end(v),
     "end_time": lambda n, v: None if v is None else float(v),
     "end_time_refresh": duration,

@@ -22,6 +22,7 @@ from rtool.shim.decision import (
     MEMORY,
     NONFINITE,
     NONFINITE_EXIT_CODE,
+    PERIODIC,
     SAVE_FAILED_EXIT_CODE,
     SAVE_SWITCH,
     SAVE_TIMEOUT,
@@ -37,6 +38,7 @@ from rtool.shim.monitor import (
     F_KILL,
     F_MEMORY,
     F_NONFINITE,
+    F_PERIODIC,
     F_SAVE,
     F_SIGNAL,
     F_TIME,
@@ -83,8 +85,19 @@ class Stopper:
             if flags & bit:
                 return self.stop(step, reason)
         if flags & F_SAVE:
+            self.src.periodic = False  # the switch's save is the cadence's too
             return self.save_on_switch(step)
+        if flags & F_PERIODIC:
+            return self.save_periodic(step)
         return CONTINUE
+
+    def save_periodic(self, step: int) -> Decision:
+        """A save of the save_every cadence (on every rank, at the same step); training goes on."""
+        self.src.periodic = False
+        if self.save is None:  # the caller saves, then calls mark_saved()
+            self.timing.saving_since = time.monotonic()
+            return Decision(save_requested=True, reason=PERIODIC, step=step)
+        return Decision(saved=self.do_save(step), save_requested=True, reason=PERIODIC, step=step)
 
     # -- saves -------------------------------------------------------------------------------
 

@@ -212,6 +212,15 @@ class SubmitRequest:
         config="hang_after",
         check=lambda v: validate_hang_after(v),
     )
+    save_every: str | None = option(
+        "--save-every",
+        help="Shim: also save this often (auto: as often as keeps the measured save at 1% of "
+        "the time), or off.",
+        env="RTOOL_SAVE_EVERY",
+        use=Use.ENV,
+        config="save_every",
+        check=lambda v: validate_hang_after(v, "save-every"),
+    )
     heartbeat: str | None = option("--heartbeat", help="Heartbeat file for the shim.")
     run: str | None = option(
         "--run",

@@ -260,8 +260,8 @@ def validate_count(value: int, what: str, maximum: int = 10**6) -> int:
     return value
 
 
-def validate_hang_after(value: str) -> str:
-    """The shim's hang threshold (RTOOL_HANG_AFTER): `auto`, `off` or a duration above 0."""
+def validate_hang_after(value: str, what: str = "hang-after") -> str:
+    """A shim duration (RTOOL_HANG_AFTER, RTOOL_SAVE_EVERY): `auto`, `off` or above 0."""
     from rtool.core.units import UnitError, parse_duration
 
     text = value.strip().lower()
@@ -272,5 +272,5 @@ def validate_hang_after(value: str) -> str:
     except UnitError:
         seconds = 0.0
     if seconds <= 0:
-        raise SpecError(f"hang-after {value!r}: auto, off or a duration like 30m")
+        raise SpecError(f"{what} {value!r}: auto, off or a duration like 30m")
     return value.strip()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import math
@@ -358,3 +359,35 @@ def test_options_are_one_typed_record(make_guard: MakeGuard, tmp_path: Path) -> 
     g = Guard(None, GuardOptions(signals=(), poll_interval=0.05, exit=False), start=False)
     assert g.options.exit is False and g.exit_code == 0
     g.close()
+
+
+def test_save_every_saves_on_a_cadence_and_auto_keeps_saves_at_one_percent(
+    make_guard: MakeGuard,
+) -> None:
+    saved: list[tuple[int, float]] = []
+    g = make_guard(lambda s: saved.append((s, time.monotonic())), save_every="0.4s")
+    t0 = time.monotonic()
+    step = 0
+    while time.monotonic() - t0 < 2.0:
+        d = g.step(step)
+        assert not d.stopping
+        step += 1
+        time.sleep(0.01)
+    assert 3 <= len(saved) <= 6, saved  # ~every 0.4 s (+ a poll), at step boundaries
+    gaps = [b - a for (_, a), (_, b) in itertools.pairwise(saved)]
+    assert all(0.35 < gap < 0.7 for gap in gaps), gaps
+    assert g._timing.last_save_step == saved[-1][0]
+    # auto: nothing until a save was measured, then every measured save / 1%
+    auto = make_guard(None, save_every="auto")
+    assert auto._monitor.save_interval() is None
+    auto.mark_saved(0, 0.005)
+    assert auto._monitor.save_interval() == pytest.approx(0.5)
+    for s in range(1, 200):
+        d = auto.step(s)
+        if d.save_requested:  # framework mode: the caller saves, then says so
+            assert d.reason == "periodic" and not d.stopping
+            auto.mark_saved(s, 0.005)
+            break
+        time.sleep(0.01)
+    else:
+        pytest.fail("no periodic save asked for")
