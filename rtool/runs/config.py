@@ -15,9 +15,10 @@ name = "llama-7b"                   # the run (rtool submit --run; default the j
 heartbeat = "ckpt/heartbeat.json"   # the shim's heartbeat (steps, stop reasons, errors)
 log = "logs/llama-7b-%A_%a.out"     # the attempt's log (%j %A %a %x %%)
 total_steps = 100000                # enables the budget check
-crash_loop = 2                      # K bad attempts in a row -> CRITICAL
+crash_loop = 2                      # K bad launches in a row (in-place restarts too) -> CRITICAL
 on_crash_loop = "hold"              # hold the rest of the array (scontrol hold)
 stalled = "2h"                      # highest step not grown while attempts run -> CRITICAL
+no_progress = 3                     # N launches in a row resumed at the same step -> CRITICAL
 restart_storm = 6                   # more attempts than this in an hour -> WARNING
 ```
 """
@@ -98,6 +99,11 @@ class RunWatch(Section):
     stalled: Duration | None = setting(
         2 * 3600.0, "Highest step not grown this long while attempts run -> CRITICAL."
     )
+    no_progress: int | None = setting(
+        3,
+        "Launches in a row (attempts, in-place restarts) that resume at the same step -> "
+        "CRITICAL stalled.",
+    )
     restart_storm: int | None = setting(6, "More attempts than this in an hour -> WARNING.")
     lookback: Duration = setting(14 * 86400.0, "How far back sacct looks for the run's attempts.")
     accounting: Literal["auto", "off"] = setting(
@@ -115,6 +121,8 @@ class RunWatch(Section):
                 raise ValueError(f"{label} {value!r}: no spaces or commas, not starting with '-'")
         if self.crash_loop < 1:
             raise ValueError("crash_loop must be at least 1")
+        if self.no_progress is not None and self.no_progress < 2:
+            raise ValueError("no_progress must be at least 2")
         return self
 
     @property

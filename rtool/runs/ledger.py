@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING
 from rtool import __version__
 from rtool.core.heartbeat import Heartbeat, RunState
 from rtool.core.slurm import RUNNING_STATES, SqueueJob, expand_hostlist
-from rtool.runs import signatures
+from rtool.runs import inplace, signatures
 from rtool.runs.finish import Claim
+from rtool.runs.inplace import RestartRecord
 from rtool.runs.model import Attempt, Ledger, Source
 from rtool.runs.records import BatchRecord
 from rtool.runs.totals import fold
@@ -55,6 +56,8 @@ class Inputs:
     note: str = ""
     #: Attempts kept in full; older ones are folded into the ledger's running totals.
     keep: int = KEEP_ATTEMPTS
+    #: The restart records: the training restarted inside an allocation (rtool.runs.inplace).
+    restarts: list[RestartRecord] = field(default_factory=list)
 
 
 def shown_id(job_id: str | None, array_job_id: str | None, task: object) -> str | None:
@@ -218,10 +221,25 @@ def heartbeat_key(hb: Heartbeat) -> tuple[str, int] | None:
     return (job, hb.restart_count) if job else None
 
 
-def _apply_heartbeat(a: Attempt, hb: Heartbeat) -> Attempt:
+def _lowest(*values: int | None) -> int | None:
+    known = [v for v in values if v is not None]
+    return min(known) if known else None
+
+
+def _highest(*values: int | None) -> int | None:
+    known = [v for v in values if v is not None]
+    return max(known) if known else None
+
+
+def _apply_heartbeat(a: Attempt, hb: Heartbeat, final: bool = True) -> Attempt:
+    """Steps, saves and the stop from a heartbeat of the attempt (`final`: of its last launch,
+    whose stop ended the attempt; else of a launch restarted in place: its steps only)."""
+    if not final:
+        start, end = _lowest(a.step_start, hb.step_at_start), _highest(a.step_end, hb.step)
+        return a.with_(step_start=start, step_end=end)
     changes: dict[str, object] = {}
-    if hb.step_at_start is not None:
-        changes["step_start"] = hb.step_at_start
+    if hb.step_at_start is not None:  # the attempt's first launch started lowest
+        changes["step_start"] = _lowest(a.step_start, hb.step_at_start)
     if hb.step is not None:
         changes["step_end"] = max(hb.step, a.step_end if a.step_end is not None else hb.step)
     if hb.last_saved_step is not None:
@@ -292,6 +310,26 @@ def _signatures(
     return out
 
 
+def _apply_beats(attempts: dict[tuple[str, int], Attempt], inp: Inputs) -> None:
+    """The heartbeats of the sweep on their attempts: the end records' copies, the current one,
+    the training's claim to have finished, and the launches restarted in place."""
+    beats = [(r.shown_id, r.restart, r.heartbeat) for r in inp.records if r.heartbeat]
+    for job, restart, beat in beats:
+        if beat is not None and (job, restart) in attempts:
+            attempts[(job, restart)] = _apply_heartbeat(attempts[(job, restart)], beat)
+    hb = inp.heartbeat
+    key = heartbeat_key(hb) if hb is not None else None
+    if hb is not None and key is not None and key in attempts:
+        attempts[key] = _apply_heartbeat(attempts[key], hb)
+    if inp.claim is not None and inp.claim.key in attempts:
+        claimed = inp.claim.key
+        attempts[claimed] = attempts[claimed].with_(finished=True)
+    for rec in inp.restarts:  # the launches before an in-place restart (the first one's start)
+        rkey = (rec.shown_id, rec.restart)
+        if rec.heartbeat is not None and rkey in attempts:
+            attempts[rkey] = _apply_heartbeat(attempts[rkey], rec.heartbeat, final=False)
+
+
 def build(
     prev: Ledger | None,
     inp: Inputs,
@@ -316,17 +354,8 @@ def build(
     attempts = {
         a.key: _carry(a, old.get(a.key)) for a in base if folded is None or not folded.covers(a)
     }
-    beats = [(r.shown_id, r.restart, r.heartbeat) for r in inp.records if r.heartbeat]
-    for job, restart, beat in beats:
-        if beat is not None and (job, restart) in attempts:
-            attempts[(job, restart)] = _apply_heartbeat(attempts[(job, restart)], beat)
+    _apply_beats(attempts, inp)
     hb = inp.heartbeat
-    key = heartbeat_key(hb) if hb is not None else None
-    if hb is not None and key is not None and key in attempts:
-        attempts[key] = _apply_heartbeat(attempts[key], hb)
-    if inp.claim is not None and inp.claim.key in attempts:
-        claimed = inp.claim.key
-        attempts[claimed] = attempts[claimed].with_(finished=True)
     ordered = steps_lost(_order(list(attempts.values()), folded.attempts if folded else 0))
     ordered = _signatures(ordered, read_log, extra)
     ordered, folded = fold(ordered, folded, inp.keep, inp.now)
@@ -347,6 +376,9 @@ def build(
         shim_version=(hb.rtool_version if hb else None) or (prev.shim_version if prev else None),
         folded=folded,
     )
+    copies = [r.heartbeat for r in inp.records] + [r.heartbeat for r in inp.restarts]
+    found = inplace.entries(inp.run, inp.restarts, [b for b in (hb, *copies) if b is not None])
+    ledger.restarts = inplace.merge(prev.restarts if prev else [], found)
     _best_step(ledger, prev, hb, inp.now)
     return ledger
 

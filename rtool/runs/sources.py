@@ -19,6 +19,7 @@ from rtool.runs import finish, store
 from rtool.runs import ledger as ledger_mod
 from rtool.runs.config import RunsConfig, RunWatch
 from rtool.runs.health import crash_loop
+from rtool.runs.inplace import RestartRecord, read_restarts, restarts_path
 from rtool.runs.logtail import UntrustedFile, read_tail, tail_lines
 from rtool.runs.model import Attempt, Ledger
 from rtool.runs.records import BatchRecord, read_records, records_path
@@ -95,6 +96,16 @@ def _records(spec: RunWatch) -> tuple[list[BatchRecord], str]:
     return got.records, got.note()
 
 
+def _restarts(spec: RunWatch) -> tuple[list[RestartRecord], str]:
+    path = records_path(spec.heartbeat, spec.records)
+    if not path:
+        return [], ""
+    try:
+        return read_restarts(restarts_path(os.path.expanduser(path))), ""
+    except OSError as exc:
+        return [], f"restart records not read: {exc}"
+
+
 def refresh(
     spec: RunWatch,
     *,
@@ -124,7 +135,8 @@ def refresh(
         notes.append(ledger_mod.DEGRADED_NOTE)
     hb, why = _heartbeat(spec)
     recs, why2 = _records(spec)
-    notes += [n for n in (why, why2) if n]
+    restarts, why3 = _restarts(spec)
+    notes += [n for n in (why, why2, why3) if n]
     inputs = ledger_mod.Inputs(
         run=spec.name,
         now=now,
@@ -136,6 +148,7 @@ def refresh(
         total_steps=spec.total_steps,
         note="; ".join(notes),
         keep=cfg.keep_attempts,
+        restarts=restarts,
     )
     led = ledger_mod.build(prev, inputs, log_reader(spec, int(cfg.log_tail)), cfg.patterns())
     looping = crash_loop(led, spec.crash_loop, spec.short) is not None

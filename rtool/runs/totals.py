@@ -44,6 +44,7 @@ def totals(ledger: Ledger, now: float) -> Totals:
     lost = f.steps_lost + sum(a.steps_lost or 0 for a in atts)
     queued = f.queued_s + sum(a.queue_wait or 0.0 for a in atts)
     busy = f.computing_s + sum(ended[a.number] - a.started for a in atts if a.started is not None)
+    lost += sum(r.steps_redone or 0 for r in ledger.restarts)  # redone after in-place restarts
     sec = step_seconds(ledger)
     goodput = None
     if gained is not None and sec and busy > 0:
@@ -56,6 +57,7 @@ def totals(ledger: Ledger, now: float) -> Totals:
         computing_s=busy,
         goodput=goodput,
         step_seconds=sec,
+        restarts_in_place=len(ledger.restarts),
     )
 
 

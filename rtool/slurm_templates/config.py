@@ -12,6 +12,9 @@ launcher = "torchrun --nproc-per-node 8"   # wraps the Python script (default: p
 python = "python"          # the training's interpreter, found on the job's PATH (docs/submit.md)
 rtool = "/shared/venvs/rtool/bin/rtool"   # rtool as the compute nodes see it (default: this one)
 max_requeues = 3           # bound of --auto-requeue
+restarts_in_place = 2      # a crashed or hung training runs again on its allocation (per attempt)
+hang_after = "30m"         # the shim: no step this long = hung (stacks dumped, exit 89), or auto
+save_every = "auto"        # the shim saves this often too (auto: saves take 1% of the time)
 template_dir = "~/rtool-templates"          # templates here override the shipped ones by name
 extra_lines = ["#SBATCH --qos=high", "module load cuda/12.4"]   # #SBATCH lines, or shell lines
 
@@ -45,6 +48,9 @@ class SubmitConfig(Section):
     #: Default: the `rtool` that runs `rtool submit` (rtool.core.selfcmd.rtool_argv).
     rtool: str | None = None
     max_requeues: int = 3
+    restarts_in_place: int = 2
+    hang_after: str | None = None
+    save_every: str | None = None
     extra_lines: list[str] = []
     template_dir: str | None = None
 
@@ -93,6 +99,16 @@ class SubmitConfig(Section):
     @classmethod
     def _positive(cls, value: int) -> int:
         return specs.validate_count(value, "max_requeues")
+
+    @field_validator("restarts_in_place")
+    @classmethod
+    def _restarts(cls, value: int) -> int:
+        return specs.validate_count(value, "restarts_in_place", 100)
+
+    @field_validator("hang_after", "save_every")
+    @classmethod
+    def _shim_duration(cls, value: str | None) -> str | None:
+        return specs.validate_hang_after(value) if value else value
 
     @field_validator("extra_lines")
     @classmethod

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rtool.slurm_templates.specs import SpecError
+from rtool.slurm_templates.specs import SpecError, validate_hang_after
 
 _ENV_NAME = re.compile(r"^RTOOL_[A-Z0-9_]+$")
 
@@ -198,6 +198,30 @@ class SubmitRequest:
         "--max-requeues",
         help="Bound of --auto-requeue.",
         config="max_requeues",
+    )
+    restarts_in_place: int | None = option(
+        "--restarts-in-place",
+        help="A training that crashed or hung runs again on the same allocation (all nodes, "
+        "from the last checkpoint) up to N times per attempt; 0: never.",
+        config="restarts_in_place",
+    )
+    hang_after: str | None = option(
+        "--hang-after",
+        help="Shim: no step this long is a hang (stacks to the log, exit 89, restarted in "
+        "place): a duration, auto or off.",
+        env="RTOOL_HANG_AFTER",
+        use=Use.ENV,
+        config="hang_after",
+        check=lambda v: validate_hang_after(v),
+    )
+    save_every: str | None = option(
+        "--save-every",
+        help="Shim: also save this often (auto: as often as keeps the measured save at 1% of "
+        "the time), or off.",
+        env="RTOOL_SAVE_EVERY",
+        use=Use.ENV,
+        config="save_every",
+        check=lambda v: validate_hang_after(v, "save-every"),
     )
     heartbeat: str | None = option("--heartbeat", help="Heartbeat file for the shim.")
     run: str | None = option(

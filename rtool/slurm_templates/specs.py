@@ -272,3 +272,19 @@ def validate_count(value: int, what: str, maximum: int = 10**6) -> int:
     if not 0 <= value <= maximum:
         raise SpecError(f"{what} must be between 0 and {maximum} (got {value})")
     return value
+
+
+def validate_hang_after(value: str, what: str = "hang-after") -> str:
+    """A shim duration (RTOOL_HANG_AFTER, RTOOL_SAVE_EVERY): `auto`, `off` or above 0."""
+    from rtool.core.units import UnitError, parse_duration
+
+    text = value.strip().lower()
+    if text in ("auto", "off"):
+        return text
+    try:
+        seconds = parse_duration(value)
+    except UnitError:
+        seconds = 0.0
+    if seconds <= 0:
+        raise SpecError(f"{what} {value!r}: auto, off or a duration like 30m")
+    return value.strip()

@@ -101,11 +101,7 @@ def build_job(req: SubmitRequest, cfg: SubmitConfig, sw: SwitchesConfig, cwd: Pa
         notes=notes,
         requeue=_requeue(req.requeue, own, cfg),
         dependency=f"afterany:{specs.validate_job_id(req.after)}" if req.after else None,
-        max_requeues=(
-            cfg.max_requeues
-            if req.max_requeues is None
-            else specs.validate_count(req.max_requeues, "max-requeues")
-        ),
+        **_counts(req, cfg),
         heartbeat=_abs(req.heartbeat, cwd),
         more_sbatch=more_sbatch,
         more_env=more_env,
@@ -128,6 +124,19 @@ def _read_script(script: Path, cwd: Path) -> tuple[Path, BatchScript | None]:
     except OSError as exc:
         raise specs.SpecError(f"cannot read {script}: {exc.strerror}") from None
     return path, parse_batch_script(text, str(script)) if is_batch_script(path, text) else None
+
+
+def _counts(req: SubmitRequest, cfg: SubmitConfig) -> dict[str, Any]:
+    """--max-requeues and --restarts-in-place, else the config's."""
+    given = {
+        "max_requeues": (req.max_requeues, 10**6),
+        "restarts_in_place": (req.restarts_in_place, 100),
+    }
+    out: dict[str, Any] = {}
+    for name, (value, most) in given.items():
+        flag = name.replace("_", "-")
+        out[name] = getattr(cfg, name) if value is None else specs.validate_count(value, flag, most)
+    return out
 
 
 def _signal(

@@ -56,6 +56,11 @@ class TrainingJob(SlurmJob):
     rtool: list[str] = field(default_factory=rtool_argv)
     #: The pre-flight command (argv) run before training, or None (nodes.preflight).
     preflight: list[str] | None = None
+    #: A launch that crashed or hung is restarted on the allocation up to this many times
+    #: (per attempt; 0: never; a user's own batch script is not restarted in place).
+    restarts_in_place: int = 0
+    #: The command asked before such a restart (`rtool preflight`; `--restart-after RC` added).
+    restart_check: list[str] | None = None
     template: str = "training.slurm.j2"
     #: What rtool chose for the user (e.g. a shorter default signal lead), said on stderr.
     notes: list[str] = field(default_factory=list)
@@ -82,6 +87,7 @@ class TrainingJob(SlurmJob):
             raise specs.SpecError(f"open mode {self.open_mode!r}: append or truncate")
         if self.exit_before_end:
             self.exit_before_end = _exit_before_end(self.exit_before_end)
+        specs.validate_count(self.restarts_in_place, "restarts-in-place", 100)
         self._validate_signal()
         self._validate_requeue()
         if self.script is not None:
@@ -144,7 +150,7 @@ class TrainingJob(SlurmJob):
     @property
     def self_command(self) -> str | None:
         """rtool's own command in the script (the pre-flight), checked on the node first."""
-        return self.rtool[0] if self.preflight else None
+        return self.rtool[0] if self.preflight or self.restart_check else None
 
     self_command_fix = (
         "install rtool where every compute node sees it (a virtualenv on a shared filesystem) "

@@ -30,7 +30,7 @@ def test_dry_run_prints_the_script_and_submits_nothing(cli: Cli, run_dir: Path) 
     assert "#SBATCH --output=%x-%A_%a.out" in res.out
     assert f"export RTOOL_KILL_SWITCH={run_dir}/kill-switch.train" in res.out  # the run's own
     assert f"export RTOOL_SAVE_SWITCH={run_dir}/save-switch.train" in res.out
-    assert f"_rtool_run srun python {run_dir}/train.py" in res.out
+    assert f"_rtool_train srun python {run_dir}/train.py" in res.out
 
 
 @pytest.mark.parametrize(

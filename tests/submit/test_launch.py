@@ -64,7 +64,7 @@ def test_srun_native_mode_sets_the_usual_variables_on_each_process() -> None:
     assert ("ntasks-per-node", "4") in job.sbatch_options()
     text = render_job(job)
     assert 'export RANK="$SLURM_PROCID" WORLD_SIZE="$SLURM_NTASKS" LOCAL_RANK=' in text
-    assert "_rtool_run srun bash -c '_rtool_launch \"$@\"' rtool-launch python /t.py" in text
+    assert "_rtool_train srun bash -c '_rtool_launch \"$@\"' rtool-launch python /t.py" in text
     job = TrainingJob(job_name="j", script="/t.py", launcher=["srun", "--ntasks-per-node=2"])
     assert ("ntasks-per-node", "2") in job.sbatch_options()
     with pytest.raises(SpecError, match="ntasks-per-node"):

@@ -39,6 +39,8 @@ def submit(ctx: typer.Context, **given: Any) -> int:
     own_kill_switch = _check_switches(job)
     if req.preflight:
         job.preflight = preflight_argv(app_ctx, job)
+    if job.restarts_in_place and job.body is None:
+        job.restart_check = preflight_base(app_ctx, job)
     if req.exclude_suspects:
         exclude_suspect_nodes(app_ctx, job)
     if req.after_name:
@@ -114,6 +116,15 @@ def preflight_argv(app_ctx: AppContext, job: TrainingJob) -> list[str] | None:
     settings = {**{k: getattr(pf, k) for k in Settings.model_fields}, "gpus": gpus}
     if not pf.enabled or not applies(NodeContext(**settings)):
         return None
+    return preflight_base(app_ctx, job)
+
+
+def preflight_base(app_ctx: AppContext, job: TrainingJob) -> list[str]:
+    """`rtool --config CONFIG preflight [--gpus N]` as the batch script runs it (the check
+    before an in-place restart adds `--restart-after RC`, and runs the checks that apply)."""
+
+    pf = app_ctx.config.nodes.preflight
+    gpus = job.gpus_per_node or pf.gpus
     argv = list(job.rtool)  # absolute: nothing is imported from the submit folder
     # Exactly the config files this submission read (or none): never one found at run time in
     # the submit folder, $RTOOL_CONFIG or ~/.config, which another user may have planted.
