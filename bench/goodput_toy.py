@@ -7,8 +7,8 @@ Each step sleeps S seconds and appends `step=N t=<time> pid=<pid> job=<SLURM_JOB
 D/steps.log. It resumes from D/checkpoint.json, saved every K steps (--every) in both setups.
 Faults on demand: D/hang (the file is removed, the process hangs), D/crash (removed, the
 process raises). With --plain: no signal handling (the setup people use without rtool);
-otherwise the rtool shim too (Guard: saves at the time limit, on the signal or a requeue;
-finished() cancels the rest of the array).
+otherwise the rtool shim too (Guard: saves at the time limit, on the signal or a requeue, told of
+every periodic save and its duration; finished() cancels the rest of the array).
 """
 
 from __future__ import annotations
@@ -70,7 +70,10 @@ def main() -> int:
             time.sleep(a.step_seconds)
             log.write(f"step={step} t={time.time():.3f} pid={os.getpid()} job={job}\n")
             if (step + 1) % a.every == 0:
+                t0 = time.monotonic()
                 save(step)  # both setups checkpoint every K steps
+                if guard is not None:  # rtool learns the save's cost (the time-limit lead)
+                    guard.mark_saved(step, time.monotonic() - t0)
             if guard is not None:
                 guard.step(step)
     if step0 < a.steps:

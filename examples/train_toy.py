@@ -9,11 +9,14 @@ union of all runs' steps is exactly 0..N-1 with none run twice. The checkpoint i
 `{"step": last completed step, "value": ...}`; a run resumes at step + 1.
 
 Every option has an environment twin (TOY_STEPS, TOY_STEP_SECONDS, TOY_DIR, TOY_CHECKPOINT,
-TOY_STEPS_LOG, TOY_SAVE_SECONDS, TOY_HANG_AT, TOY_NAN_AT, TOY_HANG_FILE); the guard reads
-RTOOL_* (see docs/shim.md).
+TOY_STEPS_LOG, TOY_SAVE_SECONDS, TOY_HANG_AT, TOY_NAN_AT, TOY_HANG_FILE, TOY_SAVE_EVERY,
+TOY_CRASH_FILE, TOY_CRASH_AT); the guard reads RTOOL_* (see docs/shim.md).
 --hang-at K: stop writing anything at step K and sleep forever (a hung run).
 --nan-at K: the loss is NaN from step K on (the guard stops after RTOOL_MAX_NONFINITE of them).
 --hang-file PATH: when PATH appears, remove it and hang like --hang-at (a hang on demand, once).
+--save-every K: also save after every K-th step (reported to the guard: guard.mark_saved).
+--crash-file PATH: when PATH appears, remove it, print what it holds and raise (a crash, once).
+--crash-at K: raise at step K, every run (a crash no restart gets past).
 """
 
 from __future__ import annotations
@@ -51,6 +54,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--hang-at", type=int, default=_int(_env("TOY_HANG_AT", None)))
     p.add_argument("--nan-at", type=int, default=_int(_env("TOY_NAN_AT", None)))
     p.add_argument("--hang-file", default=_env("TOY_HANG_FILE", None))
+    p.add_argument("--save-every", type=int, default=_int(_env("TOY_SAVE_EVERY", None)))
+    p.add_argument("--crash-file", default=_env("TOY_CRASH_FILE", None))
+    p.add_argument("--crash-at", type=int, default=_int(_env("TOY_CRASH_AT", None)))
     return p.parse_args(argv)
 
 
@@ -67,6 +73,20 @@ def _take(path: str | None) -> bool:
     except FileNotFoundError:
         return False
     return True
+
+
+def _crash(path: str | None, at: int | None, step: int) -> None:
+    """Raise when the crash file appears (printing what it holds first) or at step `at`."""
+    if path and os.path.exists(path):
+        try:
+            text = Path(path).read_text()[:2000]
+            os.unlink(path)
+        except OSError:
+            return
+        print(text, file=sys.stderr, flush=True)
+        raise RuntimeError(f"crash on demand at step {step}")
+    if at is not None and step == at:
+        raise RuntimeError(f"crash at step {step}")
 
 
 def load(path: Path) -> dict[str, Any]:
@@ -110,12 +130,17 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"hanging at step {step}", flush=True)
                 while True:
                     time.sleep(3600)
+            _crash(args.crash_file, args.crash_at, step)
             time.sleep(args.step_seconds)
             loss = math.nan if args.nan_at is not None and step >= args.nan_at else 1 / (step + 1)
             log.write(f"step={step} {ident}\n")
             print(f"step {step} loss {loss:.4g}", flush=True)
             if guard.check_loss(loss):
                 state["value"] += step
+            if args.save_every and (step + 1) % args.save_every == 0:
+                t0 = time.monotonic()
+                save(step)
+                guard.mark_saved(step, time.monotonic() - t0)
             guard.step(step)
     if start < args.steps:
         save(args.steps - 1)  # the final model

@@ -54,12 +54,14 @@ def _show_version(value: bool) -> None:
 @cli.callback()
 def _global_options(
     ctx: typer.Context,
-    config: Path | None = typer.Option(
+    config: list[Path] | None = typer.Option(
         None,
         "--config",
-        help="Config file (else $RTOOL_CONFIG, ./rtool.toml, "
-        "~/.config/rtool/rtool.toml, built-in defaults).",
+        help="Read exactly this config file (repeat to layer several, later ones winning). "
+        "Else $RTOOL_CONFIG (PATH[:PATH...]), else ~/.config/rtool/rtool.toml then "
+        "./rtool.toml, layered; none: built-in defaults.",
         envvar=None,
+        show_default=False,
     ),
     no_config: bool = typer.Option(
         False,
@@ -81,10 +83,14 @@ def _global_options(
 ) -> None:
     global _DEBUG
     _DEBUG = debug
-    if no_config and config is not None:
+    if no_config and config:
         raise UsageError("give --config or --no-config, not both")
     ctx.obj = AppContext(
-        config_path=config, verbose=verbose, quiet=quiet, debug=debug, no_config=no_config
+        config_paths=tuple(config or ()),
+        verbose=verbose,
+        quiet=quiet,
+        debug=debug,
+        no_config=no_config,
     )
     level = logging.ERROR if quiet else [logging.WARNING, logging.INFO][min(verbose, 1)]
     if verbose >= 2 or debug:

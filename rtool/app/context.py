@@ -11,31 +11,63 @@ import typer
 
 if TYPE_CHECKING:
     from rtool.app.appconfig import Config
+    from rtool.core.config import Layered
     from rtool.core.slurm import Slurm
     from rtool.core.state import StateDir
 
 
 @dataclass
 class AppContext:
-    config_path: Path | None = None
+    #: `--config PATH` (repeatable): exactly these files, in order; none given: the layers found.
+    config_paths: tuple[Path, ...] = ()
     verbose: int = 0
     quiet: bool = False
     debug: bool = False
     #: `--no-config`: the built-in defaults, whatever $RTOOL_CONFIG or ./rtool.toml say.
     no_config: bool = False
 
-    @cached_property
-    def config(self) -> Config:
-        """The config file, validated whole; with none, the defaults (made as they are read)."""
-        from rtool.core.config import find_config_path
+    @property
+    def config_path(self) -> Path | None:
+        """The last (winning) `--config` given, if any."""
+        return self.config_paths[-1] if self.config_paths else None
 
-        if self.no_config or find_config_path(self.config_path) is None:
+    @cached_property
+    def config_files(self) -> list[Path]:
+        """The config files read, in order, later ones winning ([]: built-in defaults)."""
+        from rtool.core.config import config_files
+
+        return [] if self.no_config else config_files(self.config_paths)
+
+    @cached_property
+    def loaded(self) -> tuple[Config, Layered]:
+        """The config files merged and validated whole, and where each value came from; with
+        none, the defaults (made as they are read) and nothing read."""
+        from rtool.core.config import Layered
+
+        if not self.config_files:
             from rtool.app.defaults import DefaultConfig
 
-            return cast("Config", DefaultConfig())
-        from rtool.app.appconfig import load_config
+            return cast("Config", DefaultConfig()), Layered()
+        from rtool.app.appconfig import Config
+        from rtool.core.config import load_layers
 
-        return load_config(self.config_path)
+        return load_layers(Config, self.config_files)
+
+    @cached_property
+    def config(self) -> Config:
+        return self.loaded[0]
+
+    @property
+    def layered(self) -> Layered:
+        return self.loaded[1]
+
+    def config_argv(self) -> list[str]:
+        """The global options that make a child rtool (a cron tick, the batch script's
+        pre-flight) read exactly the files this one read: `--config ABS` per file, in order,
+        or `--no-config` when there was none (never a file found later where it runs)."""
+        if not self.config_files:
+            return ["--no-config"]
+        return [arg for f in self.config_files for arg in ("--config", str(f.resolve()))]
 
     @cached_property
     def state(self) -> StateDir:

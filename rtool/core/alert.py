@@ -7,9 +7,25 @@ never its text.
 from __future__ import annotations
 
 import enum
+import hashlib
 import time
 from dataclasses import dataclass, field
 from enum import IntEnum
+
+#: Bounds of an alert (text from outside: command output, log tails, Slurm reasons): longer
+#: texts are cut before anything is stored or sent (`Alert.bounded`), so one alert costs at
+#: most ~12 KB of state however much a command printed.
+MAX_KEY = 300
+MAX_SUMMARY = 1000
+MAX_FIELDS = 32
+MAX_FIELD_NAME = 64
+MAX_FIELD_VALUE = 2000
+MAX_FIELDS_TOTAL = 8000
+
+
+def clip(text: str, limit: int) -> str:
+    """`text` cut to `limit` characters, an ellipsis marking the cut."""
+    return text if len(text) <= limit else text[: max(0, limit - 1)] + "…"
 
 
 class Status(IntEnum):
@@ -102,3 +118,24 @@ class Alert:
     @property
     def parts(self) -> AlertKey:
         return AlertKey.parse(self.key)
+
+    def bounded(self, factor: int = 1) -> Alert:
+        """This alert within the bounds above: summary and field values cut, at most
+        MAX_FIELDS fields (MAX_FIELDS_TOTAL characters in all), a key longer than MAX_KEY cut
+        and given a digest of the whole (so two long keys stay two identities). `factor`
+        widens the text bounds: cut wide, redact, then cut to the bounds, and no secret is
+        ever cut in two where it shows."""
+        key = self.key
+        if len(key) > MAX_KEY:
+            digest = hashlib.sha256(key.encode("utf-8", "replace")).hexdigest()[:12]
+            key = f"{key[: MAX_KEY - 14]}~{digest}"
+        fields: dict[str, str] = {}
+        room = MAX_FIELDS_TOTAL * factor
+        for name, value in list(self.fields.items())[:MAX_FIELDS]:
+            text = clip(str(value), min(MAX_FIELD_VALUE * factor, max(room, 0)))
+            room -= len(text)
+            fields[clip(str(name), MAX_FIELD_NAME)] = text
+        summary = clip(self.summary, MAX_SUMMARY * factor)
+        if (key, summary, fields) == (self.key, self.summary, self.fields):
+            return self
+        return Alert(key, self.status, summary, fields, self.time)

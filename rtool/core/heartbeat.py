@@ -67,6 +67,8 @@ STOP_REASONS = (
     "save_timeout",
     "unresponsive",
     "crashed",
+    "hung",  # no step for the hang threshold: stacks dumped, process ended (rtool.shim)
+    "peer_failed",  # another rank hung or crashed: this one ended with it
 )
 
 
@@ -100,6 +102,8 @@ class Heartbeat:
     world_size: int = 1
     pid: int | None = None
     started: float | None = None  # when this process's Guard was made
+    launch: int = 0  # the in-place restart this process is (0: the attempt's first launch)
+    first_step_time: float | None = None  # when this process's first step was seen
     step: int | None = None  # the last step seen
     step_at_start: int | None = None  # the first step of this process
     step_seconds: float | None = None  # recent step duration

@@ -8,8 +8,11 @@ import os
 import shlex
 import signal
 import subprocess
+import threading
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import IO
 
 from rtool.core.errors import RtoolError
 
@@ -60,11 +63,14 @@ def run(
     input: str | None = None,
     env: Mapping[str, str] | None = None,
     cwd: str | None = None,
+    max_output: int | None = None,
 ) -> Result:
     """Run argv (never through a shell) and return its output.
 
     Raises ProcTimeout when it runs past `timeout` seconds (the whole process group is killed),
     ProcNotFound when the program is missing, ProcError on a non-zero exit when `check`.
+    `max_output`: keep only the last that many bytes of stdout and of stderr (a command that
+    prints gigabytes costs that much memory, and is read to its end within the timeout).
     """
     if timeout is None or timeout <= 0:
         raise ValueError("run() needs a positive timeout")
@@ -89,7 +95,10 @@ def run(
     except OSError as exc:
         raise ProcError(argv, f"cannot start: {exc}") from exc
     try:
-        out, err = proc.communicate(input=input, timeout=timeout)
+        if max_output is None:
+            out, err = proc.communicate(input=input, timeout=timeout)
+        else:
+            out, err = _bounded_output(proc, timeout, max_output)
     except subprocess.TimeoutExpired:
         _kill_group(proc)
         raise ProcTimeout(argv, timeout) from None
@@ -97,6 +106,32 @@ def run(
     if check and proc.returncode != 0:
         raise ProcError(argv, f"exit code {proc.returncode}", proc.returncode, err)
     return result
+
+
+def _bounded_output(proc: subprocess.Popen[str], timeout: float, limit: int) -> tuple[str, str]:
+    """(stdout, stderr), each its last `limit` bytes, read to the end within `timeout`."""
+    deadline = time.monotonic() + timeout
+    tails: list[bytes] = [b"", b""]
+
+    def drain(index: int, stream: IO[str] | None) -> None:
+        if stream is None:
+            return
+        raw = stream.buffer  # type: ignore[attr-defined]
+        while chunk := raw.read1(65536):
+            tails[index] = (tails[index] + chunk)[-limit:]
+
+    readers = [
+        threading.Thread(target=drain, args=(i, s), daemon=True)
+        for i, s in enumerate((proc.stdout, proc.stderr))
+    ]
+    for t in readers:
+        t.start()
+    proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+    for t in readers:
+        t.join(max(0.0, deadline - time.monotonic()))
+        if t.is_alive():  # a child of the command holds the pipe open: the command is done
+            break
+    return tuple(t.decode("utf-8", errors="replace") for t in tails)  # type: ignore[return-value]
 
 
 def _kill_group(proc: subprocess.Popen[str]) -> None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import re
+import string
 import threading
 from dataclasses import replace
 from typing import Any
@@ -26,6 +27,8 @@ from rtool.core.alert import Alert
 
 MASK = "***"
 _A = re.ASCII | re.IGNORECASE
+#: Every pattern is linear-time (rtool/core/linear.py): the parts that may repeat are bounded or
+#: end the pattern, so a 1 MB line of any shape is scanned in milliseconds.
 _PATTERNS: list[tuple[re.Pattern[str], str]] = [
     # Slack tokens: xoxb-, xoxp-, xoxa-, xoxr-, xoxs-, xoxe-, xapp-
     (re.compile(r"\bx(?:ox[abeoprs]|app)-[A-Za-z0-9\-]{4,}", _A), "xox*-" + MASK),
@@ -36,23 +39,27 @@ _PATTERNS: list[tuple[re.Pattern[str], str]] = [
     # healthchecks.io and friends: /ping/<uuid-or-key>, hc-ping.com/<uuid>
     (re.compile(r"(hc-ping\.com/|/ping/)[^\s\"'<>]+", _A), r"\1" + MASK),
     # user-info in any URL
-    (re.compile(r"([a-z][a-z0-9+.\-]*://)[^/\s@\"'<>]+@", _A), r"\1" + MASK + "@"),
-    # query strings: every value
-    (re.compile(r"([?&][^=&#\s\"'<>]+=)[^&#\s\"'<>]+", _A), r"\1" + MASK),
-    # Authorization / Proxy-Authorization headers and bare bearer tokens
-    (re.compile(r"((?:proxy-)?authorization\s*[:=]\s*)[^\r\n,;]+", _A), r"\1" + MASK),
-    (re.compile(r"\b(bearer|basic|token)\s+[A-Za-z0-9._~+/=\-]{8,}", _A), r"\1 " + MASK),
-    # a long opaque path segment in a URL (webhook ids/tokens of other services)
     (
-        re.compile(r"(://[^\s/\"'<>]+(?:/[^\s/\"'<>]*)*?/)[A-Za-z0-9_\-]{24,}(?=[/\s\"'<>]|$)", _A),
-        r"\1" + MASK,
+        re.compile(r"(?<![a-z0-9+.\-])([a-z][a-z0-9+.\-]{0,30}://)[^/\s@\"'<>]{1,512}@", _A),
+        r"\1" + MASK + "@",
     ),
+    # query strings: every value
+    (re.compile(r"([?&][^=&#?\s\"'<>]{1,128}=)[^&#\s\"'<>]+", _A), r"\1" + MASK),
+    # Authorization / Proxy-Authorization headers and bare bearer tokens
+    (re.compile(r"((?:proxy-)?authorization\s{0,8}[:=]\s{0,8})[^\r\n,;]+", _A), r"\1" + MASK),
+    (re.compile(r"\b(bearer|basic|token)\s{1,8}[A-Za-z0-9._~+/=\-]{8,}", _A), r"\1 " + MASK),
 ]
-_PAIR = re.compile(
-    r"\b([a-z_\-]*(?:password|passwd|secret|token|api[_\-]?key)[a-z_\-]*)"
-    r"([\"']?\s*[:=]\s*[\"']?)([^\s\"',;&]+)",
-    _A,
-)
+#: A URL (scheme, then up to a space or quote), and a long opaque segment of its path (webhook
+#: ids and tokens of other services): masked by `_long_segments`.
+_URL = re.compile(r"(?<![a-z0-9+.\-])[a-z][a-z0-9+.\-]{0,30}://[^\s\"'<>]+", _A)
+_SEGMENT = re.compile(r"(?<=/)[A-Za-z0-9_\-]{24,}(?=[/?#]|$)", _A)
+#: `password=...` pairs: a key holding one of these words, a `:` or `=`, a value. The key's other
+#: characters (letters, `_`, `-`, at most `_KEY_MORE` on each side) are walked in `_pairs`.
+_KEYWORD = re.compile(r"password|passwd|secret|token|api[_\-]?key", _A)
+_ASSIGN = re.compile(r"[\"']?\s{0,8}[:=]\s{0,8}[\"']?", _A)
+_VALUE = re.compile(r"[^\s\"',;&]+", _A)
+_KEY_CHARS = frozenset(string.ascii_letters + "_-")
+_KEY_MORE = 40
 #: Keys that name where a secret is (an env var, a file), not the secret itself.
 _NAMING = ("_env", "_file", "_path", "_cmd", "_name")
 _known: set[str] = set()
@@ -93,7 +100,8 @@ def redact(text: object) -> str:
         out = out.replace(value, MASK)
     for pattern, repl in _PATTERNS:
         out = pattern.sub(repl, out)
-    out = _PAIR.sub(_pair, out)
+    out = _URL.sub(_long_segments, out)
+    out = _pairs(out)
     if len(original) <= _CACHE_TEXT:
         with _lock:
             if len(_known) == generation:
@@ -103,11 +111,40 @@ def redact(text: object) -> str:
     return out
 
 
-def _pair(m: re.Match[str]) -> str:
-    key = m.group(1)
-    if key.lower().endswith(_NAMING) or m.group(3) == MASK:
-        return m.group(0)
-    return f"{key}{m.group(2)}{MASK}"
+def _long_segments(m: re.Match[str]) -> str:
+    url = m.group(0)
+    head, _, rest = url.partition("://")
+    host, slash, path = rest.partition("/")
+    if not slash:
+        return url
+    return f"{head}://{host}/" + _SEGMENT.sub(MASK, "/" + path)[1:]
+
+
+def _pairs(text: str) -> str:
+    """`text` with the value of every `...password...=value` pair masked (linear: each keyword
+    is looked at once, and the key around it is walked at most `_KEY_MORE` characters)."""
+    out, done = [], 0
+    for m in _KEYWORD.finditer(text):
+        if m.start() < done:
+            continue
+        end = m.end()
+        while end < len(text) and end - m.end() < _KEY_MORE and text[end] in _KEY_CHARS:
+            end += 1
+        assign = _ASSIGN.match(text, end)
+        value = _VALUE.match(text, assign.end()) if assign else None
+        if assign is None or value is None or value.group(0) == MASK:
+            continue
+        start = m.start()
+        while start > done and m.start() - start < _KEY_MORE and text[start - 1] in _KEY_CHARS:
+            start -= 1
+        walked_all = m.start() - start == _KEY_MORE
+        if not walked_all and start > 0 and text[start - 1].isalnum():  # the key starts a word
+            continue
+        if text[start:end].lower().endswith(_NAMING):
+            continue
+        out += [text[done : value.start()], MASK]
+        done = value.end()
+    return "".join(out) + text[done:]
 
 
 def redact_alert(alert: Alert) -> Alert:

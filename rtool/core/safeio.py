@@ -50,6 +50,12 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
+def kind_of(path: str | os.PathLike[str]) -> str:
+    """What `path` is, in words: `a file`, `a folder`, `a FIFO`, `a device`, `a symlink`..."""
+    mode = os.lstat(path).st_mode
+    return "a file" if stat.S_ISREG(mode) else _kind(mode)
+
+
 def read_bytes_bounded(
     path: str | os.PathLike[str], limit: int = DEFAULT_LIMIT, *, follow: bool = True
 ) -> bytes:
@@ -128,25 +134,30 @@ def move_aside(path: Path, why: str) -> Path | None:
     return target
 
 
-def read_json_file(path: Path, limit: int = DEFAULT_LIMIT, *, expect: type = dict) -> Any:
+def read_json_file(
+    path: Path, limit: int = DEFAULT_LIMIT, *, expect: type = dict, aside: bool = True
+) -> Any:
     """The JSON value in `path` (of type `expect`), None when missing; a corrupt file is moved
-    aside (see `move_aside`) and None returned."""
+    aside (see `move_aside`; left where it is with `aside=False`) and None returned."""
+    why = None
     try:
         raw = read_bytes_bounded(path, limit, follow=False)
     except FileNotFoundError:
         return None
     except UnsafeFileError as exc:
-        move_aside(path, str(exc).removeprefix(f"{path} "))
-        return None
-    try:
-        value = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        move_aside(path, f"not valid JSON: {type(exc).__name__}")
-        return None
-    if not isinstance(value, expect):
-        move_aside(path, f"a JSON {type(value).__name__}, expected a {expect.__name__}")
-        return None
-    return value
+        why = str(exc).removeprefix(f"{path} ")
+    else:
+        try:
+            value = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+            why = f"not valid JSON: {type(exc).__name__}"
+        else:
+            if isinstance(value, expect):
+                return value
+            why = f"a JSON {type(value).__name__}, expected a {expect.__name__}"
+    if aside:
+        move_aside(path, why)
+    return None
 
 
 def trust_problem(path: str | os.PathLike[str], st: os.stat_result | None = None) -> str | None:

@@ -7,7 +7,9 @@ Created 0700; refused when it is a symlink or not owned by the user. Every write
 State is best effort, never the verdict: a write that fails because the disk is full, over
 quota or read-only is logged and recorded in `StateDir.problems` (the CLI reports them), and
 the caller goes on. A corrupt file (truncated, binary, the wrong JSON type, a folder where a file
-belongs) is moved aside to `<name>.corrupt-<time>` with a warning and read as missing.
+belongs) is moved aside to `<name>.corrupt-<time>` with a warning and read as missing; a file
+rtool writes is never larger than it can read back (`write_json` and each store's `shrink`), so
+nothing rtool wrote is moved aside. Lock waits are bounded (`LOCK_WAIT`).
 
 `format.json` names the layout of the folder (`STATE_FORMAT`) and the rtool that created it.
 A state dir written by a newer rtool, in a layout this one does not know, is refused with one
@@ -24,7 +26,8 @@ import logging
 import os
 import stat
 import tempfile
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +37,8 @@ from rtool.core.safeio import DEFAULT_LIMIT, read_json_file
 
 log = logging.getLogger(__name__)
 #: Write errors that mean "the disk cannot take it", not a bug: recorded, never raised.
+#: The longest wait for a state lock (another rtool holding it that long is stuck).
+LOCK_WAIT = 120.0
 DISK_ERRORS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO, errno.EACCES})
 #: The layout of the state dir this rtool reads and writes (rtool 0.1 wrote the same, unmarked).
 STATE_FORMAT = 1
@@ -68,13 +73,41 @@ def atomic_write(path: Path, data: str | bytes, mode: int = 0o600) -> None:
         raise
 
 
-class StateDir:
-    """A checked, private folder for rtool's state."""
+def _flock(fd: int, wait: float) -> bool:
+    """Take the exclusive lock on `fd`, waiting at most `wait` seconds."""
+    deadline = time.monotonic() + wait
+    pause = 0.01
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(pause)
+            pause = min(pause * 2, 0.25)
 
-    def __init__(self, path: str | Path | None = None) -> None:
+
+def _dumps(obj: Any) -> str:
+    """Compact enough, readable, ASCII only (so its length is its size in bytes)."""
+    return json.dumps(obj, indent=1, sort_keys=True, default=str, ensure_ascii=True)
+
+
+class StateDir:
+    """A checked, private folder for rtool's state.
+
+    `look_only` (`rtool watch --dry-run`): nothing is created or written; writes land in an
+    in-memory overlay that later reads of this process see, so a sweep behaves as it would
+    (a suspect recorded, then excluded) while the folder stays as it was.
+    """
+
+    def __init__(self, path: str | Path | None = None, *, look_only: bool = False) -> None:
         self.path = Path(path).expanduser() if path else default_state_dir()
         #: State writes that failed (disk full, read-only...): one line each, reported by the CLI.
         self.problems: list[str] = []
+        self.look_only = look_only
+        #: look_only: what would have been written (relative path -> text)
+        self.overlay: dict[str, str] = {}
         self._ensure()
         self._check_format()
 
@@ -91,6 +124,8 @@ class StateDir:
         p = self.path
         if p.is_symlink():
             raise StateDirError(f"state dir {p} is a symlink; refusing to use it")
+        if self.look_only and not p.exists():
+            return  # created by the first real run
         try:
             p.mkdir(mode=0o700, parents=True, exist_ok=True)
         except OSError as exc:
@@ -100,13 +135,17 @@ class StateDir:
             raise StateDirError(f"state dir {p} is not a directory")
         if st.st_uid != os.getuid():
             raise StateDirError(f"state dir {p} is owned by uid {st.st_uid}, not by you")
-        if stat.S_IMODE(st.st_mode) & 0o077:
+        if stat.S_IMODE(st.st_mode) & 0o077 and not self.look_only:
             os.chmod(p, 0o700)
 
     def _check_format(self) -> None:
         """Refuse a layout written by a newer rtool; mark an unmarked (new or 0.1) folder."""
-        data = read_json_file(self.path / FORMAT_FILE)
+        if self.look_only and not self.path.is_dir():
+            return  # nothing there yet (or not a folder: the first real run says so)
+        data = read_json_file(self.path / FORMAT_FILE, aside=not self.look_only)
         if data is None:
+            if self.look_only:
+                return
             mark = {"format": STATE_FORMAT, "created_by": f"rtool {__version__}"}
             self.write_json(FORMAT_FILE, mark)
             return
@@ -123,6 +162,8 @@ class StateDir:
     def file(self, *parts: str) -> Path:
         """Path of a file inside the state dir (its folder is created)."""
         target = self.path.joinpath(*parts)
+        if self.look_only:
+            return target
         try:
             target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         except OSError as exc:  # full or read-only: the write that follows records it
@@ -131,6 +172,9 @@ class StateDir:
         return target
 
     def write_text(self, rel: str, text: str) -> None:
+        if self.look_only:
+            self.overlay[rel] = text
+            return
         target = self.file(rel)
         try:
             atomic_write(target, text)
@@ -140,28 +184,57 @@ class StateDir:
     def read_text(self, rel: str, default: str | None = None) -> str | None:
         from rtool.core.safeio import UnsafeFileError, move_aside, read_bounded
 
+        if rel in self.overlay:
+            return self.overlay[rel]
         target = self.path / rel
         try:
             return read_bounded(target, DEFAULT_LIMIT, follow=False)
         except FileNotFoundError:
             return default
         except UnsafeFileError as exc:
-            move_aside(target, str(exc))
+            if not self.look_only:
+                move_aside(target, str(exc))
             return default
 
-    def write_json(self, rel: str, obj: Any) -> None:
-        self.write_text(rel, json.dumps(obj, indent=1, sort_keys=True, default=str))
+    def write_json(
+        self, rel: str, obj: Any, *, shrink: Callable[[Any], Any | None] | None = None
+    ) -> bool:
+        """Write `obj` as JSON, never past the read bound (`DEFAULT_LIMIT`): a value that would
+        not fit is handed to `shrink` (which returns a smaller one: the oldest entries dropped
+        or summed up, or None when it cannot) until it fits; without one, or when it cannot,
+        nothing is written (the file keeps its last content, the problem is reported). So no
+        file rtool wrote is ever too big to read back and moved aside. True when written."""
+        text = _dumps(obj)
+        while len(text) > DEFAULT_LIMIT:
+            smaller = shrink(obj) if shrink is not None else None
+            if smaller is None:
+                line = f"{rel} would exceed its cap of {DEFAULT_LIMIT} bytes; kept as it was"
+                if line not in self.problems:
+                    self.problems.append(line)
+                    log.warning("state dir: %s", line)
+                return False
+            obj, text = smaller, _dumps(smaller)
+        self.write_text(rel, text)
+        return True
 
     def read_json(self, rel: str, default: Any = None) -> Any:
         """The JSON value in `rel`; `default` when missing. A corrupt file, or one whose type
         differs from `default`'s (a list where a dict belongs), is moved aside with a warning."""
         expect = type(default) if isinstance(default, (dict, list)) else object
-        value = read_json_file(self.path / rel, expect=expect)
+        if rel in self.overlay:
+            value = json.loads(self.overlay[rel])
+            return value if isinstance(value, expect) else default
+        value = read_json_file(self.path / rel, expect=expect, aside=not self.look_only)
         return default if value is None else value
 
     @contextlib.contextmanager
     def lock(self, name: str, *, blocking: bool = True) -> Iterator[bool]:
-        """Hold the exclusive lock `name`; yields False (non-blocking) when another holds it."""
+        """Hold the exclusive lock `name`; yields False (non-blocking) when another holds it.
+        A blocking wait is bounded (`LOCK_WAIT`): past it StateDirError is raised. Look-only: no
+        lock file, nothing to serialise (nothing is written)."""
+        if self.look_only:
+            yield True
+            return
         path = self.file("locks", f"{name}.lock")
         try:
             fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
@@ -172,9 +245,11 @@ class StateDir:
             yield True
             return
         try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
-            except BlockingIOError:
+            if not _flock(fd, LOCK_WAIT if blocking else 0.0):
+                if blocking:
+                    raise StateDirError(
+                        f"state lock {name} held by another rtool for more than {LOCK_WAIT:g}s"
+                    )
                 yield False
                 return
             try:

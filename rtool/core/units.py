@@ -24,8 +24,10 @@ _DURATION_UNITS = {
     "w": 7 * 86400.0,
 }
 # ASCII only: `\d` would accept full-width and other Unicode digits, which float() converts.
-_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|sec|min|s|m|h|d|w)", re.IGNORECASE | re.ASCII)
-_NUMBER = re.compile(r"\d+(?:\.\d+)?", re.ASCII)
+_DURATION_PART = re.compile(
+    r"(?<![0-9.])(\d{1,40}(?:\.\d{1,40})?)\s{0,8}(ms|sec|min|s|m|h|d|w)", re.IGNORECASE | re.ASCII
+)
+_NUMBER = re.compile(r"\d{1,40}(?:\.\d{1,40})?", re.ASCII)
 #: Larger values are typos (or overflow attempts): 100 years, 1 EiB.
 MAX_DURATION = 100 * 365 * 86400.0
 MAX_SIZE = 2**60
@@ -134,6 +136,42 @@ def format_duration(seconds: float) -> str:
         return f"{h}h{m:02d}m" if m else f"{h}h"
     d, h = divmod(s // 3600, 24)
     return f"{d}d{h}h" if h else f"{d}d"
+
+
+def exact_duration(seconds: float) -> str:
+    """A duration written so that `parse_duration` gives exactly `seconds` back: `1m30s`,
+    `1h30m`, `7d`, `0.25s`, `90.5s` (config show)."""
+    if seconds != int(seconds):
+        return f"{_plain(seconds)}s"
+    rest, parts = int(seconds), []
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
+        count, rest = divmod(rest, size)
+        if count:
+            parts.append(f"{count}{unit}")
+    return "".join(parts) or "0s"
+
+
+def exact_size(n: int) -> str:
+    """A size written so that `parse_size` gives exactly `n` back: `500GiB`, `1TB`, `1500B`."""
+    units = ("PiB", "TiB", "GiB", "MiB", "KiB", "PB", "TB", "GB", "MB", "KB")
+    sizes = [(_SIZE_UNITS[u.lower()], u) for u in units]
+    exact = [(n // size, u) for size, u in sizes if n and n % size == 0]
+    count, unit = min(exact, default=(n, "B"))
+    return f"{count}{unit}"
+
+
+def exact_percent(value: float) -> str:
+    """`80%`, `12.5%` (every digit kept)."""
+    return f"{_plain(value)}%"
+
+
+def _plain(value: float) -> str:
+    """The shortest decimal that reads back as `value`, never in exponent form."""
+    from decimal import Decimal
+
+    if value == int(value):
+        return str(int(value))
+    return format(Decimal(repr(float(value))), "f")
 
 
 def format_when(t: object, now: float, missing: str = "never") -> str:

@@ -6,9 +6,11 @@ Side effects (squeue, sbatch, scancel) go through rtool's Slurm layer.
 from __future__ import annotations
 
 import logging
+import os
+from collections.abc import Sequence
 from pathlib import Path
 
-from rtool.core.selfcmd import rtool_argv
+from rtool.core.selfcmd import console_script, rtool_argv
 from rtool.core.slurm import ACTIVE_STATES, Slurm, SqueueJob
 from rtool.cron.config import CronConfig
 from rtool.cron.slots import begin_arg
@@ -26,12 +28,25 @@ def active_jobs(jobs: list[SqueueJob], name: str) -> list[SqueueJob]:
     return [j for j in jobs if j.name == name and j.state in ACTIVE_STATES]
 
 
-def tick_argv(root: Path, slot: float, config_path: Path | None) -> list[str]:
-    """The command the scheduler's job runs: `rtool [--config CFG] cron tick --dir D --slot S`."""
+def tick_argv(root: Path, slot: float, config_files: Sequence[Path] = ()) -> list[str]:
+    """The command the scheduler's job runs: `rtool [--config CFG]... cron tick --dir D --slot S`
+    (the config files `rtool cron start` read, absolute, in their order)."""
     argv = rtool_argv()  # absolute: nothing is imported from the cron root
-    if config_path is not None:
-        argv += ["--config", str(config_path)]
+    for path in config_files:
+        argv += ["--config", str(path)]
     return [*argv, "cron", "tick", "--dir", str(root), "--slot", f"{slot:.0f}"]
+
+
+def job_env(config_files: Sequence[Path] = ()) -> dict[str, str]:
+    """What a cron job's environment gets besides the tick's: rtool's own `bin/` first on PATH
+    (a bare `rtool` in a job is this rtool, even under cron's bare environment) and
+    `$RTOOL_CONFIG` naming the tick's config files (`rtool watch all` reads the same ones)."""
+    script = console_script()
+    path = os.environ.get("PATH") or os.defpath
+    env = {"PATH": f"{script.parent}{os.pathsep}{path}" if script else path}
+    if config_files:
+        env["RTOOL_CONFIG"] = os.pathsep.join(str(p) for p in config_files)
+    return env
 
 
 def tick_script(argv: list[str], name: str) -> str:
@@ -58,10 +73,15 @@ def sbatch_args(cfg: CronConfig, root: Path, name: str, begin: float) -> list[st
 
 
 def submit_tick(
-    slurm: Slurm, cfg: CronConfig, root: Path, name: str, slot: float, config_path: Path | None
+    slurm: Slurm,
+    cfg: CronConfig,
+    root: Path,
+    name: str,
+    slot: float,
+    config_files: Sequence[Path] = (),
 ) -> str:
     """Queue the tick for `slot`; returns its job id (raises SlurmError)."""
-    argv = tick_argv(root, slot, config_path)
+    argv = tick_argv(root, slot, config_files)
     script = tick_script(argv, name)
     (root / "logs").mkdir(parents=True, exist_ok=True)
     return slurm.sbatch(sbatch_args(cfg, root, name, slot), script=script, cwd=str(root)).job_id

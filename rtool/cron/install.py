@@ -35,7 +35,7 @@ def install(env: TickEnv, backend: Backend) -> list[str]:
 def _scrontab(env: TickEnv) -> list[str]:
     store = CronStore(env.state, env.root)
     cfg = env.config.cron
-    text = scron.block(cfg, env.root, store.name, store.key, env.config_path)
+    text = scron.block(cfg, env.root, store.name, store.key, env.config_files)
     lines = []
     now = time.time()
     with store.chain_lock():
@@ -50,6 +50,8 @@ def _scrontab(env: TickEnv) -> list[str]:
         store.write_heartbeat({**(store.read_heartbeat() or {}), "started": now})
         (env.root / "logs").mkdir(parents=True, exist_ok=True)
         scron.install(env.slurm, text, store.key, env.state.path)
+        first = slots.next_slot(now, slots.tick_period(cfg).length)
+        store.mark_started("scrontab", slots.period_lengths(cfg), now, first)
     spec = scron.cron_spec(cfg)
     return [*lines, f"scrontab entry installed for {env.root} ({store.name}, '{spec}')"]
 
@@ -70,4 +72,6 @@ def uninstall(env: TickEnv) -> list[str]:
         if jobs:
             chain.cancel_chain(env.slurm, store.name)
             lines.append("cancelled " + ", ".join(j.job_id for j in jobs))
+        if lines:
+            store.mark_stopped("rtool cron uninstall", time.time())
     return lines or [f"nothing installed for {env.root}"]

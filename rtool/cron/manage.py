@@ -74,19 +74,24 @@ def start(env: TickEnv) -> str:
         store.write_heartbeat({**(store.read_heartbeat() or {}), "started": now})
         nxt = slots.next_slot(now, slots.tick_period(env.config.cron).length)
         job_id = chain.submit_tick(
-            env.slurm, env.config.cron, env.root, store.name, nxt, env.config_path
+            env.slurm, env.config.cron, env.root, store.name, nxt, env.config_files
         )
+        store.mark_started("jobs", slots.period_lengths(env.config.cron), now, nxt)
     first = slots.begin_arg(nxt)
     return f"cron chain started for {env.root}: job {job_id} ({store.name}), first tick {first}"
 
 
 def stop(env: TickEnv) -> str:
+    """Cancel the chain and remember it was stopped on purpose (`rtool watch cron` then says
+    "stopped at T by you", not CRITICAL), also when no job was left to cancel."""
     store = CronStore(env.state, env.root)
     with store.chain_lock():
         jobs = chain.chain_jobs(env.slurm, store.name)
-        if not jobs:
-            return f"no cron chain runs for {env.root}"
-        chain.cancel_chain(env.slurm, store.name)
+        if jobs:
+            chain.cancel_chain(env.slurm, store.name)
+        store.mark_stopped("rtool cron stop", time.time())
+    if not jobs:
+        return f"no cron chain runs for {env.root} (marked stopped: rtool watch cron says so)"
     return f"cron chain stopped for {env.root}: cancelled " + ", ".join(j.job_id for j in jobs)
 
 
@@ -100,8 +105,9 @@ def status(env: TickEnv) -> list[str]:
     found = scan(env.root)
     data = store.load()
     names = [j.name for j in found.jobs]
+    beat, stopped = store.read_heartbeat(), store.read_chain().get("stopped")
     return format_status(
-        env.root, store.name, jobs, error, store.read_heartbeat(), data["jobs"], names, time.time()
+        env.root, store.name, jobs, error, beat, data["jobs"], names, time.time(), stopped
     )
 
 
@@ -120,7 +126,9 @@ def run_one(env: TickEnv, name: str) -> JobResult:
     with store.run_lock() as got:
         if not got:
             raise RtoolError("a tick is running jobs right now; try again in a moment")
-        result = run_job(job, env.root, timeout=env.config.cron.job_timeout, slurm=env.slurm)
+        result = run_job(
+            job, env.root, timeout=env.cron.job_timeout, slurm=env.slurm, env=env.job_env()
+        )
         data = store.load()
         record(data, result)
         store.save(data)

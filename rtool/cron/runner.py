@@ -63,15 +63,19 @@ def log_path(logs: Path, name: str, start: float) -> Path:
     return logs / f"{log_slug(name)}.{stamp}.log"
 
 
-def run_job(job: Job, root: Path, *, timeout: float, slurm: Slurm) -> JobResult:
-    """Run or submit `job`; never raises for the job's own failure."""
+def run_job(
+    job: Job, root: Path, *, timeout: float, slurm: Slurm, env: dict[str, str] | None = None
+) -> JobResult:
+    """Run or submit `job` (`env`: added to the tick's environment); never raises for the
+    job's own failure."""
     if job.kind == "slurm":
         return submit(job, root, slurm)
+    env = dict(env or {})
     if job.kind == "line" and job.line is not None:
         argv = ["/bin/sh", "-c", job.line.command]
-        env = dict(job.line.env)
+        env.update(job.line.env)
     else:
-        argv, env = [str(job.path)], {}
+        argv = [str(job.path)]
     env.update({"RTOOL_CRON_DIR": str(root), "RTOOL_CRON_JOB": job.name})
     return execute(job, argv, env, root, timeout)
 

@@ -23,6 +23,7 @@ import os
 import shlex
 import shutil
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -86,9 +87,11 @@ def markers(key: str) -> tuple[str, str]:
     return begin, f"# END rtool cron {key}"
 
 
-def block(cfg: CronConfig, root: Path, name: str, key: str, config_path: Path | None) -> str:
+def block(
+    cfg: CronConfig, root: Path, name: str, key: str, config_files: Sequence[Path] = ()
+) -> str:
     """The scrontab lines of one cron folder (every value shell-quoted)."""
-    argv = [*chain.tick_argv(root, 0, config_path)[:-2], "--no-chain"]
+    argv = [*chain.tick_argv(root, 0, config_files)[:-2], "--no-chain"]
     begin, end = markers(key)
     lines = [begin, f"#SCRON --job-name={name}", f"#SCRON --chdir={root}"]
     lines.append(f"#SCRON --output={root / 'logs' / 'scheduler.%j.log'}")

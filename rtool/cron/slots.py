@@ -75,6 +75,11 @@ def tick_period(cfg: CronConfig) -> Period:
     return Period("tick", cfg.tick_period, 0.0)
 
 
+def period_lengths(cfg: CronConfig) -> dict[str, float]:
+    """{"tick": s, "hourly": s, "daily": s, "weekly": s} (what `rtool cron list` shows)."""
+    return {p.name: p.length for p in [tick_period(cfg), *periods(cfg)]}
+
+
 def due_periods(
     specs: list[Period],
     last_slots: Mapping[str, float],

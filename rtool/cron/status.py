@@ -15,9 +15,15 @@ def _when(t: Any, now: float) -> str:
     return format_when(t, now, missing="-")
 
 
-def chain_line(name: str, jobs: list[SqueueJob] | None, error: str | None) -> str:
+def chain_line(
+    name: str, jobs: list[SqueueJob] | None, error: str | None, stopped: Any = None
+) -> str:
+    """The chain's jobs; `stopped`: when it was stopped on purpose (chain.json), if it was."""
     if jobs is None:
         return f"chain:      {name}: unknown (squeue failed: {error})"
+    if not jobs and isinstance(stopped, (int, float)):
+        when = format_when(stopped, time.time())
+        return f"chain:      {name}: stopped on purpose {when} (run `rtool cron start`)"
     if not jobs:
         return f"chain:      {name}: NOT QUEUED (run `rtool cron start`)"
     parts = [f"job {j.job_id} {j.state}" for j in jobs]
@@ -33,8 +39,9 @@ def format_status(
     records: dict[str, dict[str, Any]],
     job_names: list[str],
     now: float,
+    stopped: Any = None,
 ) -> list[str]:
-    lines = [f"cron dir:   {root}", chain_line(name, jobs, squeue_error)]
+    lines = [f"cron dir:   {root}", chain_line(name, jobs, squeue_error, stopped)]
     if beat:
         late = beat.get("lateness")
         late_s = f", {late:.1f}s after its slot" if isinstance(late, (int, float)) else ""

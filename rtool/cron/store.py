@@ -20,6 +20,7 @@ from rtool.core.state import StateDir, atomic_write
 
 log = logging.getLogger(__name__)
 HEARTBEAT = "heartbeat.json"
+CHAIN = "chain.json"
 #: How many past ticks `ticks.json` keeps (slot, start, lateness: for status and the benchmark).
 TICK_HISTORY = 200
 
@@ -88,6 +89,28 @@ class CronStore:
     def append_tick(self, entry: dict[str, Any]) -> None:
         ticks = [*self.read_ticks(), entry][-TICK_HISTORY:]
         self.state.write_json(f"{self.rel}/ticks.json", ticks)
+
+    # -- chain.json: how the chain was started and whether it was stopped on purpose -----------
+    def read_chain(self) -> dict[str, Any]:
+        """{"backend", "started", "periods", "stopped", "stopped_by", "stopped_how"} ({} when
+        this rtool never started the chain). Written only by start/stop/install/uninstall
+        (never by a tick, which could otherwise write over a stop)."""
+        data = self.state.read_json(f"{self.rel}/{CHAIN}", default=None)
+        return data if isinstance(data, dict) else {}
+
+    def mark_started(
+        self, backend: str, periods: dict[str, float], now: float, first: float
+    ) -> None:
+        """Started (`first`: the slot of its first tick); any stop mark is gone."""
+        info = {"dir": str(self.root), "backend": backend, "started": now, "periods": periods}
+        info["first_tick"] = first
+        self.state.write_json(f"{self.rel}/{CHAIN}", info)
+
+    def mark_stopped(self, how: str, now: float) -> None:
+        """Stopped on purpose (`rtool watch cron` says so instead of calling it dead)."""
+        info = {**self.read_chain(), "dir": str(self.root), "stopped": now}
+        info.update(stopped_by=current_user(), stopped_how=how)
+        self.state.write_json(f"{self.rel}/{CHAIN}", info)
 
     # -- locks -------------------------------------------------------------------------------
     def chain_lock(self, blocking: bool = True) -> AbstractContextManager[bool]:

@@ -55,13 +55,22 @@ class TickEnv:
     state: StateDir
     slurm: Slurm
     root: Path
-    config_path: Path | None = None
+    #: The config files this rtool read (absolute, in order): every tick reads exactly these.
+    config_files: tuple[Path, ...] = ()
     #: False when Slurm itself starts the ticks (the scrontab backend): queue no next tick.
     chain: bool = True
 
     @property
     def cron(self) -> Any:
         return self.config.cron
+
+    def __post_init__(self) -> None:
+        if isinstance(self.config_files, (str, Path)):  # one file given the old way
+            self.config_files = (Path(self.config_files),)
+        self.config_files = tuple(Path(p) for p in self.config_files)
+
+    def job_env(self) -> dict[str, str]:
+        return chain.job_env(self.config_files)
 
 
 @dataclass
@@ -124,7 +133,7 @@ def queue_next(env: TickEnv, store: CronStore, nxt: float) -> tuple[str | None, 
                 log.warning("squeue failed (%s); queueing the next tick anyway", exc)
             try:
                 job_id = chain.submit_tick(
-                    env.slurm, env.cron, env.root, store.name, nxt, env.config_path
+                    env.slurm, env.cron, env.root, store.name, nxt, env.config_files
                 )
                 log.info("next tick queued as job %s for %s", job_id, slots.begin_arg(nxt))
                 return job_id, None
@@ -178,7 +187,9 @@ def _run_and_record(
     env: TickEnv, store: CronStore, data: dict[str, Any], job: Job, report: TickReport
 ) -> JobResult:
     log.info("running %s", job.name)
-    result = run_job(job, env.root, timeout=env.cron.job_timeout, slurm=env.slurm)
+    result = run_job(
+        job, env.root, timeout=env.cron.job_timeout, slurm=env.slurm, env=env.job_env()
+    )
     report.results.append(result)
     record(data, result)
     if result.status != "submitted":

@@ -180,7 +180,7 @@ def wait_stop(slurm: Slurm, plan: Plan, obs: Observation, say: Say) -> None:
 def _end_record(plan: Plan) -> BatchRecord | None:
     t = plan.target
     try:
-        recs = read_records(plan.records) if plan.records else []
+        recs = read_records(plan.records).records if plan.records else []
     except OSError as exc:
         log.info("attempt records not read: %s", exc)
         return None

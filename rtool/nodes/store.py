@@ -20,6 +20,7 @@ STORE = "nodes/suspects.json"
 LOCK = "nodes"
 MAX_EVIDENCE = 20
 MAX_OUTPUT = 2000
+MAX_DETAIL = 500
 
 
 class EvidenceKind(str, Enum):
@@ -56,8 +57,8 @@ class Evidence:
                 kind=EvidenceKind(data["kind"]),
                 detail=str(data["detail"]),
                 time=float(data["time"]),
-                run=data.get("run"),
-                job_id=data.get("job_id"),
+                run=data["run"] if isinstance(data.get("run"), str) else None,
+                job_id=data["job_id"] if isinstance(data.get("job_id"), str) else None,
                 output=str(data.get("output") or ""),
             )
         except (KeyError, TypeError, ValueError):
@@ -123,7 +124,7 @@ class SuspectStore:
     def _load(self) -> dict[str, list[Evidence]]:
         nodes = self._raw().get("nodes")
         out: dict[str, list[Evidence]] = {}
-        for node, items in (nodes or {}).items():
+        for node, items in (nodes if isinstance(nodes, dict) else {}).items():
             if not isinstance(items, list):
                 continue
             evidence = [e for e in (Evidence.from_json(i) for i in items if isinstance(i, dict))]
@@ -136,7 +137,9 @@ class SuspectStore:
         nodes = {n: [e.to_json() for e in ev] for n, ev in sorted(data.items()) if ev}
         cutoff = time.time() - self.expiry
         kept = {n: t for n, t in forgotten.items() if t > cutoff}
-        self.state.write_json(STORE, {"version": 1, "nodes": nodes, "forgotten": kept})
+        self.state.write_json(
+            STORE, {"version": 1, "nodes": nodes, "forgotten": kept}, shrink=_drop_oldest
+        )
 
     def record(self, node: str, evidence: Evidence) -> bool:
         """Add evidence against `node`; False when the same evidence was already kept."""
@@ -144,10 +147,13 @@ class SuspectStore:
             validate.node(node)
         except validate.ArgvError:
             return False
-        if len(evidence.output) > MAX_OUTPUT:
+        if len(evidence.output) > MAX_OUTPUT or len(evidence.detail) > MAX_DETAIL:
+            detail = evidence.detail
+            if len(detail) > MAX_DETAIL:
+                detail = detail[: MAX_DETAIL - 1] + "…"
             evidence = Evidence(
                 evidence.kind,
-                evidence.detail,
+                detail,
                 evidence.time,
                 evidence.run,
                 evidence.job_id,
@@ -189,3 +195,20 @@ class SuspectStore:
         return {
             n: ev for n, ev in data.items() if ev and max(e.time for e in ev) + self.expiry > now
         }
+
+
+def _drop_oldest(data: dict[str, Any]) -> dict[str, Any] | None:
+    """The store with the output of the oldest evidence dropped, then its oldest nodes: it
+    stays under its cap, never moved aside."""
+    items = [(e.get("time", 0.0), e) for ev in data["nodes"].values() for e in ev if e["output"]]
+    if items:
+        items.sort(key=lambda t: t[0])
+        for _, e in items[: max(1, len(items) // 2)]:
+            e["output"] = ""
+        return data
+    if not data["nodes"]:
+        return None
+    newest = {n: max(e["time"] for e in ev) for n, ev in data["nodes"].items()}
+    for n in sorted(newest, key=newest.__getitem__)[: max(1, len(newest) // 10)]:
+        del data["nodes"][n]
+    return data

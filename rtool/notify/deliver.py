@@ -196,8 +196,7 @@ class Threads:
 
     def __init__(self, state: StateDir, channel: str) -> None:
         self.state, self.channel = state, channel
-        data = state.read_json(THREADS_FILE, {})
-        self.data: dict[str, dict[str, list]] = data if isinstance(data, dict) else {}
+        self.data: dict[str, dict[str, list]] = _threads(state.read_json(THREADS_FILE, {}))
         self.dirty = False
 
     def get(self, incident: str) -> str | None:
@@ -219,10 +218,25 @@ class Threads:
     def save(self) -> None:
         if self.dirty:
             with self.state.lock("notify-threads"):
-                data = self.state.read_json(THREADS_FILE, {})
-                data = data if isinstance(data, dict) else {}
+                data = _threads(self.state.read_json(THREADS_FILE, {}))
                 data[self.channel] = self.data.get(self.channel, {})
                 self.state.write_json(THREADS_FILE, data)
+
+
+def _threads(data: object) -> dict[str, dict[str, list]]:
+    """channel -> incident -> [ref, time], entries of the wrong type dropped one by one."""
+    out: dict[str, dict[str, list]] = {}
+    for channel, table in (data if isinstance(data, dict) else {}).items():
+        if isinstance(table, dict):
+            out[str(channel)] = {
+                str(k): v
+                for k, v in table.items()
+                if isinstance(v, list)
+                and len(v) == 2
+                and isinstance(v[1], (int, float))
+                and not isinstance(v[1], bool)
+            }
+    return out
 
 
 class ChannelStatus:
@@ -255,5 +269,14 @@ class ChannelStatus:
 
 
 def read_status(state: StateDir) -> dict[str, dict[str, object]]:
+    """Per channel its status; entries of the wrong type are dropped one by one (a state file
+    someone edited never makes a delivery fail)."""
     data = state.read_json(STATUS_FILE, {})
-    return data if isinstance(data, dict) else {}
+    out: dict[str, dict[str, object]] = {}
+    for name, entry in (data if isinstance(data, dict) else {}).items():
+        if not isinstance(entry, dict):
+            continue
+        sent = entry.get("sent", 0)
+        ok = isinstance(sent, int) and not isinstance(sent, bool)
+        out[str(name)] = {**entry, "sent": sent if ok else 0}
+    return out

@@ -35,7 +35,8 @@ def process(
     """Apply per-key alert state to `alerts`, queue what must be sent, then deliver the outbox
     (older items first). `send=False` only queues (a later `flush` delivers)."""
     now = time.time() if now is None else now
-    alerts = [redact_alert(a) for a in alerts]  # secrets never leave in an alert
+    # bounded (outside text: command output, log tails) and no secret leaves in an alert
+    alerts = [redact_alert(a.bounded(4)).bounded() for a in alerts]
     report = Report(decisions=queue(alerts, cfg, state, now))
     if send:
         return flush(cfg, state, now, report=report)
@@ -86,9 +87,26 @@ def queue(alerts: list[Alert], cfg: NotifyConfig, state: StateDir, now: float) -
         data["keys"] = {
             k: v for k, v in keys.items() if v.get("status") != "OK" or v.get("version")
         }
-        state.write_json(ALERTS_FILE, data)
+        state.write_json(ALERTS_FILE, data, shrink=_drop_oldest_keys)
         silences[:] = prune(silences, now)
     return [decisions[i] for i in range(len(alerts))]
+
+
+def _drop_oldest_keys(data: dict[str, Any]) -> dict[str, Any] | None:
+    """The alert state with its oldest tenth of keys dropped (quiet ones first): the file stays
+    under its cap, never moved aside. A dropped key that is still bad alerts again as new."""
+    keys: dict[str, Any] = data["keys"]
+    if not keys:
+        return None
+
+    def age(item: tuple[str, Any]) -> tuple[bool, float]:
+        v = item[1] if isinstance(item[1], dict) else {}
+        when = v.get("last_sent") or v.get("since") or 0.0
+        return (v.get("status") != "OK", when if isinstance(when, (int, float)) else 0.0)
+
+    ordered = sorted(keys.items(), key=age)
+    data["keys"] = dict(ordered[max(1, len(ordered) // 10) :])
+    return data
 
 
 def _escalate(
@@ -145,7 +163,10 @@ def _load(state: StateDir) -> dict[str, Any]:
     data = state.read_json(ALERTS_FILE, {})
     if not isinstance(data, dict) or not isinstance(data.get("keys"), dict):
         data = {"keys": {}}
-    data.setdefault("epoch", uuid.uuid4().hex[:8])
+    # a key whose state is not an object is dropped alone (the others are kept)
+    data["keys"] = {str(k): v for k, v in data["keys"].items() if isinstance(v, dict)}
+    if not isinstance(data.get("epoch"), str):
+        data["epoch"] = uuid.uuid4().hex[:8]
     return data
 
 

@@ -139,9 +139,11 @@ class Silences:
         rows = data.get("silences") if isinstance(data, dict) else None
         out = []
         for row in rows if isinstance(rows, list) else []:
+            if not isinstance(row, dict):
+                continue  # a row of the wrong type is dropped, the others kept
             try:
                 out.append(Silence.from_dict(row))
-            except (KeyError, TypeError, ValueError):
+            except (KeyError, TypeError, ValueError, AttributeError):
                 continue
         return out
 
@@ -153,7 +155,7 @@ class Silences:
             yield items
             after = [s.to_dict() for s in items]
             if after != before:  # most notify runs change nothing: no write, no fsync
-                self.state.write_json(FILE, {"silences": after})
+                self.state.write_json(FILE, {"silences": after}, shrink=_drop_held)
 
     def add(self, matchers: list[Matcher], duration: float, reason: str, now: float) -> Silence:
         if not matchers:
@@ -181,6 +183,19 @@ class Silences:
 
     def held_count(self) -> int:
         return sum(len(s.held) + s.dropped for s in self.load() if not s.summarized)
+
+
+def _drop_held(data: dict[str, Any]) -> dict[str, Any] | None:
+    """The store with half the held notifications of the silence holding most dropped (they
+    are counted in its `dropped`): the file stays under its cap, never moved aside."""
+    rows = [r for r in data["silences"] if r.get("held")]
+    if not rows:
+        return None
+    row = max(rows, key=lambda r: len(r["held"]))
+    cut = max(1, len(row["held"]) // 2)
+    row["dropped"] = int(row.get("dropped") or 0) + cut
+    row["held"] = row["held"][cut:]
+    return data
 
 
 def hold(silence: Silence, n: Notification, channels: list[str]) -> None:

@@ -3,6 +3,7 @@
 ```toml
 [runs]
 log_tail = "64KiB"                  # bytes read from the end of an attempt's log
+keep_attempts = 100                 # attempts kept in full; older ones summed up in the totals
 
 [[runs.signature]]                  # tried before the defaults
 name = "disk-full"
@@ -14,9 +15,10 @@ name = "llama-7b"                   # the run (rtool submit --run; default the j
 heartbeat = "ckpt/heartbeat.json"   # the shim's heartbeat (steps, stop reasons, errors)
 log = "logs/llama-7b-%A_%a.out"     # the attempt's log (%j %A %a %x %%)
 total_steps = 100000                # enables the budget check
-crash_loop = 2                      # K bad attempts in a row -> CRITICAL
+crash_loop = 2                      # K bad launches in a row (in-place restarts too) -> CRITICAL
 on_crash_loop = "hold"              # hold the rest of the array (scontrol hold)
 stalled = "2h"                      # highest step not grown while attempts run -> CRITICAL
+no_progress = 3                     # N launches in a row resumed at the same step -> CRITICAL
 restart_storm = 6                   # more attempts than this in an hour -> WARNING
 ```
 """
@@ -26,13 +28,17 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from rtool.core.config.fields import setting
 from rtool.core.config.types import Duration, Section, Size
 
 if TYPE_CHECKING:
-    from rtool.runs.signatures import Pattern
+    from rtool.runs.signatures.base import Pattern
+
+
+#: The longest `[[runs.signature]]` pattern accepted.
+MAX_PATTERN = 1000
 
 
 class SignatureEntry(Section):
@@ -43,15 +49,24 @@ class SignatureEntry(Section):
     @field_validator("pattern")
     @classmethod
     def _regex(cls, v: str) -> str:
+        from rtool.core.linear import problem
+
+        if len(v) > MAX_PATTERN:
+            raise ValueError(f"pattern is longer than {MAX_PATTERN} characters")
         try:
-            re.compile(v)
+            re.compile(v, re.IGNORECASE)
         except re.error as exc:
             raise ValueError(f"pattern is not a valid regex: {exc}") from None
+        why = problem(v, re.IGNORECASE)
+        if why:
+            raise ValueError(f"pattern {v[:60]!r} is not linear-time: {why}")
         return v
 
 
 class RunsConfig(Section):
     log_tail: Size = 64 * 1024
+    #: Attempts a run's ledger keeps in full; older ones are summed up in its totals.
+    keep_attempts: int = Field(100, ge=1, le=1000)
     signature: list[SignatureEntry] = []
 
     def patterns(self) -> tuple[Pattern, ...]:
@@ -84,6 +99,11 @@ class RunWatch(Section):
     stalled: Duration | None = setting(
         2 * 3600.0, "Highest step not grown this long while attempts run -> CRITICAL."
     )
+    no_progress: int | None = setting(
+        3,
+        "Launches in a row (attempts, in-place restarts) that resume at the same step -> "
+        "CRITICAL stalled.",
+    )
     restart_storm: int | None = setting(6, "More attempts than this in an hour -> WARNING.")
     lookback: Duration = setting(14 * 86400.0, "How far back sacct looks for the run's attempts.")
     accounting: Literal["auto", "off"] = setting(
@@ -101,6 +121,8 @@ class RunWatch(Section):
                 raise ValueError(f"{label} {value!r}: no spaces or commas, not starting with '-'")
         if self.crash_loop < 1:
             raise ValueError("crash_loop must be at least 1")
+        if self.no_progress is not None and self.no_progress < 2:
+            raise ValueError("no_progress must be at least 2")
         return self
 
     @property

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rtool.core.slurm import QUEUED_STATES, RUNNING_STATES, SqueueJob
-from rtool.runs.model import LIMIT_STATES, Attempt, Ledger
+from rtool.runs.model import LIMIT_STATES, Attempt, InPlaceRestart, Ledger
 
 
 @dataclass(frozen=True)
@@ -62,15 +62,88 @@ def bad_attempt(a: Attempt, short: float) -> bool:
     return early and (kept is None or kept <= 0)
 
 
-def crash_loop(ledger: Ledger, k: int, short: float) -> list[Attempt] | None:
-    """The last `k` ended attempts when all of them are bad, else None."""
+@dataclass(frozen=True)
+class Try:
+    """One launch of the training that ended: an attempt's last launch (`restart` None), or a
+    launch the batch script restarted in place (`restart`: that restart)."""
+
+    attempt: Attempt
+    restart: InPlaceRestart | None
+    ended: float
+    bad: bool
+
+    @property
+    def number(self) -> int:
+        return self.attempt.number
+
+    @property
+    def label(self) -> str:
+        if self.restart is None:
+            return f"attempt {self.attempt.number}"
+        return f"attempt {self.attempt.number} launch {self.restart.launch - 1}"
+
+
+def bad_restart(r: InPlaceRestart, short: float) -> bool:
+    """A launch restarted in place that made no progress, or that died within `short` of its
+    start without saving a step (a launch that never made a guard: bad)."""
+    if r.progress == 0:
+        return True
+    if r.process_started is None:
+        return r.progress is None
+    early = r.time - r.process_started < short
+    saved = (
+        r.last_saved_step is not None
+        and r.process_start_step is not None
+        and r.last_saved_step >= r.process_start_step
+    )
+    return early and not saved
+
+
+def tries(ledger: Ledger, short: float) -> list[Try]:
+    """Every launch that ended, in the order they ended."""
+    out = []
+    for a in ledger.attempts:
+        restarts = ledger.restarts_of(a)
+        out += [Try(a, r, r.time, bad_restart(r, short)) for r in restarts]
+        if not a.is_over:
+            continue
+        last = a
+        if restarts:  # judge the attempt's last launch: from its restart on
+            r = restarts[-1]
+            end = a.step_end if r.resumed_step is not None else None
+            last = a.with_(started=r.time, step_start=r.resumed_step, step_end=end)
+        out.append(Try(a, None, a.ended or a.started or 0.0, bad_attempt(last, short)))
+    return sorted(out, key=lambda t: t.ended)
+
+
+def crash_loop(ledger: Ledger, k: int, short: float) -> list[Try] | None:
+    """The last `k` launches that ended (attempts and in-place restarts) when all of them are
+    bad, else None."""
     if ledger.finished or k < 1:
         return None
-    ended = [a for a in ledger.attempts if a.is_over]
-    tail = ended[-k:]
-    if len(tail) < k or not all(bad_attempt(a, short) for a in tail):
+    tail = tries(ledger, short)[-k:]
+    if len(tail) < k or not all(t.bad for t in tail):
         return None
     return tail
+
+
+def no_progress(ledger: Ledger, n: int | None) -> tuple[int, list[str]] | None:
+    """(step, launches) when the last `n` launches (attempts and in-place restarts, each known
+    by the step it resumed at) all resumed at the same step: no checkpoint in between."""
+    if ledger.finished or n is None or n < 2:
+        return None
+    starts: list[tuple[float, int, str]] = []
+    for a in ledger.attempts:
+        if a.step_start is not None and a.started is not None:
+            starts.append((a.started, a.step_start, f"attempt {a.number}"))
+        for r in ledger.restarts_of(a):
+            if r.resumed_step is not None:
+                label = f"attempt {a.number} launch {r.launch}"
+                starts.append((r.time, r.resumed_step, label))
+    tail = sorted(starts)[-n:]
+    if len(tail) < n or len({step for _, step, _ in tail}) != 1:
+        return None
+    return tail[0][1], [label for _, _, label in tail]
 
 
 def stalled_for(ledger: Ledger, queue: Queue, now: float) -> float | None:
@@ -108,4 +181,6 @@ def budget_short(ledger: Ledger, queue: Queue) -> tuple[int, float] | None:
 
 
 def attempts_within(ledger: Ledger, now: float, window: float = 3600.0) -> int:
-    return sum(1 for a in ledger.attempts if a.started is not None and now - a.started <= window)
+    """Attempts started, and in-place restarts made, within `window` of `now`."""
+    started = sum(1 for a in ledger.attempts if a.started is not None and now - a.started <= window)
+    return started + sum(1 for r in ledger.restarts if now - r.time <= window)

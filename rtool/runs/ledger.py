@@ -14,13 +14,20 @@ from typing import TYPE_CHECKING
 from rtool import __version__
 from rtool.core.heartbeat import Heartbeat, RunState
 from rtool.core.slurm import RUNNING_STATES, SqueueJob, expand_hostlist
-from rtool.runs import signatures
+from rtool.runs import inplace, signatures
+from rtool.runs.finish import Claim
+from rtool.runs.inplace import RestartRecord
 from rtool.runs.model import Attempt, Ledger, Source
 from rtool.runs.records import BatchRecord
+from rtool.runs.totals import fold
 
 if TYPE_CHECKING:
     from rtool.core.slurm import SacctRecord
 
+#: Attempts a ledger keeps in full by default (`[runs] keep_attempts`).
+KEEP_ATTEMPTS = 100
+#: How long an attempt's end record stands in for sacct (slurmdbd lags behind slurmctld).
+ACCOUNTING_LAG = 300.0
 #: Attempts whose log is read for a signature per build (the newest first).
 MAX_LOG_READS = 4
 DEGRADED_NOTE = (
@@ -42,9 +49,15 @@ class Inputs:
     records: list[BatchRecord] = field(default_factory=list)
     heartbeat: Heartbeat | None = None
     queue: list[SqueueJob] = field(default_factory=list)  # the run's jobs in squeue now
-    done: bool = False  # the heartbeat's done marker exists
+    #: The training's claim to have finished (its done marker, or a heartbeat in state
+    #: finished): the run is finished only when Slurm says that attempt COMPLETED.
+    claim: Claim | None = None
     total_steps: int | None = None
     note: str = ""
+    #: Attempts kept in full; older ones are folded into the ledger's running totals.
+    keep: int = KEEP_ATTEMPTS
+    #: The restart records: the training restarted inside an allocation (rtool.runs.inplace).
+    restarts: list[RestartRecord] = field(default_factory=list)
 
 
 def shown_id(job_id: str | None, array_job_id: str | None, task: object) -> str | None:
@@ -107,7 +120,7 @@ def _apply_record(by_key: dict[tuple[str, int], Attempt], run: str, rec: BatchRe
         state="RUNNING",
         source=Source.RECORDS,
     )
-    nodes = tuple(expand_hostlist(rec.nodelist)) if rec.nodelist else (rec.node,)
+    nodes = rec.nodes
     if rec.event == "start":
         a = a.with_(started=rec.time, nodes=a.nodes or nodes)
     else:
@@ -164,6 +177,15 @@ def from_records_and_queue(
     return out
 
 
+def _lagging(a: Attempt, now: float) -> bool:
+    """Running, or completed (exit 0) by its own end record within `ACCOUNTING_LAG`: sacct may
+    not know it yet."""
+    if not a.is_over:
+        return True
+    recent = a.ended is not None and a.ended >= now - ACCOUNTING_LAG
+    return a.source is Source.RECORDS and a.state == "COMPLETED" and recent
+
+
 def _carry(new: Attempt, old: Attempt | None) -> Attempt:
     """Keep what the previous ledger knew and the new source cannot tell."""
     if old is None:
@@ -188,15 +210,36 @@ def _carry(new: Attempt, old: Attempt | None) -> Attempt:
     return new.with_(**keep) if keep else new
 
 
+def confirmed_finish(a: Attempt) -> bool:
+    """The training said it finished in this attempt and Slurm says it ended COMPLETED (exit 0
+    in the batch script's end record without accounting): never the marker alone."""
+    return a.finished and a.state == "COMPLETED" and a.exit_code in (0, None)
+
+
 def heartbeat_key(hb: Heartbeat) -> tuple[str, int] | None:
     job = shown_id(hb.job_id, hb.array_job_id, hb.array_task_id)
     return (job, hb.restart_count) if job else None
 
 
-def _apply_heartbeat(a: Attempt, hb: Heartbeat) -> Attempt:
+def _lowest(*values: int | None) -> int | None:
+    known = [v for v in values if v is not None]
+    return min(known) if known else None
+
+
+def _highest(*values: int | None) -> int | None:
+    known = [v for v in values if v is not None]
+    return max(known) if known else None
+
+
+def _apply_heartbeat(a: Attempt, hb: Heartbeat, final: bool = True) -> Attempt:
+    """Steps, saves and the stop from a heartbeat of the attempt (`final`: of its last launch,
+    whose stop ended the attempt; else of a launch restarted in place: its steps only)."""
+    if not final:
+        start, end = _lowest(a.step_start, hb.step_at_start), _highest(a.step_end, hb.step)
+        return a.with_(step_start=start, step_end=end)
     changes: dict[str, object] = {}
-    if hb.step_at_start is not None:
-        changes["step_start"] = hb.step_at_start
+    if hb.step_at_start is not None:  # the attempt's first launch started lowest
+        changes["step_start"] = _lowest(a.step_start, hb.step_at_start)
     if hb.step is not None:
         changes["step_end"] = max(hb.step, a.step_end if a.step_end is not None else hb.step)
     if hb.last_saved_step is not None:
@@ -214,12 +257,14 @@ def _apply_heartbeat(a: Attempt, hb: Heartbeat) -> Attempt:
     return a.with_(**changes)
 
 
-def _order(attempts: list[Attempt]) -> list[Attempt]:
+def _order(attempts: list[Attempt], before: int = 0) -> list[Attempt]:
+    """In start order, numbered after the `before` attempts already folded."""
+
     def when(a: Attempt) -> float:
         return a.started if a.started is not None else (a.queued_at or math.inf)
 
     ordered = sorted(attempts, key=lambda a: (when(a), a.job_id, a.restart))
-    return [a.with_(number=i) for i, a in enumerate(ordered, 1)]
+    return [a.with_(number=i) for i, a in enumerate(ordered, before + 1)]
 
 
 def steps_lost(attempts: list[Attempt]) -> list[Attempt]:
@@ -265,6 +310,26 @@ def _signatures(
     return out
 
 
+def _apply_beats(attempts: dict[tuple[str, int], Attempt], inp: Inputs) -> None:
+    """The heartbeats of the sweep on their attempts: the end records' copies, the current one,
+    the training's claim to have finished, and the launches restarted in place."""
+    beats = [(r.shown_id, r.restart, r.heartbeat) for r in inp.records if r.heartbeat]
+    for job, restart, beat in beats:
+        if beat is not None and (job, restart) in attempts:
+            attempts[(job, restart)] = _apply_heartbeat(attempts[(job, restart)], beat)
+    hb = inp.heartbeat
+    key = heartbeat_key(hb) if hb is not None else None
+    if hb is not None and key is not None and key in attempts:
+        attempts[key] = _apply_heartbeat(attempts[key], hb)
+    if inp.claim is not None and inp.claim.key in attempts:
+        claimed = inp.claim.key
+        attempts[claimed] = attempts[claimed].with_(finished=True)
+    for rec in inp.restarts:  # the launches before an in-place restart (the first one's start)
+        rkey = (rec.shown_id, rec.restart)
+        if rec.heartbeat is not None and rkey in attempts:
+            attempts[rkey] = _apply_heartbeat(attempts[rkey], rec.heartbeat, final=False)
+
+
 def build(
     prev: Ledger | None,
     inp: Inputs,
@@ -278,31 +343,28 @@ def build(
         known = {a.key for a in base}
         # attempts sacct no longer reports (purged, or older than the lookback) stay
         base += [a for k, a in old.items() if k not in known and a.is_over]
-        # accounting lags (slurmdbd): a job squeue or the records show running is an attempt
+        # accounting lags (slurmdbd): a job squeue or the records show running, or whose recent
+        # end record says it completed, is an attempt until sacct knows it
         jobs = {a.job_id for a in base}
         live = from_records_and_queue(inp.run, [], inp.records, inp.queue, inp.now)
-        base += [a for a in live if not a.is_over and a.job_id not in jobs]
+        base += [a for a in live if a.job_id not in jobs and _lagging(a, inp.now)]
     else:
         base = from_records_and_queue(inp.run, list(old.values()), inp.records, inp.queue, inp.now)
-    attempts = {a.key: _carry(a, old.get(a.key)) for a in base}
-    beats = [(r.shown_id, r.restart, r.heartbeat) for r in inp.records if r.heartbeat]
-    for job, restart, beat in beats:
-        if beat is not None and (job, restart) in attempts:
-            attempts[(job, restart)] = _apply_heartbeat(attempts[(job, restart)], beat)
+    folded = prev.folded if prev else None
+    attempts = {
+        a.key: _carry(a, old.get(a.key)) for a in base if folded is None or not folded.covers(a)
+    }
+    _apply_beats(attempts, inp)
     hb = inp.heartbeat
-    key = heartbeat_key(hb) if hb is not None else None
-    if hb is not None and key is not None and key in attempts:
-        attempts[key] = _apply_heartbeat(attempts[key], hb)
-    ordered = steps_lost(_order(list(attempts.values())))
+    ordered = steps_lost(_order(list(attempts.values()), folded.attempts if folded else 0))
     ordered = _signatures(ordered, read_log, extra)
+    ordered, folded = fold(ordered, folded, inp.keep, inp.now)
     ledger = Ledger(
         run=inp.run,
         attempts=ordered,
         accounting=inp.sacct is not None,
         note=inp.note or ("" if inp.sacct is not None else DEGRADED_NOTE),
-        finished=inp.done
-        or any(a.finished for a in ordered)
-        or (hb is not None and hb.state is RunState.FINISHED),
+        finished=any(confirmed_finish(a) for a in ordered),
         total_steps=inp.total_steps
         if inp.total_steps is not None
         else (prev.total_steps if prev else None),
@@ -312,7 +374,11 @@ def build(
         crash_loop_at=prev.crash_loop_at if prev else None,
         rtool_version=__version__,
         shim_version=(hb.rtool_version if hb else None) or (prev.shim_version if prev else None),
+        folded=folded,
     )
+    copies = [r.heartbeat for r in inp.records] + [r.heartbeat for r in inp.restarts]
+    found = inplace.entries(inp.run, inp.restarts, [b for b in (hb, *copies) if b is not None])
+    ledger.restarts = inplace.merge(prev.restarts if prev else [], found)
     _best_step(ledger, prev, hb, inp.now)
     return ledger
 

@@ -133,6 +133,77 @@ class Attempt:
 
 
 @dataclass(frozen=True)
+class InPlaceRestart:
+    """One restart of the training inside its allocation (the batch script's in-place
+    restart after a crash or a hang): an entry of its own in the run's ledger, beside the
+    attempt (job, restart) it happened in. Made from the restart records (rtool.runs.inplace)
+    and the heartbeats of the launches before and after it."""
+
+    run: str
+    job_id: str  # the attempt's job id as Slurm shows it ("88_3")
+    restart: int  # the attempt's Slurm restart count
+    launch: int  # the launch it started (1: the first in-place restart of the attempt)
+    time: float  # when the batch script decided to restart (the failed launch had ended)
+    exit_code: int | None = None  # of the failed launch (srun's, or the launcher's)
+    cause: str = "crashed"  # hung, crashed, oom_kill, peer_failed, signal, exit
+    detail: str = ""  # "RuntimeError: CUDA error ...", "no step for 8.0s after step 850"
+    nodes: tuple[str, ...] = ()
+    fault_at: float | None = None  # the failed launch's last progress (its heartbeat's time)
+    process_started: float | None = None  # when the failed launch's guard was made
+    process_start_step: int | None = None  # the first step the failed launch ran
+    step_reached: int | None = None  # the last step the failed launch ran
+    last_saved_step: int | None = None  # the checkpoint the restart resumes from
+    resumed_step: int | None = None  # the first step the restarted launch ran
+    back_at: float | None = None  # when the restarted launch made its first step
+
+    @property
+    def key(self) -> tuple[str, int, int]:
+        return (self.job_id, self.restart, self.launch)
+
+    @property
+    def attempt_key(self) -> tuple[str, int]:
+        return (self.job_id, self.restart)
+
+    @property
+    def steps_redone(self) -> int | None:
+        """Steps the failed launch ran that the restarted one runs again."""
+        if self.step_reached is None or self.resumed_step is None:
+            return None
+        return max(0, self.step_reached - self.resumed_step + 1)
+
+    @property
+    def lost_s(self) -> float | None:
+        """From the failed launch's last step to the restarted launch's first step."""
+        if self.back_at is None or self.fault_at is None:
+            return None
+        return max(0.0, self.back_at - self.fault_at)
+
+    @property
+    def progress(self) -> int | None:
+        """Steps the failed launch moved the run forward (None when unknown)."""
+        if self.step_reached is None or self.process_start_step is None:
+            return None
+        return max(0, self.step_reached - self.process_start_step)
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["nodes"] = list(self.nodes)
+        d["steps_redone"], d["lost_s"] = self.steps_redone, self.lost_s
+        return d
+
+    @staticmethod
+    def from_json(d: dict[str, Any]) -> InPlaceRestart:
+        known = {f.name for f in fields(InPlaceRestart)}
+        values = {k: v for k, v in d.items() if k in known}
+        values["nodes"] = tuple(values.get("nodes") or ())
+        return InPlaceRestart(**values)
+
+
+#: In-place restart entries a ledger keeps (the newest).
+MAX_RESTARTS = 200
+
+
+@dataclass(frozen=True)
 class Totals:
     attempts: int
     steps_gained: int | None  # highest step reached by the run (from its first start)
@@ -141,9 +212,78 @@ class Totals:
     computing_s: float
     goodput: float | None  # time that produced kept steps / time allocated
     step_seconds: float | None  # the step time used for goodput
+    restarts_in_place: int = 0  # the training restarted inside an allocation
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
+
+
+@dataclass(frozen=True)
+class Folded:
+    """The attempts a ledger no longer keeps in full (the oldest, past `[runs] keep_attempts`),
+    summed up so the run's totals stay whole while the ledger stays small."""
+
+    attempts: int = 0
+    steps_lost: int = 0
+    queued_s: float = 0.0
+    computing_s: float = 0.0
+    first_step: int | None = None  # the step the run's first attempt started from
+    until: float = 0.0  # the latest start among them: older attempts a source reports are these
+    keys: tuple[tuple[str, int], ...] = ()  # the last ones' keys (attempts that started at `until`)
+
+    def add(self, gone: list[Attempt], now: float) -> Folded:
+        if not gone:
+            return self
+        starts = [a.step_start for a in gone if a.step_start is not None]
+        first = self.first_step if self.attempts else (starts[0] if starts else None)
+        return Folded(
+            attempts=self.attempts + len(gone),
+            steps_lost=self.steps_lost + sum(a.steps_lost or 0 for a in gone),
+            queued_s=self.queued_s + sum(a.queue_wait or 0.0 for a in gone),
+            computing_s=self.computing_s + sum(computing(a, now) for a in gone),
+            first_step=first,
+            until=max([self.until, *(a.started or 0.0 for a in gone)]),
+            keys=(*self.keys, *(a.key for a in gone))[-MAX_FOLDED_KEYS:],
+        )
+
+    def covers(self, a: Attempt) -> bool:
+        """Whether `a` (reported again by sacct or the records) is one of these."""
+        return a.key in self.keys or (a.started is not None and a.started < self.until)
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["keys"] = [list(k) for k in self.keys]
+        return d
+
+    @staticmethod
+    def from_json(d: Any) -> Folded | None:
+        if not isinstance(d, dict):
+            return None
+        try:
+            keys = tuple((str(k[0]), int(k[1])) for k in d.get("keys") or [])
+            return Folded(
+                attempts=int(d["attempts"]),
+                steps_lost=int(d.get("steps_lost") or 0),
+                queued_s=float(d.get("queued_s") or 0.0),
+                computing_s=float(d.get("computing_s") or 0.0),
+                first_step=int(d["first_step"]) if d.get("first_step") is not None else None,
+                until=float(d.get("until") or 0.0),
+                keys=keys[-MAX_FOLDED_KEYS:],
+            )
+        except (KeyError, TypeError, ValueError, IndexError):
+            return None
+
+
+#: Keys of folded attempts remembered (those that started in the same second as the last one).
+MAX_FOLDED_KEYS = 32
+
+
+def computing(a: Attempt, now: float) -> float:
+    """Seconds the attempt held its allocation (until now while it runs)."""
+    if a.started is None:
+        return 0.0
+    end = a.ended if a.ended is not None else now
+    return max(0.0, end - a.started)
 
 
 @dataclass
@@ -167,6 +307,14 @@ class Ledger:
     #: run's latest heartbeat (the trainer's); None when unknown (rtool 0.1).
     rtool_version: str | None = None
     shim_version: str | None = None
+    #: The oldest attempts, summed up (the ledger keeps the last `keep_attempts` in full).
+    folded: Folded | None = None
+    #: The training's restarts inside an allocation, oldest first (at most MAX_RESTARTS).
+    restarts: list[InPlaceRestart] = field(default_factory=list)
+
+    def restarts_of(self, a: Attempt) -> list[InPlaceRestart]:
+        """The in-place restarts that happened in attempt `a`, in launch order."""
+        return [r for r in self.restarts if r.attempt_key == a.key]
 
     @property
     def last(self) -> Attempt | None:
@@ -187,7 +335,9 @@ class Ledger:
             "crash_loop_at": self.crash_loop_at,
             "rtool_version": self.rtool_version,
             "shim_version": self.shim_version,
+            "folded": self.folded.to_json() if self.folded else None,
             "attempts": [a.to_json() for a in self.attempts],
+            "restarts": [r.to_json() for r in self.restarts],
         }
 
     @staticmethod
@@ -206,6 +356,10 @@ class Ledger:
             crash_loop_at=d.get("crash_loop_at"),
             rtool_version=_opt_str(d.get("rtool_version")),
             shim_version=_opt_str(d.get("shim_version")),
+            folded=Folded.from_json(d.get("folded")),
+            restarts=[
+                InPlaceRestart.from_json(r) for r in d.get("restarts") or [] if isinstance(r, dict)
+            ],
         )
 
 

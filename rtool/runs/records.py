@@ -1,23 +1,51 @@
 """The batch script's own start/end records of each attempt (degraded mode's ground truth).
 
-The rtool prelude (rtool/slurm_templates/_rtool_prelude.j2) appends one JSON line per event to
-`$RTOOL_RUN_RECORDS` (default `<heartbeat>.attempts`): `start` when the batch script starts,
-`end` with the training's exit code and a copy of the heartbeat as it ended. Read back
-bounded (the file's last `limit` bytes), from a trusted file only (see `rtool.runs.logtail`).
+The batch script runs `rtool record start` and `rtool record end --rc N`
+(`rtool.runs.record_write`): one JSON line per event appended to `$RTOOL_RUN_RECORDS` (default
+`<heartbeat>.attempts`), made only of fields rtool produced and checked. Read back bounded (the
+file's last `limit` bytes, a trusted regular file only, see `rtool.runs.logtail`), every line
+validated against the schema below: at most `MAX_LINE` bytes, lines split on `\\n` only (a `\\r`,
+a Unicode line separator or a control character makes the line bad), no duplicate JSON key at any
+depth, only known keys with their exact types. A bad line is skipped with a warning and never
+acted on (`Records.skipped` says why).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import logging
+import math
 import os
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 from typing import Any
 
 from rtool.core.heartbeat import Heartbeat, HeartbeatFormatError
+from rtool.core.slurm.parse import ParseError, expand_hostlist
 from rtool.runs.logtail import read_tail
+
+log = logging.getLogger(__name__)
 
 RECORDS_SUFFIX = ".attempts"
 RECORDS_BYTES = 256 * 1024
+#: The longest record line rtool writes (a heartbeat copy included) and accepts.
+MAX_LINE = 16 * 1024
+#: The keys of a record line; `event`, `job_id` and `time` are required.
+KEYS = frozenset(
+    {"event", "job_id", "array_job_id", "array_task_id", "restart", "node", "nodelist", "time"}
+    | {"rc", "heartbeat"}
+)
+#: Bad lines named in the warning (the count covers the rest).
+MAX_REPORTED = 3
+DIGITS = re.compile(r"[0-9]{1,12}", re.ASCII)
+NODE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]{0,127}", re.ASCII)
+HOSTLIST = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-\[\],]{0,4095}", re.ASCII)
+_BAD_CHARS = re.compile(r"[\x00-\x1f\x7f\u0085\u2028\u2029]")
+
+
+class RecordError(ValueError):
+    """A record line that rtool did not write (one line naming the problem)."""
 
 
 @dataclass(frozen=True)
@@ -40,6 +68,48 @@ class BatchRecord:
             return f"{self.array_job_id}_{self.array_task_id}"
         return self.job_id
 
+    @property
+    def nodes(self) -> tuple[str, ...]:
+        """The attempt's nodes (the node list was checked to expand within the cap)."""
+        if self.nodelist:
+            return tuple(expand_hostlist(self.nodelist))
+        return (self.node,) if self.node else ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "event": self.event,
+            "job_id": self.job_id,
+            "array_job_id": self.array_job_id,
+            "array_task_id": self.array_task_id,
+            "restart": self.restart,
+            "node": self.node,
+            "nodelist": self.nodelist,
+            "time": self.time,
+            "rc": self.rc,
+            "heartbeat": self.heartbeat.to_dict() if self.heartbeat else None,
+        }
+
+    def to_line(self) -> str:
+        """The record as one line (ASCII JSON, no newline inside); raises RecordError when it
+        would not read back (the caller drops the heartbeat copy and tries again)."""
+        line = json.dumps(self.to_json(), sort_keys=True, ensure_ascii=True, allow_nan=False)
+        parse_record(line)  # what rtool writes is exactly what it accepts
+        return line
+
+
+@dataclass
+class Records:
+    """The records read from one file, and the lines skipped as bad (why, by line)."""
+
+    records: list[BatchRecord] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+
+    def note(self) -> str:
+        if not self.skipped:
+            return ""
+        shown = "; ".join(self.skipped[:MAX_REPORTED])
+        return f"{len(self.skipped)} bad record line(s) skipped ({shown})"
+
 
 def records_path(heartbeat: str | None, explicit: str | None = None) -> str | None:
     if explicit:
@@ -47,55 +117,145 @@ def records_path(heartbeat: str | None, explicit: str | None = None) -> str | No
     return f"{heartbeat}{RECORDS_SUFFIX}" if heartbeat else None
 
 
-def _opt_str(v: Any) -> str | None:
-    return str(v) if isinstance(v, (str, int)) and str(v) not in ("", "None") else None
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise RecordError(f"duplicate key {key[:40]!r}")
+        out[key] = value
+    return out
 
 
-def parse_record(line: str) -> BatchRecord | None:
-    """One record, or None for a line that is not one (a torn or foreign line)."""
+def _reject_constant(name: str) -> Any:
+    raise RecordError(f"{name} is not a number")
+
+
+def _int(d: dict[str, Any], key: str, low: int, high: int) -> int | None:
+    v = d.get(key)
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, int) or not low <= v <= high:
+        raise RecordError(f"{key}: expected a whole number {low}..{high}")
+    return v
+
+
+def _digits(d: dict[str, Any], key: str) -> str | None:
+    """An optional id: digits, or "" / null for none (the first prelude wrote "")."""
+    v = d.get(key)
+    if v is None or v == "":
+        return None
+    if isinstance(v, int) and not isinstance(v, bool):
+        v = str(v)
+    if not isinstance(v, str) or not DIGITS.fullmatch(v):
+        raise RecordError(f"{key}: expected digits")
+    return v
+
+
+def _text(d: dict[str, Any], key: str, pattern: re.Pattern[str]) -> str:
+    v = d.get(key)
+    if v is None or v == "":
+        return ""
+    if not isinstance(v, str) or not pattern.fullmatch(v):
+        raise RecordError(f"{key}: not a node name or list")
+    return v
+
+
+def belongs(hb: Heartbeat, rec: BatchRecord) -> bool:
+    """Whether the heartbeat was written by the attempt of this record (same job, restart)."""
+    ids = {hb.job_id, f"{hb.array_job_id}_{hb.array_task_id}"}
+    mine = rec.job_id in ids or (rec.array_job_id is not None and rec.shown_id in ids)
+    return mine and hb.restart_count == rec.restart
+
+
+def _heartbeat(raw: Any, rec: BatchRecord) -> Heartbeat:
     try:
-        d = json.loads(line)
-    except ValueError:
-        return None
-    if not isinstance(d, dict) or d.get("event") not in ("start", "end"):
-        return None
-    job = _opt_str(d.get("job_id"))
-    if job is None or not job.isdigit():
-        return None
-    task = _opt_str(d.get("array_task_id"))
-    hb = None
-    if isinstance(d.get("heartbeat"), dict):
+        hb = Heartbeat.from_dict(raw)
+    except HeartbeatFormatError as exc:
+        raise RecordError(str(exc)[:200]) from None
+    if not belongs(hb, rec):
+        raise RecordError("heartbeat: of another attempt")
+    return hb
+
+
+def _decode(line: str) -> dict[str, Any]:
+    if len(line.encode("utf-8", "surrogatepass")) > MAX_LINE:
+        raise RecordError(f"longer than {MAX_LINE} bytes")
+    if _BAD_CHARS.search(line):
+        raise RecordError("a control character or line separator in the line")
+    try:
+        d = json.loads(line, object_pairs_hook=_no_duplicates, parse_constant=_reject_constant)
+    except RecursionError:
+        raise RecordError("nested too deeply") from None
+    except ValueError as exc:
+        if isinstance(exc, RecordError):
+            raise
+        raise RecordError("not JSON") from None
+    if not isinstance(d, dict):
+        raise RecordError("not a JSON object")
+    unknown = sorted(set(d) - KEYS)
+    if unknown:
+        raise RecordError(f"unknown key {unknown[0][:40]!r}")
+    return d
+
+
+def parse_record(line: str) -> BatchRecord:
+    """The record in one line; raises RecordError (naming the problem) for any other line."""
+    d = _decode(line)
+    event = d.get("event")
+    if event not in ("start", "end"):
+        raise RecordError("event: expected start or end")
+    job = _digits(d, "job_id")
+    if job is None:
+        raise RecordError("job_id: missing")
+    t = d.get("time")
+    if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t) or t <= 0:
+        raise RecordError("time: expected seconds since the epoch")
+    array, task = _digits(d, "array_job_id"), _digits(d, "array_task_id")
+    rc = _int(d, "rc", 0, 255)
+    if event == "start" and (rc is not None or d.get("heartbeat") is not None):
+        raise RecordError("a start record with an exit code or a heartbeat")
+    rec = BatchRecord(
+        event=event,
+        job_id=job,
+        array_job_id=array,
+        array_task_id=int(task) if task is not None else None,
+        restart=_int(d, "restart", 0, 1_000_000) or 0,
+        node=_text(d, "node", NODE),
+        nodelist=_text(d, "nodelist", HOSTLIST),
+        time=float(t),
+        rc=rc,
+        heartbeat=None,
+    )
+    try:
+        rec.nodes  # noqa: B018 - expands within the cap, or the line is bad
+    except ParseError as exc:
+        raise RecordError(f"nodelist: {exc}") from None
+    if d.get("heartbeat") is not None:
+        rec = dataclasses.replace(rec, heartbeat=_heartbeat(d["heartbeat"], rec))
+    return rec
+
+
+def parse_records(text: str, where: str = "records") -> Records:
+    """Every line of `text` (split on `\\n` only), the bad ones skipped with a warning."""
+    out = Records()
+    for number, line in enumerate(text.split("\n"), 1):
+        if not line.strip():
+            continue
         try:
-            hb = Heartbeat.from_dict(d["heartbeat"])
-        except HeartbeatFormatError:
-            hb = None
+            out.records.append(parse_record(line))
+        except RecordError as exc:
+            out.skipped.append(f"line {number}: {exc}")
+    if out.skipped:
+        log.warning("%s: %s", where, out.note())
+    return out
+
+
+def read_records(path: str, limit: int = RECORDS_BYTES) -> Records:
+    """The records in `path` (none when there is no file). Raises OSError on an unsafe file."""
     try:
-        return BatchRecord(
-            event=d["event"],
-            job_id=job,
-            array_job_id=_opt_str(d.get("array_job_id")),
-            array_task_id=int(task) if task and task.isdigit() else None,
-            restart=int(d.get("restart") or 0),
-            node=str(d.get("node") or ""),
-            nodelist=str(d.get("nodelist") or ""),
-            time=float(d["time"]),
-            rc=int(d["rc"]) if d.get("rc") not in (None, "") else None,
-            heartbeat=hb,
-        )
-    except (KeyError, TypeError, ValueError):
-        return None
-
-
-def parse_records(text: str) -> list[BatchRecord]:
-    return [r for line in text.splitlines() if (r := parse_record(line)) is not None]
-
-
-def read_records(path: str, limit: int = RECORDS_BYTES) -> list[BatchRecord]:
-    """The records in `path` ([] when there is no file). Raises OSError on an unsafe file."""
-    try:
-        return parse_records(read_tail(path, limit))
+        return parse_records(read_tail(path, limit), path)
     except FileNotFoundError:
-        return []
+        return Records()
 
 
 def exists(path: str | None) -> bool:

@@ -6,7 +6,7 @@ import time
 
 from rtool.core.units import format_duration
 from rtool.runs.describe import exit_text
-from rtool.runs.model import Attempt, Ledger, Totals
+from rtool.runs.model import Attempt, InPlaceRestart, Ledger, Totals
 
 COLUMNS = (
     ("#", 3),
@@ -52,6 +52,17 @@ def row(a: Attempt, now: float) -> list[str]:
     ]
 
 
+def restart_line(r: InPlaceRestart) -> str:
+    """One in-place restart under its attempt: when, why, what it cost."""
+    at = time.strftime("%H:%M:%S", time.localtime(r.time))
+    why = f"{r.cause}: {r.detail[:100]}" if r.detail else r.cause
+    code = f"exit {r.exit_code}" if r.exit_code is not None else "exit ?"
+    resumed = f"resumed at step {r.resumed_step}" if r.resumed_step is not None else "not resumed"
+    redone = f", {r.steps_redone} steps redone" if r.steps_redone is not None else ""
+    lost = f", {format_duration(r.lost_s)} from the last step to the next" if r.lost_s else ""
+    return f"     ↳ {at} restarted in place ({why}; {code}): {resumed}{redone}{lost}"
+
+
 def table(led: Ledger, tot: Totals, now: float) -> str:
     head = [h.ljust(w) for h, w in COLUMNS] + ["signature"]
     lines = ["  ".join(head).rstrip()]
@@ -62,11 +73,14 @@ def table(led: Ledger, tot: Totals, now: float) -> str:
             line = a.signature.line[:80]
             sig = line if line.startswith(a.signature.label) else f"{sig}: {line}"
         lines.append("  ".join([*cells, sig]).rstrip())
+        lines += [restart_line(r) for r in led.restarts_of(a)]
     good = f"{tot.goodput:.2f}" if tot.goodput is not None else "?"
     status = "finished" if led.finished else "not finished"
     lines += [
         "",
-        f"run {led.run}: {status}; {tot.attempts} attempt(s), steps gained "
+        f"run {led.run}: {status}; {tot.attempts} attempt(s)"
+        + (f" and {tot.restarts_in_place} in-place restart(s)" if tot.restarts_in_place else "")
+        + ", steps gained "
         f"{_opt(tot.steps_gained)}, steps lost {tot.steps_lost}, queued "
         f"{format_duration(tot.queued_s)}, computing {format_duration(tot.computing_s)}, "
         f"goodput {good}",

@@ -15,10 +15,11 @@ from rtool.core.heartbeat import Heartbeat, HeartbeatFormatError, read_heartbeat
 from rtool.core.identity import is_mine
 from rtool.core.slurm import AccountingDisabled, SacctRecord, Slurm, SlurmError, SqueueJob
 from rtool.core.state import StateDir
+from rtool.runs import finish, store
 from rtool.runs import ledger as ledger_mod
-from rtool.runs import store
 from rtool.runs.config import RunsConfig, RunWatch
 from rtool.runs.health import crash_loop
+from rtool.runs.inplace import RestartRecord, read_restarts, restarts_path
 from rtool.runs.logtail import UntrustedFile, read_tail, tail_lines
 from rtool.runs.model import Attempt, Ledger
 from rtool.runs.records import BatchRecord, read_records, records_path
@@ -89,9 +90,20 @@ def _records(spec: RunWatch) -> tuple[list[BatchRecord], str]:
     if not path:
         return [], ""
     try:
-        return read_records(os.path.expanduser(path)), ""
+        got = read_records(os.path.expanduser(path))
     except OSError as exc:
         return [], f"records not read: {exc}"
+    return got.records, got.note()
+
+
+def _restarts(spec: RunWatch) -> tuple[list[RestartRecord], str]:
+    path = records_path(spec.heartbeat, spec.records)
+    if not path:
+        return [], ""
+    try:
+        return read_restarts(restarts_path(os.path.expanduser(path))), ""
+    except OSError as exc:
+        return [], f"restart records not read: {exc}"
 
 
 def refresh(
@@ -123,8 +135,8 @@ def refresh(
         notes.append(ledger_mod.DEGRADED_NOTE)
     hb, why = _heartbeat(spec)
     recs, why2 = _records(spec)
-    notes += [n for n in (why, why2) if n]
-    done = bool(spec.heartbeat) and os.path.exists(os.path.expanduser(f"{spec.heartbeat}.done"))
+    restarts, why3 = _restarts(spec)
+    notes += [n for n in (why, why2, why3) if n]
     inputs = ledger_mod.Inputs(
         run=spec.name,
         now=now,
@@ -132,9 +144,11 @@ def refresh(
         records=recs,
         heartbeat=hb,
         queue=[j for j in queue if j.name == spec.slurm_name and is_mine(j.user)],
-        done=done,
+        claim=finish.claim(spec.heartbeat),
         total_steps=spec.total_steps,
         note="; ".join(notes),
+        keep=cfg.keep_attempts,
+        restarts=restarts,
     )
     led = ledger_mod.build(prev, inputs, log_reader(spec, int(cfg.log_tail)), cfg.patterns())
     looping = crash_loop(led, spec.crash_loop, spec.short) is not None

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import re
+import time
 from typing import Any
 
 from rtool import __version__
 from rtool.core.errors import RtoolError
 from rtool.core.state import StateDir
 from rtool.runs.model import LEDGER_FORMAT, Ledger
+from rtool.runs.totals import fold
 
 _SAFE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 
@@ -47,5 +50,20 @@ def load(state: StateDir, run: str) -> Ledger | None:
 
 
 def save(state: StateDir, ledger: Ledger) -> None:
+    """Write the ledger; one that would not fit the state file cap keeps fewer attempts in full
+    (the rest folded into its totals), so it is never too big to read back."""
     ledger.rtool_version = __version__  # which rtool watched the run
-    state.write_json(ledger_file(ledger.run), ledger.to_json())
+    current = [ledger]
+
+    def shrink(_: Any) -> Any:
+        led = current[0]
+        if len(led.attempts) <= 1:
+            return None
+        now = led.updated or time.time()
+        attempts, folded = fold(led.attempts, led.folded, len(led.attempts) // 2, now)
+        if len(attempts) == len(led.attempts):
+            return None
+        current[0] = dataclasses.replace(led, attempts=attempts, folded=folded)
+        return current[0].to_json()
+
+    state.write_json(ledger_file(ledger.run), ledger.to_json(), shrink=shrink)

@@ -1,8 +1,9 @@
-"""A run summed up: attempts, steps gained and lost, time queued and computing, goodput."""
+"""A run summed up: attempts, steps gained and lost, time queued and computing, goodput; and the
+ledger's running totals of the attempts it no longer keeps in full (`fold`)."""
 
 from __future__ import annotations
 
-from rtool.runs.model import Attempt, Ledger, Totals
+from rtool.runs.model import Attempt, Folded, Ledger, Totals
 
 
 def step_seconds(ledger: Ledger) -> float | None:
@@ -18,30 +19,59 @@ def step_seconds(ledger: Ledger) -> float | None:
     return min(rates) if rates else None
 
 
-def _computing(a: Attempt, now: float) -> float:
-    if a.started is None:
-        return 0.0
-    end = a.ended if a.ended is not None else now
-    return max(0.0, end - a.started)
+def ends(ledger: Ledger, now: float) -> dict[int, float]:
+    """When each started attempt ended (by number): its end time; for one that is over without
+    an end time (sacct gives none for some requeued array tasks) the next attempt's start; for
+    one still running, now."""
+    out: dict[int, float] = {}
+    next_start: float | None = None  # the earliest start after this attempt
+    for a in reversed(ledger.attempts):
+        if a.started is None:
+            continue
+        end = a.ended if a.ended is not None or not a.is_over else next_start
+        out[a.number] = max(a.started, end if end is not None else now)
+        next_start = a.started if next_start is None else min(next_start, a.started)
+    return out
 
 
 def totals(ledger: Ledger, now: float) -> Totals:
-    atts = ledger.attempts
+    atts, f = ledger.attempts, ledger.folded or Folded()
+    ended = ends(ledger, now)
     first = next((a.step_start for a in atts if a.step_start is not None), 0) or 0
+    if f.attempts:
+        first = f.first_step or 0
     gained = (ledger.best_step - first) if ledger.best_step is not None else None
-    lost = sum(a.steps_lost or 0 for a in atts)
-    queued = sum(a.queue_wait or 0.0 for a in atts)
-    computing = sum(_computing(a, now) for a in atts)
+    lost = f.steps_lost + sum(a.steps_lost or 0 for a in atts)
+    queued = f.queued_s + sum(a.queue_wait or 0.0 for a in atts)
+    busy = f.computing_s + sum(ended[a.number] - a.started for a in atts if a.started is not None)
+    lost += sum(r.steps_redone or 0 for r in ledger.restarts)  # redone after in-place restarts
     sec = step_seconds(ledger)
     goodput = None
-    if gained is not None and sec and computing > 0:
-        goodput = min(1.0, gained * sec / computing)
+    if gained is not None and sec and busy > 0:
+        goodput = min(1.0, gained * sec / busy)
     return Totals(
-        attempts=len(atts),
+        attempts=f.attempts + len(atts),
         steps_gained=gained,
         steps_lost=lost,
         queued_s=queued,
-        computing_s=computing,
+        computing_s=busy,
         goodput=goodput,
         step_seconds=sec,
+        restarts_in_place=len(ledger.restarts),
     )
+
+
+def fold(
+    attempts: list[Attempt], folded: Folded | None, keep: int, now: float
+) -> tuple[list[Attempt], Folded | None]:
+    """Keep the last `keep` attempts in full; the ended ones before them are summed up into
+    `folded` (an attempt still running is never folded)."""
+    excess = len(attempts) - max(1, keep)
+    if excess <= 0:
+        return attempts, folded
+    gone = attempts[:excess]
+    while gone and not gone[-1].is_over:
+        gone.pop()
+    if not gone or any(not a.is_over for a in gone):
+        return attempts, folded
+    return attempts[len(gone) :], (folded or Folded()).add(gone, now)

@@ -23,6 +23,7 @@ stdlib-only rtool.core modules (units, heartbeat).
 """
 
 from rtool.shim.decision import (
+    HANG_EXIT_CODE,
     NONFINITE_EXIT_CODE,
     REQUEUE_EXIT_CODE,
     SAVE_FAILED_EXIT_CODE,
@@ -33,6 +34,7 @@ from rtool.shim.guard import Guard
 from rtool.shim.options import GuardOptions, ShimConfigError
 
 __all__ = [
+    "HANG_EXIT_CODE",
     "NONFINITE_EXIT_CODE",
     "REQUEUE_EXIT_CODE",
     "SAVE_FAILED_EXIT_CODE",

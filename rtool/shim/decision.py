@@ -8,11 +8,16 @@ REQUEUE_EXIT_CODE = 85
 NONFINITE_EXIT_CODE = 86
 SAVE_FAILED_EXIT_CODE = 87
 SAVE_TIMEOUT_EXIT_CODE = 88
+#: The process was ended by the shim as hung (no step for `hang_after`), or because another
+#: rank hung or crashed: the batch script restarts it in place (docs/runs.md).
+HANG_EXIT_CODE = 89
 
 # Stop / save reasons (Decision.reason, heartbeat stop_reason).
 KILLED, SIGNAL, TIME_LIMIT, MEMORY = "killed", "signal", "time_limit", "memory"
 GPU_MEMORY, NONFINITE, SAVE_SWITCH = "gpu_memory", "nonfinite_loss", "save_switch"
 SAVE_TIMEOUT, UNRESPONSIVE = "save_timeout", "unresponsive"
+HUNG, PEER_FAILED = "hung", "peer_failed"
+PERIODIC = "periodic"  # a save of the save_every cadence (training goes on)
 
 
 @dataclass(frozen=True)

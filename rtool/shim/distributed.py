@@ -65,9 +65,12 @@ class Agreement:
             return MAX_INTERVAL
         return max(1, min(MAX_INTERVAL, math.floor(self.sync_seconds / per_step)))
 
-    def agree(self, flags: int, steps_since: int) -> tuple[int, int]:
-        """(flags OR-ed over all ranks, agreed next interval = the smallest proposal)."""
+    def agree(self, flags: int, steps_since: int, urgent: bool = False) -> tuple[int, int]:
+        """(flags OR-ed over all ranks, agreed next interval = the smallest proposal);
+        `urgent` (the stop time is near): agree again at the next step."""
         proposal = self.propose(steps_since, time.monotonic())
+        if urgent:
+            proposal = 1
         values = [(flags >> i) & 1 for i in range(FLAG_BITS)] + [-proposal]
         t = self.torch.tensor(values, dtype=self.torch.int64, device=self.device)
         self.dist.all_reduce(t, op=self.dist.ReduceOp.MAX)

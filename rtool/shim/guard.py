@@ -26,11 +26,11 @@ from rtool.shim.crash import error_info
 from rtool.shim.decision import (
     CONTINUE,
     KILLED,
-    SIGNAL,
     Decision,
 )
 from rtool.shim.distributed import Agreement, initialised_dist
 from rtool.shim.forced_exit import Unresponsive
+from rtool.shim.hang import HangWatch
 from rtool.shim.heartbeat import JobIdentity
 from rtool.shim.monitor import Monitor, MonitorConfig, Sources, Timing
 from rtool.shim.options import GuardOptions, ShimConfigError
@@ -38,6 +38,7 @@ from rtool.shim.report import Reporter
 from rtool.shim.signals import SignalFlags
 from rtool.shim.stopping import Stopper
 from rtool.shim.switchfile import switch_set
+from rtool.shim.watch import InProcessWatch
 
 __all__ = ["Guard"]
 
@@ -47,7 +48,7 @@ _NEVER = 1 << 62
 _UNDETECTED: Any = object()
 
 
-class Guard:
+class Guard(InProcessWatch):
     """The in-loop guard. `Guard(save, GuardOptions(...))` or `Guard(save, **keywords)`."""
 
     def __init__(
@@ -73,8 +74,10 @@ class Guard:
         self._agreement: Any = _UNDETECTED
         self._interval = 1
         self._closed = self._finished = False
+        self._alive = 0  # bumped by alive(): progress that is not a step (evaluation)
         self._src, self._timing = Sources(), Timing()
         self._report = Reporter(opts.heartbeat, self.ident, self._timing)
+        self._report.carry_previous()
         self._stopper = Stopper(opts, save, self._src, self._timing, self._report)
         self._monitor = Monitor(self._monitor_config(), self._src, self._timing, self._wake)
         self._monitor.current_step = lambda: self._step
@@ -83,8 +86,10 @@ class Guard:
         self._report.progress_time = lambda: self._monitor.progress_time
         self._signals = SignalFlags(opts.signals, self._on_signal)
         self._unresponsive = Unresponsive(self._unresponsive_bound, self._on_unresponsive)
+        self._hang = HangWatch(opts.hang_after, opts.abort_file, self.ident.launch, self._timing)
+        self._hang.fire, self._hang.peer = self._on_hang, self._on_peer
         self._monitor.watchers.append(self._watch)
-        self._report.start()
+        self._report.start(self._on_crash)
         if start:
             self._monitor.start()
 
@@ -102,9 +107,7 @@ class Guard:
 
     def _monitor_config(self) -> MonitorConfig:
         o = self.options
-        mc = MonitorConfig.from_options(o, None if o.end_time is not None else self.ident.job_id)
-        self._timing.longest_step, self._timing.longest_save = self._report.previous_longest
-        return mc
+        return MonitorConfig.from_options(o, None if o.end_time is not None else self.ident.job_id)
 
     def _on_signal(self, name: str) -> None:
         """In the signal handler: note it; the deadline kind goes to the monitor thread."""
@@ -150,6 +153,18 @@ class Guard:
         if self._alert or self._countdown <= 0:
             return self._slow(step)
         return self._decision
+
+    def alive(self) -> None:
+        """Progress that is not a training step (an evaluation batch, a step beginning): no
+        hang meanwhile; a save begun with `save_started()` is over."""
+        self._alive += 1
+        self._timing.saving_since = None
+
+    def save_started(self) -> None:
+        """A save the framework makes on its own begins (`mark_saved` ends it): no hang
+        meanwhile."""
+        if self._timing.saving_since is None:
+            self._timing.saving_since = time.monotonic()
 
     def check_loss(self, loss: Any) -> bool:
         """False for a non-finite loss (skip the optimizer step); stops after max_nonfinite."""
@@ -210,6 +225,11 @@ class Guard:
         return self._stopper.final
 
     @property
+    def last_saved_step(self) -> int | None:
+        """The step of the last save this guard knows of (this run's, or the previous run's)."""
+        return self._timing.last_save_step
+
+    @property
     def exit_code(self) -> int:
         """The code to end the process with: the stop's, or 0 (`sys.exit(guard.exit_code)`)."""
         final = self._stopper.final
@@ -223,18 +243,22 @@ class Guard:
 
     def _slow(self, step: int) -> Decision:
         if self._timing.first_step is None:
-            self._timing.first_step = step
+            self._timing.first_step, self._timing.first_step_time = step, time.time()
         if self._stopper.final is not None:
             return self._stopper.final
         if self._agreement is _UNDETECTED:
             self._detect()
+        # near the stop time every step reads the clock (and the ranks agree at every step)
+        near = self._src.deadline_at is not None and self._src.time_up is None
+        if near:
+            self._monitor.deadline.at_boundary(time.time())
         agreement = self._agreement
         if agreement is None:
-            self._countdown = _NEVER
+            self._countdown = 1 if near else _NEVER
             return self._act(step, self._collect())
         if self._countdown > 0:
             return CONTINUE
-        flags, self._interval = agreement.agree(self._collect(), self._interval)
+        flags, self._interval = agreement.agree(self._collect(), self._interval, urgent=near)
         self._countdown = self._interval
         return self._act(step, flags)
 
@@ -270,28 +294,6 @@ class Guard:
         return d
 
     def _settle(self, d: Decision) -> None:
-        self._unresponsive.settled = True
+        self._unresponsive.settled = self._hang.settled = True
         self._decision = d
         self._countdown = _NEVER
-
-    # -- unresponsive after TERM -------------------------------------------------------------
-
-    def _watch(self, mono: float) -> None:
-        """One round of the monitor thread: TERM seen by the wakeup fd, the bound passed."""
-        if signal.SIGTERM in self._signals.drain_wakeup():
-            self._unresponsive.noted(mono)
-        self._unresponsive.check(mono)
-
-    def _unresponsive_bound(self) -> float:
-        after = self.options.unresponsive_after
-        if after is None:
-            return math.inf
-        if isinstance(after, (int, float)):
-            return float(after)
-        t, c = self._timing, self._monitor.config
-        need = 2 * t.longest_step + t.longest_save + c.poll_interval + c.extra_latency
-        return max(Unresponsive.MIN_BOUND, need)
-
-    def _on_unresponsive(self, waited: float) -> None:
-        self._stopper.unresponsive(waited, self._monitor.last_step)
-        self._unresponsive.end(self._stopper.stop_code(SIGNAL))

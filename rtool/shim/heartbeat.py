@@ -148,6 +148,7 @@ class JobIdentity:
     rank: int = 0
     world_size: int = 1
     run: str | None = None
+    launch: int = 0  # RTOOL_LAUNCH: the in-place restart of this attempt (0: the first launch)
 
     @classmethod
     def from_env(
@@ -162,6 +163,7 @@ class JobIdentity:
             rank=_int(env.get("RANK") or env.get("SLURM_PROCID"), 0),
             world_size=_int(env.get("WORLD_SIZE") or env.get("SLURM_NTASKS"), 1),
             run=env.get("RTOOL_RUN") or env.get("SLURM_JOB_NAME") or None,
+            launch=_int(env.get("RTOOL_LAUNCH"), 0),
         )
 
     def base_record(self) -> Heartbeat:
@@ -180,6 +182,7 @@ class JobIdentity:
             world_size=self.world_size,
             pid=os.getpid(),
             started=now,
+            launch=self.launch,
             rtool_version=__version__,
         )
 

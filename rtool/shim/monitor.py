@@ -8,6 +8,7 @@ Everything that costs a syscall happens here, every `poll_interval` seconds, nev
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -15,7 +16,9 @@ from dataclasses import dataclass, field
 
 import psutil
 
-from rtool.shim import slurm as _shim_slurm
+from rtool.core import cgroup
+from rtool.core.units import format_size
+from rtool.shim.deadline import Deadline
 from rtool.shim.options import GuardOptions
 from rtool.shim.switchfile import file_ident, switch_set
 
@@ -26,12 +29,14 @@ log = logging.getLogger("rtool.shim")
 END_TIME_REFRESH = 300.0
 #: How often GPU memory is checked (it goes through torch/CUDA: rarely).
 GPU_INTERVAL = 30.0
-#: Least margin before the job's end when a deadline signal defers the stop (exit + requeue).
-DEADLINE_MIN_MARGIN = 10.0
 
 
 #: Flag bits, exchanged between ranks (rtool.shim.distributed.FLAG_BITS of them).
-F_KILL, F_SIGNAL, F_TIME, F_MEMORY, F_GPU, F_NONFINITE, F_SAVE = (1 << i for i in range(7))
+F_KILL, F_SIGNAL, F_TIME, F_MEMORY, F_GPU, F_NONFINITE, F_SAVE, F_PERIODIC = (
+    1 << i for i in range(8)
+)
+#: `save_every = "auto"`: save as often as keeps the measured save at this share of the time.
+SAVE_OVERHEAD = 0.01
 
 
 @dataclass
@@ -47,6 +52,8 @@ class Sources:
     memory: str | None = None
     gpu: str | None = None
     nonfinite: bool = False  # written by check_loss
+    deadline_at: float | None = None  # the stop time, near: the step path reads the clock
+    periodic: bool = False  # a save of the save_every cadence is due
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def flags(self) -> int:
@@ -59,6 +66,7 @@ class Sources:
             (self.gpu, F_GPU),
             (self.nonfinite, F_NONFINITE),
             (self.save_ident is not None, F_SAVE),
+            (self.periodic, F_PERIODIC),
         )
         return sum(bit for found, bit in bits if found)
 
@@ -75,6 +83,8 @@ class Timing:
     last_save_time: float | None = None
     last_save_seconds: float | None = None
     first_step: int | None = None  # the first step of this process
+    first_step_time: float | None = None  # when it was seen
+    saving_since: float | None = None  # monotonic start of a save in progress (no hang then)
     nonfinite: int = 0  # non-finite losses in a row
 
     def saved(self, step: int | None, seconds: float | None) -> None:
@@ -105,7 +115,7 @@ class MonitorConfig:
     poll_interval: float = 1.0
     heartbeat_interval: float = 5.0
     deadline_window: float = 900.0
-    signal_stop_at: float | None = None  # wall time to stop at, set by a deadline signal
+    save_every: float | str | None = None  # seconds, "auto" or None (off)
 
     @classmethod
     def from_options(cls, o: GuardOptions, job_id: str | None) -> MonitorConfig:
@@ -125,6 +135,7 @@ class MonitorConfig:
             poll_interval=o.poll_interval,
             heartbeat_interval=o.heartbeat_interval,
             deadline_window=o.deadline_window,
+            save_every=o.save_every,
         )
 
 
@@ -152,11 +163,12 @@ class Monitor:
         self._saves_seen = 0
         self._last_beat = float("-inf")
         self._beat_step: int | None = None
-        self._end_checked = float("-inf")
-        self._deadline_signal_seen = False
         self._gpu_checked = float("-inf")
         self._gpu_broken = False
         self.progress_time: float | None = None  # wall time the step last advanced
+        self.deadline = Deadline(config, sources, timing, wake)
+        self.deadline.step_age = self._step_age
+        self.cgroup = _job_cgroup() if config.memory_percent or config.memory_bytes else None
 
     @property
     def last_step(self) -> int | None:
@@ -192,8 +204,8 @@ class Monitor:
         self._poll_memory()
         self._poll_gpu(mono)
         self._observe_step(mono, wall)
-        self._poll_deadline_signal(mono, wall)
-        self._poll_deadline(mono, wall)
+        self._poll_periodic(wall)
+        self.deadline.poll(mono, wall)
         for watch in self.watchers:
             watch(mono)
         self._beat(mono)
@@ -201,7 +213,11 @@ class Monitor:
     @property
     def knows_end_time(self) -> bool:
         """The job's end can be known (a job id to ask Slurm, or a given end time)."""
-        return bool(self.config.job_id) or self.config.end_time is not None
+        return self.deadline.knows_end_time
+
+    def margin(self, mono: float | None = None) -> float:
+        """Seconds before the end of the job at which the save must start (exit_before_end)."""
+        return self.deadline.margin(mono)
 
     # -- probes ---------------------------------------------------------------------------
 
@@ -220,17 +236,19 @@ class Monitor:
                 self._wake()
 
     def _poll_memory(self) -> None:
+        """The job's cgroup limit where it has one (docs/shim.md), else the host's RAM."""
         c = self.config
         if c.memory_percent is None and c.memory_bytes is None:
             return
-        vm = psutil.virtual_memory()
-        used = vm.total - vm.available
-        if c.memory_percent is not None and vm.percent >= c.memory_percent:
-            self.sources.memory = (
-                f"host memory {vm.percent:.1f}% used (limit {c.memory_percent:g}%)"
-            )
+        found = memory_use(self.cgroup)
+        if found is None:
+            return
+        used, total, what = found
+        pct = used / total * 100.0 if total else 0.0
+        if c.memory_percent is not None and pct >= c.memory_percent:
+            self.sources.memory = f"{what} {pct:.1f}% used (limit {c.memory_percent:g}%)"
         elif c.memory_bytes is not None and used >= c.memory_bytes:
-            self.sources.memory = f"host memory {used} bytes used (limit {c.memory_bytes})"
+            self.sources.memory = f"{what} {used} bytes used (limit {c.memory_bytes})"
         else:
             return
         self._wake()
@@ -252,6 +270,30 @@ class Monitor:
             self.sources.gpu = f"GPU {c.gpu_device} has {free} bytes free (floor {c.gpu_min_free})"
             self._wake()
 
+    def save_interval(self) -> float | None:
+        """Seconds between the saves of `save_every` (auto: the longest measured save over
+        SAVE_OVERHEAD; None until a save was measured)."""
+        every = self.config.save_every
+        if isinstance(every, (int, float)):
+            return float(every)
+        if every == "auto" and self.timing.longest_save > 0:
+            return self.timing.longest_save / SAVE_OVERHEAD
+        return None
+
+    def _poll_periodic(self, wall: float) -> None:
+        """A save is due: the last one (or the first step) is `save_interval` old."""
+        every, t = self.save_interval(), self.timing
+        if every is None or t.first_step_time is None or self.sources.periodic:
+            return
+        since = max(t.first_step_time, t.last_save_time or 0.0)  # this process's saves only
+        if wall - since >= every:
+            self.sources.periodic = True
+            self._wake()
+
+    def _step_age(self, mono: float) -> float:
+        """How long the current step has run so far (0 before the first step)."""
+        return mono - self._last_change if self._last_step is not None else 0.0
+
     def _observe_step(self, mono: float, wall: float) -> None:
         cur = self.current_step()
         if cur is None or cur == self._last_step:
@@ -267,80 +309,6 @@ class Monitor:
         self._last_change = mono
         self.progress_time = wall
 
-    def _refresh_end_time(self, mono: float, force: bool = False) -> None:
-        c = self.config
-        if c.job_id and (force or mono - self._end_checked >= c.end_time_refresh):
-            self._end_checked = mono
-            end = _shim_slurm.job_end_time(c.job_id)
-            if end is not None:
-                c.end_time = end
-
-    def _poll_deadline_signal(self, mono: float, wall: float) -> None:
-        """A signal announced the job's end: train on until EndTime - (save + margin)."""
-        c, s = self.config, self.sources
-        name = s.deadline_signal
-        if name is None or self._deadline_signal_seen:
-            return
-        self._deadline_signal_seen = True
-        self._refresh_end_time(mono, force=True)
-        margin = self.deadline_margin(mono)
-        left = None if c.end_time is None else c.end_time - wall
-        if left is None or left <= margin or left > c.deadline_window:
-            why = "no end time" if left is None else f"{left:.0f}s left"
-            log.warning("rtool.shim: %s (%s): stopping now", name, why)
-            if s.signal is None:
-                s.signal = name
-            self._wake()
-            return
-        assert c.end_time is not None
-        c.signal_stop_at = c.end_time - margin
-        log.warning(
-            "rtool.shim: %s: the job ends in %.0fs; training on until %.0fs before it",
-            name,
-            left,
-            margin,
-        )
-
-    def deadline_margin(self, mono: float | None = None) -> float:
-        """Seconds before the job's end at which to stop after a deadline signal."""
-        return max(DEADLINE_MIN_MARGIN, self.margin(mono, auto=True))
-
-    def _poll_deadline(self, mono: float, wall: float) -> None:
-        c, s = self.config, self.sources
-        if s.time_up is not None:
-            return
-        if c.signal_stop_at is not None and wall >= c.signal_stop_at:
-            left = (c.end_time or wall) - wall
-            s.time_up = (
-                f"{s.deadline_signal} announced the end: stopped {left:.0f}s before it "
-                f"(measured save {self.timing.longest_save:.1f}s)"
-            )
-            self._wake()
-            return
-        if c.exit_before_end is None:
-            return
-        self._refresh_end_time(mono)
-        if c.end_time is None:
-            return
-        margin = self.margin(mono)
-        if wall >= c.end_time - margin:
-            left = c.end_time - wall
-            self.sources.time_up = f"{left:.0f}s left of the time limit (exit margin {margin:.0f}s)"
-            self._wake()
-
-    def margin(self, mono: float | None = None, auto: bool = False) -> float:
-        """Seconds before the end of the job at which to save and exit (`auto`: the measured
-        need, without the floor)."""
-        c = self.config
-        if isinstance(c.exit_before_end, (int, float)) and not auto:
-            return float(c.exit_before_end)
-        t = self.timing
-        step = t.longest_step
-        if self._last_step is not None and mono is not None:
-            step = max(step, mono - self._last_change)  # the current step is already this long
-        need = c.safety_factor * (step + t.longest_save) + c.poll_interval + c.extra_latency
-        return need if auto else max(c.min_margin, need)
-
     def _beat(self, mono: float) -> None:
         if self.on_progress is None or self._last_step in (None, self._beat_step):
             return
@@ -349,6 +317,23 @@ class Monitor:
         self._last_beat = mono
         self._beat_step = self._last_step
         self.on_progress()
+
+
+def _job_cgroup() -> str | None:
+    """The cgroup folder whose limit binds this process, when it has one below the host's RAM."""
+    found = cgroup.memory_of(host=psutil.virtual_memory().total)
+    return found.folder if found is not None and found.limit is not None else None
+
+
+def memory_use(folder: str | None) -> tuple[int, int, str] | None:
+    """(used, limit, what) of the job's cgroup `folder`, else of the host."""
+    if folder is not None:
+        version = 2 if os.path.exists(os.path.join(folder, "memory.max")) else 1
+        got = cgroup.read_folder(folder, version, None)
+        if got is not None and got.limit:
+            return got.usage, got.limit, f"job memory (cgroup {got.where} {format_size(got.limit)})"
+    vm = psutil.virtual_memory()
+    return vm.total - vm.available, vm.total, "host memory"
 
 
 def _gpu_device() -> int:

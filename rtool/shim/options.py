@@ -38,6 +38,9 @@ ENV_OPTIONS = {
     "RTOOL_DEADLINE_WINDOW": "deadline_window",
     "RTOOL_END_TIME_REFRESH": "end_time_refresh",
     "RTOOL_UNRESPONSIVE_AFTER": "unresponsive_after",
+    "RTOOL_HANG_AFTER": "hang_after",
+    "RTOOL_ABORT_FILE": "abort_file",
+    "RTOOL_SAVE_EVERY": "save_every",
 }
 _UNCATCHABLE = {signal.SIGKILL, signal.SIGSTOP}
 
@@ -55,6 +58,12 @@ class GuardOptions:
     deadline_signals: tuple[signal.Signals, ...] = (signal.SIGUSR1,)
     deadline_window: float = 900.0  # a deadline signal with more time left stops at once
     unresponsive_after: float | Literal["auto"] | None = "auto"  # kill after TERM, no safe point
+    #: no step (nor `alive()`) for this long: dump the stacks, end the process (89); off: None
+    hang_after: float | Literal["auto"] | None = None
+    #: the file through which the ranks of one launch tell each other one of them failed
+    abort_file: str | None = None
+    #: save this often (`auto`: as often as keeps saves at SAVE_OVERHEAD of the time); off: None
+    save_every: float | Literal["auto"] | None = None
     exit_before_end: float | Literal["auto"] | None = None
     end_time: float | None = None
     end_time_refresh: float = 300.0  # re-read the job's EndTime this often (TimeLimit updates)
@@ -204,6 +213,12 @@ def _auto_duration(name: str, value: Any) -> float | str | None:
     return _duration_or_none(name, value)
 
 
+def _positive(name: str, value: float | str | None) -> float | str | None:
+    if isinstance(value, float) and value <= 0:
+        raise ShimConfigError(f"rtool.shim: {name}: must be more than 0 (or off): {value:g}")
+    return value
+
+
 def _exit_code(name: str, value: Any) -> int:
     n = count(name, value)
     if n is None or n > 255:
@@ -263,6 +278,9 @@ _PARSERS: dict[str, Any] = {
     "deadline_signals": lambda n, v: signals(v) if str(v).strip().lower() not in _OFF else (),
     "deadline_window": duration,
     "unresponsive_after": _auto_duration,
+    "hang_after": lambda n, v: _positive(n, _auto_duration(n, v)),
+    "abort_file": _path,
+    "save_every": lambda n, v: _positive(n, _auto_duration(n, v)),
     "exit_before_end": lambda n, v: exit_before_end(v),
     "end_time": lambda n, v: None if v is None else float(v),
     "end_time_refresh": duration,

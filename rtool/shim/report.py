@@ -34,24 +34,38 @@ class Reporter:
             if self.writer.enabled:
                 self.writer.clear_done()
 
-    @property
-    def previous_longest(self) -> tuple[float, float]:
-        """(longest step, longest save) of the previous run, from its heartbeat."""
+    def carry_previous(self) -> None:
+        """Start from what the previous run of this training measured and saved (its
+        heartbeat): the longest step and save (the time-limit margins learn from them) and
+        its last save (the checkpoint a resume starts from), until this run saves."""
         prev = self.writer.previous if self.writer is not None else None
-        if prev is None:
-            return 0.0, 0.0
-        return prev.longest_step_seconds or 0.0, prev.longest_save_seconds or 0.0
+        if prev is None or (prev.run and self.ident.run and prev.run != self.ident.run):
+            return
+        t = self.timing
+        t.longest_step = prev.longest_step_seconds or 0.0
+        t.longest_save = prev.longest_save_seconds or 0.0
+        if prev.last_saved_step is not None:
+            t.last_save_step, t.last_save_time = prev.last_saved_step, prev.last_save_time
+            t.last_save_seconds = prev.last_save_seconds
 
     def set_rank(self, rank: int, world_size: int) -> None:
         if self.writer is not None:
             self.writer.enabled = rank == 0
             self.writer.current = self.writer.current.replace(rank=rank, world_size=world_size)
 
-    def start(self) -> None:
-        """The `starting` write; uncaught exceptions are recorded from now on."""
+    def start(self, on_crash: Callable[[ErrorInfo, bool], None] | None = None) -> None:
+        """The `starting` write; uncaught exceptions are recorded (and `on_crash` told) from
+        now on."""
         if self.writer is not None:
             self.writer.progress(RunState.STARTING, self.fields())
-            self._hooks = CrashHooks(self.crashed)
+
+        def crashed(info: ErrorInfo, main_thread: bool) -> None:
+            self.crashed(info, main_thread)
+            if on_crash is not None:
+                on_crash(info, main_thread)
+
+        if self.writer is not None or on_crash is not None:
+            self._hooks = CrashHooks(crashed)
 
     def fields(self, step: int | None = None) -> dict[str, Any]:
         t = self.timing
@@ -59,6 +73,7 @@ class Reporter:
             "step": self.last_step() if step is None else step,
             "time": (self.progress_time() or time.time()) if step is None else time.time(),
             "step_at_start": t.first_step,
+            "first_step_time": t.first_step_time,
             "step_seconds": t.recent_step,
             "longest_step_seconds": t.longest_step or None,
             "last_save_seconds": t.last_save_seconds,
@@ -73,13 +88,20 @@ class Reporter:
         if self.writer is not None:
             self.writer.progress(RunState.RUNNING, self.fields())
 
+    def saved(self) -> None:
+        """A save returned: its step and duration are in the heartbeat at once."""
+        if self.writer is not None:
+            self.writer.progress(RunState.RUNNING, self.fields())
+
     def saving(self, step: int) -> None:
         if self.writer is not None:
             self.writer.progress(RunState.SAVING, self.fields(step))
 
-    def stopped(self, d: Decision) -> None:
+    def stopped(self, d: Decision, at_progress: bool = False) -> None:
+        """A stop (`at_progress`: a hang, whose `time` stays the last progress)."""
         if self.writer is not None:
-            self.writer.final(RunState.STOPPED, {**self.fields(d.step), **self._stop(d)})
+            fields = self.fields(None if at_progress else d.step)
+            self.writer.final(RunState.STOPPED, {**fields, **self._stop(d)})
 
     def finished(self, step: int | None) -> None:
         if self.writer is not None:

@@ -17,10 +17,12 @@ from rtool.shim import slurm as shim_slurm
 from rtool.shim.decision import (
     CONTINUE,
     GPU_MEMORY,
+    HANG_EXIT_CODE,
     KILLED,
     MEMORY,
     NONFINITE,
     NONFINITE_EXIT_CODE,
+    PERIODIC,
     SAVE_FAILED_EXIT_CODE,
     SAVE_SWITCH,
     SAVE_TIMEOUT,
@@ -36,6 +38,7 @@ from rtool.shim.monitor import (
     F_KILL,
     F_MEMORY,
     F_NONFINITE,
+    F_PERIODIC,
     F_SAVE,
     F_SIGNAL,
     F_TIME,
@@ -82,29 +85,47 @@ class Stopper:
             if flags & bit:
                 return self.stop(step, reason)
         if flags & F_SAVE:
+            self.src.periodic = False  # the switch's save is the cadence's too
             return self.save_on_switch(step)
+        if flags & F_PERIODIC:
+            return self.save_periodic(step)
         return CONTINUE
+
+    def save_periodic(self, step: int) -> Decision:
+        """A save of the save_every cadence (on every rank, at the same step); training goes on."""
+        self.src.periodic = False
+        if self.save is None:  # the caller saves, then calls mark_saved()
+            self.timing.saving_since = time.monotonic()
+            return Decision(save_requested=True, reason=PERIODIC, step=step)
+        return Decision(saved=self.do_save(step), save_requested=True, reason=PERIODIC, step=step)
 
     # -- saves -------------------------------------------------------------------------------
 
     def do_save(self, step: int) -> bool:
         assert self.save is not None
-        t0 = time.monotonic()
+        t0 = self.timing.saving_since = time.monotonic()
         try:
             self.save(step)
         except Exception:
             log.exception("rtool.shim: SAVE FAILED at step %d", step)
             self.timing.saves += 1
             return False
+        finally:
+            self.timing.saving_since = None
         self.timing.saved(step, time.monotonic() - t0)
+        if self.final is None:
+            self.report.saved()
         return True
 
     def mark_saved(self, step: int | None, seconds: float | None) -> None:
         """The caller's save (framework mode) returned."""
         self.forced.disarm()
+        self.timing.saving_since = None
         self.timing.saved(step, seconds)
         if self.final is not None:  # the stop's save, made by the caller after the decision
             self.report.stopped(self.final)
+        else:
+            self.report.saved()
         if self.switch_pending is not None:
             ident, self.switch_pending = self.switch_pending, None
             self.remove_switch(ident, step)
@@ -113,6 +134,7 @@ class Stopper:
         ident = self.take_switch()
         if self.save is None:  # the caller saves, then calls mark_saved()
             self.switch_pending = ident
+            self.timing.saving_since = time.monotonic()
             return Decision(save_requested=True, reason=SAVE_SWITCH, step=step)
         ok = self.do_save(step)
         if ok:
@@ -232,6 +254,12 @@ class Stopper:
             GPU_MEMORY: s.gpu,
         }.get(reason)
         return str(local) if local else "seen on another rank"
+
+    def hung(self, reason: str, detail: str, step: int | None) -> None:
+        """Hung (or another rank failed): record why the process is ended now (nothing saved)."""
+        log.critical("rtool.shim: %s: %s; exit code %d", reason, detail, HANG_EXIT_CODE)
+        d = Decision(False, True, reason, False, HANG_EXIT_CODE, step, detail)
+        self.report.stopped(d, at_progress=True)
 
     def unresponsive(self, waited: float, step: int | None) -> None:
         """No safe point after SIGTERM: record why the process is ended now."""

@@ -27,7 +27,8 @@ Shipped templates (in this folder, installed as package data):
 - `cron_scheduler.slurm.j2`: one tick of the cron scheduler chain. Options: `CronSchedulerJob`.
 - `watchdog.slurm.j2`: runs a command every N seconds until the time limit is near.
   Options: `WatchdogJob`.
-- `_sbatch_header.j2`, `_rtool_prelude.j2`: included pieces.
+- `_sbatch_header.j2`, `_rtool_prelude.j2`, `_rtool_launch.j2` (the per-node launch and its
+  rendezvous, from `launch.py`): included pieces.
 
 Safety: templates use StrictUndefined, and every printed expression must go through the `q`
 filter (shlex.quote; lists give quoted words) or the `sbatch` filter (`#SBATCH` values),

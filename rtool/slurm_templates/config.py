@@ -12,12 +12,15 @@ launcher = "torchrun --nproc-per-node 8"   # wraps the Python script (default: p
 python = "python"          # the training's interpreter, found on the job's PATH (docs/submit.md)
 rtool = "/shared/venvs/rtool/bin/rtool"   # rtool as the compute nodes see it (default: this one)
 max_requeues = 3           # bound of --auto-requeue
+restarts_in_place = 2      # a crashed or hung training runs again on its allocation (per attempt)
+hang_after = "30m"         # the shim: no step this long = hung (stacks dumped, exit 89), or auto
+save_every = "auto"        # the shim saves this often too (auto: saves take 1% of the time)
 template_dir = "~/rtool-templates"          # templates here override the shipped ones by name
 extra_lines = ["#SBATCH --qos=high", "module load cuda/12.4"]   # #SBATCH lines, or shell lines
 
 [switches]
-kill = "~/runs/kill-switch"   # default: kill-switch in the submission directory
-save = "~/runs/save-switch"   # default: save-switch in the submission directory
+kill = "~/runs/{run}/kill"    # default: kill-switch.RUN in the submission directory; a path
+save = "~/runs/{run}/save"    # without {run} is one switch for every run
 group_writable = false        # true: folders 2775, switches 664 (a shared project folder)
 ```
 """
@@ -45,8 +48,19 @@ class SubmitConfig(Section):
     #: Default: the `rtool` that runs `rtool submit` (rtool.core.selfcmd.rtool_argv).
     rtool: str | None = None
     max_requeues: int = 3
+    restarts_in_place: int = 2
+    hang_after: str | None = None
+    save_every: str | None = None
     extra_lines: list[str] = []
     template_dir: str | None = None
+
+    @field_validator(
+        "partition", "account", "time", "signal", "array", "launcher", "python", "template_dir",
+        mode="before",
+    )  # fmt: skip
+    @classmethod
+    def _not_empty(cls, value: object) -> object:
+        return _not_blank(value)
 
     @field_validator("time")
     @classmethod
@@ -86,6 +100,16 @@ class SubmitConfig(Section):
     def _positive(cls, value: int) -> int:
         return specs.validate_count(value, "max_requeues")
 
+    @field_validator("restarts_in_place")
+    @classmethod
+    def _restarts(cls, value: int) -> int:
+        return specs.validate_count(value, "restarts_in_place", 100)
+
+    @field_validator("hang_after", "save_every")
+    @classmethod
+    def _shim_duration(cls, value: str | None) -> str | None:
+        return specs.validate_hang_after(value) if value else value
+
     @field_validator("extra_lines")
     @classmethod
     def _lines(cls, value: list[str]) -> list[str]:
@@ -99,3 +123,15 @@ class SwitchesConfig(Section):
     #: Off: such a folder is refused, since any member could plant a symlink there. Either
     #: way a switch file another member made is ignored (only yours or root's count).
     group_writable: bool = False
+
+    @field_validator("kill", "save", mode="before")
+    @classmethod
+    def _not_empty(cls, value: object) -> object:
+        return _not_blank(value)
+
+
+def _not_blank(value: object) -> object:
+    """An empty string is a mistake, not "the default": leave the key out for that."""
+    if isinstance(value, str) and not value.strip():
+        raise ValueError("empty: leave the key out to use the default")
+    return value

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rtool.slurm_templates.specs import SpecError
+from rtool.slurm_templates.specs import SpecError, validate_hang_after
 
 _ENV_NAME = re.compile(r"^RTOOL_[A-Z0-9_]+$")
 
@@ -134,7 +134,8 @@ class SubmitRequest:
     )
     signal: str | None = option(
         "--signal",
-        help="[B:][R:]SIG@SECONDS before the time limit (a shorter lead for a short --time).",
+        help="[B:][R:]SIG@SECONDS before the time limit (a shorter lead for a short --time; "
+        "always sent to the batch shell, B:).",
         sbatch="signal",
         config="signal",
     )
@@ -155,7 +156,7 @@ class SubmitRequest:
         use=Use.COMMAND,
     )
     job_name: str | None = option(
-        "--job-name", help="Job name (default: script name).", sbatch="job-name"
+        "--job-name", help="Job name (default: --run, else the script name).", sbatch="job-name"
     )
     partition: str | None = option(
         "--partition", help="Partition.", sbatch="partition", config="partition"
@@ -169,17 +170,18 @@ class SubmitRequest:
         use=Use.JOB,
     )
     kill_switch: str | None = option(
-        "--kill-switch", help="Kill switch path (default: ./kill-switch or [switches] kill)."
+        "--kill-switch", help="Kill switch path (default: ./kill-switch.RUN or [switches] kill)."
     )
     save_switch: str | None = option(
-        "--save-switch", help="Save switch path (default: ./save-switch or [switches] save)."
+        "--save-switch", help="Save switch path (default: ./save-switch.RUN or [switches] save)."
     )
     template: Path | None = option(
         "--template", help="Your own training template.", use=Use.COMMAND
     )
     launcher: str | None = option(
         "--launcher",
-        help='Runs the script under srun, e.g. "torchrun --nproc-per-node 8".',
+        help='Starts the script on every node, e.g. "torchrun --nproc-per-node 8", "accelerate '
+        'launch", "srun"; rtool adds the nodes, node rank and rendezvous ($VARS expand per node).',
         config="launcher",
     )
     python: str | None = option("--python", help="Python interpreter.", config="python")
@@ -197,10 +199,35 @@ class SubmitRequest:
         help="Bound of --auto-requeue.",
         config="max_requeues",
     )
+    restarts_in_place: int | None = option(
+        "--restarts-in-place",
+        help="A training that crashed or hung runs again on the same allocation (all nodes, "
+        "from the last checkpoint) up to N times per attempt; 0: never.",
+        config="restarts_in_place",
+    )
+    hang_after: str | None = option(
+        "--hang-after",
+        help="Shim: no step this long is a hang (stacks to the log, exit 89, restarted in "
+        "place): a duration, auto or off.",
+        env="RTOOL_HANG_AFTER",
+        use=Use.ENV,
+        config="hang_after",
+        check=lambda v: validate_hang_after(v),
+    )
+    save_every: str | None = option(
+        "--save-every",
+        help="Shim: also save this often (auto: as often as keeps the measured save at 1% of "
+        "the time), or off.",
+        env="RTOOL_SAVE_EVERY",
+        use=Use.ENV,
+        config="save_every",
+        check=lambda v: validate_hang_after(v, "save-every"),
+    )
     heartbeat: str | None = option("--heartbeat", help="Heartbeat file for the shim.")
     run: str | None = option(
         "--run",
-        help="Run name (default: the job name); jobs with the same run continue it.",
+        help="Run name, also the job name unless --job-name is given; jobs with the same run "
+        "continue it.",
         env="RTOOL_RUN",
         use=Use.ENV,
         check=lambda v: validate_run_name(v),
@@ -249,3 +276,13 @@ def overridden_sbatch(req: SubmitRequest) -> set[str]:
         if not opt.sbatch_if_given or value not in (None, False):
             names.add(opt.sbatch)
     return names
+
+
+def empty_options(req: SubmitRequest) -> list[str]:
+    """The options given an empty value (`--array ''`): a mistake, not "the default"."""
+    out = []
+    for f in dataclasses.fields(req):
+        value, meta = getattr(req, f.name), f.metadata.get(_META)
+        if isinstance(value, str) and not value.strip() and meta is not None and meta.flags:
+            out.append(meta.flags[0].split("/")[0])
+    return out

@@ -32,8 +32,20 @@ _DIGITS = re.compile(r"\d{1,9}", _A)
 #: Slurm's largest array index (MaxArraySize is at most 4000001) and a sane task count.
 MAX_ARRAY_INDEX = 4_000_000
 MAX_ARRAY_TASKS = 1_000_000
-#: Signals a batch shell can trap (KILL and STOP cannot be caught).
-CATCHABLE = ("USR1", "USR2", "TERM", "INT", "HUP", "QUIT", "ALRM", "CONT", "URG", "WINCH")
+#: Signals the batch shell's trap can forward to the training (docs/submit.md).
+CATCHABLE = ("USR1", "USR2", "TERM", "INT", "HUP", "QUIT", "ALRM", "URG", "WINCH")
+#: Why the others cannot be the warning signal.
+_NOT_FORWARDED = {
+    "KILL": "it cannot be caught, so nothing can save first",
+    "STOP": "it cannot be caught: it only suspends the job",
+    "CONT": "Slurm sends it itself (on every resume and before TERM at every cancel), so the "
+    "warning could not be told apart from them",
+    "CHLD": "the batch shell gets it whenever a child ends",
+    "PIPE": "a closed pipe sends it too",
+    "TSTP": "the batch shell uses it for job control",
+    "TTIN": "the batch shell uses it for job control",
+    "TTOU": "the batch shell uses it for job control",
+}
 MAX_SIGNAL_LEAD = 65535  # Slurm stores the lead time in 16 bits
 MAX_NAME = 200
 MAX_TIME = 10 * 365 * 86400
@@ -144,8 +156,10 @@ def _signal_name(sig: str, spec: str) -> str:
     else:
         name = sig.upper().removeprefix("SIG")
     if name not in CATCHABLE:
+        why = _NOT_FORWARDED.get(name, "rtool does not forward it")
         raise SpecError(
-            f"signal spec {spec!r}: {name} cannot be used (one of {', '.join(CATCHABLE)})"
+            f"signal spec {spec!r}: rtool cannot forward SIG{name} to the training ({why}); "
+            f"use USR1 (the default), USR2 or TERM (or one of {', '.join(CATCHABLE[3:])})"
         )
     return name
 
@@ -258,3 +272,19 @@ def validate_count(value: int, what: str, maximum: int = 10**6) -> int:
     if not 0 <= value <= maximum:
         raise SpecError(f"{what} must be between 0 and {maximum} (got {value})")
     return value
+
+
+def validate_hang_after(value: str, what: str = "hang-after") -> str:
+    """A shim duration (RTOOL_HANG_AFTER, RTOOL_SAVE_EVERY): `auto`, `off` or above 0."""
+    from rtool.core.units import UnitError, parse_duration
+
+    text = value.strip().lower()
+    if text in ("auto", "off"):
+        return text
+    try:
+        seconds = parse_duration(value)
+    except UnitError:
+        seconds = 0.0
+    if seconds <= 0:
+        raise SpecError(f"{what} {value!r}: auto, off or a duration like 30m")
+    return value.strip()

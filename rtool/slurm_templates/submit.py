@@ -12,10 +12,17 @@ from pathlib import Path
 from typing import Any
 
 from rtool.core.safeio import UnsafeFileError, read_bounded
+from rtool.runs.names import file_part
 from rtool.slurm_templates import specs
 from rtool.slurm_templates.batchfile import BatchScript, override, parse_batch_script
 from rtool.slurm_templates.config import SubmitConfig, SwitchesConfig
-from rtool.slurm_templates.request import SubmitRequest, Use, declared, overridden_sbatch
+from rtool.slurm_templates.request import (
+    SubmitRequest,
+    Use,
+    declared,
+    empty_options,
+    overridden_sbatch,
+)
 from rtool.slurm_templates.training import TrainingJob
 
 #: A training or batch script larger than this is not a script.
@@ -24,10 +31,11 @@ MAX_SCRIPT = 4 * 1024 * 1024
 BATCH_SUFFIXES = (".slurm", ".sbatch", ".sh", ".bash")
 
 
-def switch_path(given: str | None, configured: str | None, default: str, cwd: Path) -> str:
-    """An absolute switch path: the option, else the config, else `default` in `cwd`."""
-    raw = given or configured or default
-    path = Path(raw).expanduser()
+def switch_path(given: str | None, configured: str | None, which: str, run: str, cwd: Path) -> str:
+    """An absolute switch path: the option, else the config, else `<which>-switch.<run>` in
+    `cwd` (`which`: kill or save). `{run}` in a given or configured path names the run."""
+    raw = given or configured or f"{which}-switch.{{run}}"
+    path = Path(raw.replace("{run}", file_part(run))).expanduser()
     return str(path if path.is_absolute() else (cwd / path))
 
 
@@ -47,16 +55,16 @@ def is_batch_script(path: Path, text: str) -> bool:
     )
 
 
+def _refuse_empty(req: SubmitRequest) -> None:
+    empty = empty_options(req)
+    if empty:
+        raise specs.SpecError(f"{', '.join(empty)}: empty value (leave it out for the default)")
+
+
 def build_job(req: SubmitRequest, cfg: SubmitConfig, sw: SwitchesConfig, cwd: Path) -> TrainingJob:
     """The validated job for a request (raises SpecError with one line)."""
-    path = req.script if req.script.is_absolute() else cwd / req.script
-    try:
-        text = read_bounded(path, MAX_SCRIPT)
-    except UnsafeFileError as exc:
-        raise specs.SpecError(str(exc)) from None
-    except OSError as exc:
-        raise specs.SpecError(f"cannot read {req.script}: {exc.strerror}") from None
-    batch = parse_batch_script(text, str(req.script)) if is_batch_script(path, text) else None
+    _refuse_empty(req)
+    path, batch = _read_script(req.script, cwd)
     own = batch.options if batch else {}
 
     def pick(cli: str | None, name: str, config: str | None = None) -> str | None:
@@ -69,7 +77,9 @@ def build_job(req: SubmitRequest, cfg: SubmitConfig, sw: SwitchesConfig, cwd: Pa
     spec, notes = _signal(signal, time, bool(explicit))
     more_sbatch, more_env = _declared_extras(req, own, cfg)
     sbatch_lines, setup_lines = _split_extra(cfg.extra_lines)
-    job_name = pick(req.job_name, "job-name") or path.stem
+    # The run and its jobs' name agree unless both are given: --run names the jobs too.
+    job_name = pick(req.job_name, "job-name") or req.run or path.stem
+    run = dict(more_env).get("RTOOL_RUN") or job_name
     job = TrainingJob(
         job_name=job_name,
         time=time,
@@ -78,8 +88,8 @@ def build_job(req: SubmitRequest, cfg: SubmitConfig, sw: SwitchesConfig, cwd: Pa
         output=None if "output" in own else _output(job_name, array),
         extra_sbatch=sbatch_lines,
         setup_lines=setup_lines,
-        kill_switch=switch_path(req.kill_switch, sw.kill, "kill-switch", cwd),
-        save_switch=switch_path(req.save_switch, sw.save, "save-switch", cwd),
+        kill_switch=switch_path(req.kill_switch, sw.kill, "kill", run, cwd),
+        save_switch=switch_path(req.save_switch, sw.save, "save", run, cwd),
         script=None if batch else str(path),
         python=req.python or cfg.python,
         launcher=_words(req.launcher or cfg.launcher or "", "launcher"),
@@ -91,11 +101,7 @@ def build_job(req: SubmitRequest, cfg: SubmitConfig, sw: SwitchesConfig, cwd: Pa
         notes=notes,
         requeue=_requeue(req.requeue, own, cfg),
         dependency=f"afterany:{specs.validate_job_id(req.after)}" if req.after else None,
-        max_requeues=(
-            cfg.max_requeues
-            if req.max_requeues is None
-            else specs.validate_count(req.max_requeues, "max-requeues")
-        ),
+        **_counts(req, cfg),
         heartbeat=_abs(req.heartbeat, cwd),
         more_sbatch=more_sbatch,
         more_env=more_env,
@@ -106,6 +112,31 @@ def build_job(req: SubmitRequest, cfg: SubmitConfig, sw: SwitchesConfig, cwd: Pa
     for arg in req.extra_args:
         specs.check_text(arg, "sbatch argument")
     return job
+
+
+def _read_script(script: Path, cwd: Path) -> tuple[Path, BatchScript | None]:
+    """The script's absolute path, and its header and body when it is a batch script."""
+    path = script if script.is_absolute() else cwd / script
+    try:
+        text = read_bounded(path, MAX_SCRIPT)
+    except UnsafeFileError as exc:
+        raise specs.SpecError(str(exc)) from None
+    except OSError as exc:
+        raise specs.SpecError(f"cannot read {script}: {exc.strerror}") from None
+    return path, parse_batch_script(text, str(script)) if is_batch_script(path, text) else None
+
+
+def _counts(req: SubmitRequest, cfg: SubmitConfig) -> dict[str, Any]:
+    """--max-requeues and --restarts-in-place, else the config's."""
+    given = {
+        "max_requeues": (req.max_requeues, 10**6),
+        "restarts_in_place": (req.restarts_in_place, 100),
+    }
+    out: dict[str, Any] = {}
+    for name, (value, most) in given.items():
+        flag = name.replace("_", "-")
+        out[name] = getattr(cfg, name) if value is None else specs.validate_count(value, flag, most)
+    return out
 
 
 def _signal(

@@ -1,12 +1,11 @@
-"""Touching the kill and save switches, and remembering submissions (filesystem side effects)."""
+"""Touching the kill and save switches (filesystem side effects); what each run's switches
+are is recorded by `rtool submit` (rtool/runs/names.py)."""
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import stat
-import time
 from pathlib import Path
 from typing import Any
 
@@ -103,20 +102,3 @@ def folder_warnings(job: Any) -> list[str]:
             f"files there (rtool ignores switches and records they own); chmod go-w {folder}"
         )
     return out
-
-
-def record_name(job_name: str) -> str:
-    """State-dir file name of a job name's submission record (any job name is safe)."""
-    return "submit/" + hashlib.sha256(job_name.encode()).hexdigest()[:20] + ".json"
-
-
-def submission_record(job_id: str, job: Any, cwd: Path) -> dict[str, Any]:
-    return {
-        "job_id": job_id,
-        "job_name": job.job_name,
-        "array": job.array,
-        "kill_switch": job.kill_switch,
-        "save_switch": job.save_switch,
-        "workdir": str(cwd),
-        "submitted": time.time(),
-    }

@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass, field
 
 from rtool.core.selfcmd import rtool_argv
-from rtool.slurm_templates import specs
+from rtool.slurm_templates import launch, specs
 from rtool.slurm_templates.jobs import SlurmJob
 from rtool.slurm_templates.renderer import ShellCode
 
@@ -56,6 +56,11 @@ class TrainingJob(SlurmJob):
     rtool: list[str] = field(default_factory=rtool_argv)
     #: The pre-flight command (argv) run before training, or None (nodes.preflight).
     preflight: list[str] | None = None
+    #: A launch that crashed or hung is restarted on the allocation up to this many times
+    #: (per attempt; 0: never; a user's own batch script is not restarted in place).
+    restarts_in_place: int = 0
+    #: The command asked before such a restart (`rtool preflight`; `--restart-after RC` added).
+    restart_check: list[str] | None = None
     template: str = "training.slurm.j2"
     #: What rtool chose for the user (e.g. a shorter default signal lead), said on stderr.
     notes: list[str] = field(default_factory=list)
@@ -82,8 +87,11 @@ class TrainingJob(SlurmJob):
             raise specs.SpecError(f"open mode {self.open_mode!r}: append or truncate")
         if self.exit_before_end:
             self.exit_before_end = _exit_before_end(self.exit_before_end)
+        specs.validate_count(self.restarts_in_place, "restarts-in-place", 100)
         self._validate_signal()
         self._validate_requeue()
+        if self.script is not None:
+            _ = self.launch  # validates the launcher (one line)
 
     def _validate_run(self) -> None:
         if (self.script is None) == (self.body is None):
@@ -109,6 +117,14 @@ class TrainingJob(SlurmJob):
         self.more_env = [(ShellCode(name), value) for name, value in self.more_env]
 
     def _validate_signal(self) -> None:
+        if self.signal is not None and not self.signal.batch:
+            given = self.signal.sbatch()
+            self.signal = dataclasses.replace(self.signal, batch=True)
+            self.notes.append(
+                f"--signal {given} is sent as {self.signal.sbatch()}: rtool forwards the signal "
+                "from the batch shell to the processes that handle it (without B: Slurm signals "
+                "every process of the job, and a launcher such as torchrun dies of it)"
+            )
         if self.signal is None or not self.time:
             return
         limit = specs.time_seconds(self.time)
@@ -134,7 +150,7 @@ class TrainingJob(SlurmJob):
     @property
     def self_command(self) -> str | None:
         """rtool's own command in the script (the pre-flight), checked on the node first."""
-        return self.rtool[0] if self.preflight else None
+        return self.rtool[0] if self.preflight or self.restart_check else None
 
     self_command_fix = (
         "install rtool where every compute node sees it (a virtualenv on a shared filesystem) "
@@ -142,9 +158,23 @@ class TrainingJob(SlurmJob):
     )
 
     @property
-    def command_prefix(self) -> list[str]:
-        """What runs the script under srun: the launcher (`torchrun ...`), else the python."""
-        return self.launcher or [self.python]
+    def run(self) -> str:
+        """The run this job is an attempt of (`--run`, default the job name)."""
+        return dict(self.more_env).get("RTOOL_RUN") or self.job_name
+
+    @property
+    def launch(self) -> launch.Launch:
+        """How the script starts on every node (rtool/slurm_templates/launch.py)."""
+        if self.script is None:
+            raise specs.SpecError("a batch script's own commands have no launch line")
+        return launch.build(
+            self.launcher,
+            self.python,
+            self.script,
+            self.script_args,
+            self.nodes,
+            self.gpus_per_node,
+        )
 
     @property
     def requeue_exit_code(self) -> int:
@@ -171,6 +201,9 @@ class TrainingJob(SlurmJob):
                 pairs.append((opt, str(value)))
         if self.requeue is not None:
             pairs.append(("requeue" if self.requeue else "no-requeue", None))
+        tasks = self.launch.tasks_per_node if self.script is not None else None
+        if tasks is not None and "ntasks-per-node" not in dict(self.more_sbatch):
+            pairs.append(("ntasks-per-node", str(tasks)))  # the srun-native launch
         return [*pairs, *self.more_sbatch]
 
 

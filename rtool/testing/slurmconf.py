@@ -12,6 +12,7 @@ import json
 import os
 import secrets
 import socket
+import stat
 import subprocess
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -19,6 +20,9 @@ from pathlib import Path
 
 CLUSTER_NAME = "rtoollocal"
 DEFAULT_RELEASE = "22.05"  # = releases.DEFAULT (cluster.json written before releases existed)
+#: Placeholder GPUs per node (`Gres=gpu:8`): a job asking for GPUs (`--gpus-per-node 8`, as
+#: the README's examples do) is scheduled as on a GPU cluster; nothing opens the devices.
+FAKE_GPUS = 8
 DB_NAME = "slurm_acct"
 DB_USER = "slurm"
 
@@ -142,28 +146,22 @@ def write_slurm_conf(directory: Path, layout: Layout, slurmd: str) -> Path:
         "SchedulerType=sched/backfill",
         "ReturnToService=2",
         "MpiDefault=none",
+        "GresTypes=gpu",
         "KillWait=5",
         "MinJobAge=600",
         "MaxArraySize=10001",
         # A requeued job waits cred_expire seconds before it may start again (default 120).
         "AuthInfo=cred_expire=10",
     ]
-    if layout.accounting:
-        lines += [
-            "JobAcctGatherType=jobacct_gather/linux",
-            "AccountingStorageType=accounting_storage/slurmdbd",
-            "AccountingStorageHost=127.0.0.1",
-            f"AccountingStoragePort={layout.dbd_port}",
-        ]
-    else:
-        lines.append("JobAcctGatherType=jobacct_gather/none")
+    lines += _accounting_lines(layout)
     if layout.fast:
         lines.append("SchedulerParameters=bf_interval=1,sched_interval=2")
     lines += layout.extra
     for name in layout.nodes:
         lines.append(
             f"NodeName={name} NodeHostname={host} NodeAddr=127.0.0.1 "
-            f"Port={layout.node_ports[name]} CPUs={cpus} RealMemory={mem} State=UNKNOWN"
+            f"Port={layout.node_ports[name]} CPUs={cpus} RealMemory={mem} "
+            f"Gres=gpu:{FAKE_GPUS} State=UNKNOWN"
         )
     lines.append(
         f"PartitionName=debug Nodes={layout.node_range} Default=YES MaxTime=INFINITE State=UP "
@@ -171,7 +169,34 @@ def write_slurm_conf(directory: Path, layout: Layout, slurmd: str) -> Path:
     )
     conf = d / "slurm.conf"
     conf.write_text("\n".join(lines) + "\n")
+    write_gres_conf(d, layout)
     return conf
+
+
+def _accounting_lines(layout: Layout) -> list[str]:
+    if not layout.accounting:
+        return ["JobAcctGatherType=jobacct_gather/none"]
+    return [
+        "JobAcctGatherType=jobacct_gather/linux",
+        "AccountingStorageType=accounting_storage/slurmdbd",
+        "AccountingStorageHost=127.0.0.1",
+        f"AccountingStoragePort={layout.dbd_port}",
+    ]
+
+
+def write_gres_conf(directory: Path, layout: Layout) -> None:
+    """gres.conf beside slurm.conf: FAKE_GPUS placeholder devices per node, character devices
+    numbered like /dev/nvidiaN (major 195; no driver behind them), or plain files when this
+    process may not make devices (slurmd then logs that they are no devices, and counts them)."""
+    for i in range(FAKE_GPUS):
+        path = directory / f"fake-gpu{i}"
+        if not os.path.lexists(path):
+            try:
+                os.mknod(path, 0o600 | stat.S_IFCHR, os.makedev(195, i))
+            except OSError:
+                path.touch(mode=0o600)
+    files = f"{directory}/fake-gpu[0-{FAKE_GPUS - 1}]"
+    (directory / "gres.conf").write_text(f"NodeName={layout.node_range} Name=gpu File={files}\n")
 
 
 def db_password(directory: Path) -> str:

@@ -5,6 +5,7 @@ Each (action, token) pair runs once: a hang that persists across sweeps is acted
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import shlex
@@ -92,6 +93,8 @@ def run_action(action: Action, slurm: Slurm, timeout: float) -> tuple[str, str]:
         if action.kind is ActionKind.SIGNAL:
             slurm.scancel([job], signal=str(action.signal), full=True)
             return "action", f"sent SIG{action.signal} to job {job}"
+        if action.kind is ActionKind.DELETE:
+            return "retention", delete(action, timeout)
     except ProcError as exc:
         return "action", f"{action} failed: {exc}"
     except validate.ArgvError as exc:  # e.g. a heartbeat whose job id is `--state=RUNNING`
@@ -99,8 +102,56 @@ def run_action(action: Action, slurm: Slurm, timeout: float) -> tuple[str, str]:
     return "action", f"unknown action {action}"
 
 
-def apply(results: list[CheckResult], state: StateDir, slurm: Slurm, timeout: float) -> None:
-    """Run each result's actions once per token and record outcomes in its fields."""
+def would(action: Action) -> str:
+    """What carrying out `action` would do, in words (`--dry-run`)."""
+    job = str(action.job)
+    if action.kind is ActionKind.DUMP:
+        if action.pid is not None:
+            return f"would attach a py-spy dump of pid {action.pid}"
+        return f"would attach a py-spy dump of job {job}'s Python processes (srun --overlap)"
+    if action.kind is ActionKind.REQUEUE:
+        return f"would requeue job {job} (scontrol requeue {job})"
+    if action.kind is ActionKind.HOLD:
+        return f"would hold job {job} (scontrol hold {job})"
+    if action.kind is ActionKind.SIGNAL:
+        return f"would send SIG{action.signal} to job {job} (scancel --signal={action.signal})"
+    if action.kind is ActionKind.DELETE:
+        return f"would delete {', '.join(action.names)} in {action.path}"
+    return f"would {action}"
+
+
+def delete(action: Action, timeout: float) -> str:
+    """Remove the checkpoints `action.names` of the folder `action.path` in an abandonable
+    child (a hung filesystem never hangs rtool), each only if it is not a symlink and all of
+    it is yours (rtool/watchdogs/probes/ckpt_child.py); what it did, in one line."""
+    from rtool.watchdogs.probes import child
+
+    request = json.dumps({"folder": action.path, "names": list(action.names)})
+    proc = child.start("prune", request, script=child.CKPT_CHILD)
+    out = child.collect(proc, time.monotonic() + timeout)
+    if out.timed_out:
+        return f"deleting in {action.path} timed out after {timeout:g}s (abandoned)"
+    if out.error or out.data is None:
+        return f"deleting in {action.path} failed: {out.error}"
+    items = out.data.get("pruned") or []
+    gone = [str(i.get("name")) for i in items if i.get("ok")]
+    kept = [f"{i.get('name')} ({i.get('why')})" for i in items if not i.get("ok")]
+    text = f"deleted {', '.join(gone) if gone else 'nothing'} in {action.path}"
+    return text + (f"; refused {', '.join(kept)}" if kept else "")
+
+
+def apply(
+    results: list[CheckResult],
+    state: StateDir,
+    slurm: Slurm,
+    timeout: float,
+    *,
+    dry_run: bool = False,
+) -> list[str]:
+    """Run each result's actions once per token and record outcomes in its fields. With
+    `dry_run`, only say what would be done (the returned lines; the fields say it too):
+    nothing runs and nothing is recorded, so the real run after it still acts."""
+    planned: list[str] = []
     with state.lock("watch-actions"):
         done: Any = state.read_json(DONE_FILE, {})
         done = done if isinstance(done, dict) else {}
@@ -109,11 +160,20 @@ def apply(results: list[CheckResult], state: StateDir, slurm: Slurm, timeout: fl
                 mark = f"{r.action_token}|{action}"
                 if r.action_token and mark in done:
                     continue
+                if dry_run:
+                    planned.append(f"{r.key}: {would(action)}")
+                    r.fields["action"] = "; ".join(
+                        x for x in (r.fields.get("action"), f"dry run: {would(action)}") if x
+                    )
+                    continue
                 name, outcome = run_action(action, slurm, timeout)
                 log.info("%s: %s", r.key, outcome.splitlines()[0] if outcome else str(action))
                 r.fields[name] = (
                     outcome if name not in r.fields else r.fields[name] + "\n" + outcome
                 )
                 done[mark] = time.time()
+        if dry_run:
+            return planned
         keep = sorted(done.items(), key=lambda kv: kv[1])[-500:]
         state.write_json(DONE_FILE, dict(keep))
+    return planned

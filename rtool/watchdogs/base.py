@@ -28,6 +28,7 @@ class ActionKind(enum.Enum):
     REQUEUE = "requeue"  # scontrol requeue `job`
     HOLD = "hold"  # scontrol hold `job`
     SIGNAL = "signal"  # scancel --signal=`signal` --full `job`
+    DELETE = "delete"  # remove the checkpoints `names` of the folder `path` (retention)
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,8 @@ class Action:
     job: str | None = None
     pid: int | None = None
     signal: str | None = None  # without SIG: USR1
+    path: str | None = None  # DELETE: the folder
+    names: tuple[str, ...] = ()  # DELETE: entries of that folder
 
     @classmethod
     def dump_pid(cls, pid: int) -> Action:
@@ -59,12 +62,19 @@ class Action:
     def send(cls, signal: str, job: str) -> Action:
         return cls(ActionKind.SIGNAL, job=job, signal=signal)
 
+    @classmethod
+    def delete(cls, folder: str, names: tuple[str, ...]) -> Action:
+        return cls(ActionKind.DELETE, path=folder, names=names)
+
     def __str__(self) -> str:
-        """`dump:pid:12`, `dump:job:34`, `requeue:34`, `signal:USR1:34` (logs, done marks)."""
+        """`dump:pid:12`, `dump:job:34`, `requeue:34`, `signal:USR1:34`, `delete:ckpt:a,b`
+        (logs, done marks)."""
         if self.kind is ActionKind.DUMP:
             return f"dump:pid:{self.pid}" if self.pid is not None else f"dump:job:{self.job}"
         if self.kind is ActionKind.SIGNAL:
             return f"signal:{self.signal}:{self.job}"
+        if self.kind is ActionKind.DELETE:
+            return f"delete:{self.path}:{','.join(self.names)}"[:300]
         return f"{self.kind.value}:{self.job}"
 
 
@@ -280,6 +290,12 @@ class SpecWatchdog(Generic[SpecT]):
     def from_entries(cls, entries: list[Any], timeout: float, config: Any) -> SpecWatchdog[Any]:
         """The watchdog of its `[[watch.NAME]]` entries (`config`: the app config or None)."""
         return cls(entries, timeout).configure(config)
+
+    @classmethod
+    def command_base(cls, config: Any, state: Any, given: dict[str, Any]) -> dict[str, Any] | None:
+        """Hook: what `rtool watch NAME` starts from before its flags (`state`: the state dir);
+        None: the `[[watch.NAME]]` entry named by `config_entry_by`, if any."""
+        return None
 
     def configure(self, config: Any) -> SpecWatchdog[SpecT]:
         """Hook for a watchdog that needs another section of the app config (`Config`)."""

@@ -36,6 +36,7 @@ grace = "15m"
 from __future__ import annotations
 
 import re
+import shlex
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from pydantic import field_validator, model_validator
@@ -110,7 +111,9 @@ class DiskWatch(Section):
     warn_used: Percent | None = setting(None, "Used above -> WARNING.")
     min_free: Size | None = setting(None, "Free below -> CRITICAL, e.g. 5TiB.")
     max_inodes_used: Percent | None = setting(None, "Inodes used above -> CRITICAL, e.g. 90%.")
-    min_free_inodes: int | None = setting(None, "Free inodes below -> CRITICAL, e.g. 100000.")
+    min_free_inodes: int | None = setting(
+        None, "Free inodes below -> CRITICAL, e.g. 100000.", ge=0, le=2**63
+    )
     usable: Percent = setting(
         100.0, "Share of the size that is usable (80%: percentages are of that part)."
     )
@@ -136,6 +139,19 @@ class DiskWatch(Section):
     def _usable(cls, v: float) -> float:
         if v <= 0:
             raise ValueError("usable must be above 0%")
+        return v
+
+    @field_validator("quota_cmd")
+    @classmethod
+    def _quota_cmd(cls, v: list[str] | str | None) -> list[str] | str | None:
+        if v is None:
+            return v
+        try:
+            argv = shlex.split(v) if isinstance(v, str) else v
+        except ValueError as exc:
+            raise ValueError(f"quota_cmd {v!r}: {exc} (an unclosed quote?)") from None
+        if not argv or not argv[0].strip():
+            raise ValueError("quota_cmd is empty: give the command, e.g. 'lfs quota -u me /fs'")
         return v
 
 

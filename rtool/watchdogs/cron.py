@@ -1,14 +1,17 @@
 """cron: who watches the watchman. CRITICAL when the cron chain's last tick is older than its
 period plus a grace, or when no scheduler job is queued or running (one squeue call);
-UNKNOWN when squeue fails."""
+UNKNOWN when squeue fails; OK "stopped at T by you" when it was stopped on purpose
+(`rtool cron stop`/`uninstall`) and nothing runs."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from rtool.core.alert import Status
+from rtool.core.identity import current_user
 from rtool.core.proc import ProcError
 from rtool.core.slurm import SqueueJob
 from rtool.core.units import format_duration
@@ -42,14 +45,17 @@ class CronObservation:
     heartbeats: dict[str, dict[str, Any] | None]  # dir -> heartbeat
     jobs: list[SqueueJob] | None  # None: squeue failed
     error: str | None = None
+    #: dir -> chain.json (how it was started, whether it was stopped on purpose)
+    chains: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 class CronWatchdog(SpecWatchdog[CronWatch]):
     """Who watches the watchman: is the `rtool cron` chain alive?
 
     CRITICAL when its last tick is older than the tick period plus the grace, or when no
-    scheduler job is queued or running; UNKNOWN when squeue fails. Run it from a login
-    node's real crontab where there is one.
+    scheduler job is queued or running; UNKNOWN when squeue fails. A chain stopped on
+    purpose (rtool cron stop) is OK: "stopped at T by you". Run it from a login node's real
+    crontab where there is one.
 
     Example: rtool watch cron --dir ~/rtool-cron --grace 15m
     """
@@ -71,18 +77,20 @@ class CronWatchdog(SpecWatchdog[CronWatch]):
         return SqueueQuery(names=names)  # yours only
 
     def probe(self, env: ProbeEnv) -> CronObservation:
-        beats = {str(s.dir): CronStore(env.state, s.dir).read_heartbeat() for s in self.specs}
+        stores = {str(s.dir): CronStore(env.state, s.dir) for s in self.specs}
+        beats = {d: store.read_heartbeat() for d, store in stores.items()}
+        chains = {d: store.read_chain() for d, store in stores.items()}
         try:
-            return CronObservation(beats, env.jobs())
+            return CronObservation(beats, env.jobs(), chains=chains)
         except ProcError as exc:  # SlurmError, SlurmTimeout
-            return CronObservation(beats, None, str(exc))
+            return CronObservation(beats, None, str(exc), chains)
 
     def check(self, probe_output: CronObservation, now: float) -> list[CheckResult]:
         out = []
         for s in self.specs:
             what = str(s.dir)
             beat = probe_output.heartbeats.get(what)
-            obs = _one(beat, probe_output)
+            obs = _one(what, beat, probe_output)
             out.append(check_cron(what, chain_name(s.dir), obs, s.period, s.grace, now))
         return out
 
@@ -92,10 +100,11 @@ class ChainObservation:
     heartbeat: dict[str, Any] | None
     jobs: list[SqueueJob] | None
     error: str | None = None
+    chain: dict[str, Any] = field(default_factory=dict)
 
 
-def _one(beat: dict[str, Any] | None, obs: CronObservation) -> ChainObservation:
-    return ChainObservation(beat, obs.jobs, obs.error)
+def _one(what: str, beat: dict[str, Any] | None, obs: CronObservation) -> ChainObservation:
+    return ChainObservation(beat, obs.jobs, obs.error, obs.chains.get(what) or {})
 
 
 def check_cron(
@@ -106,6 +115,10 @@ def check_cron(
     tick = beat.get("time") if isinstance(beat.get("time"), (int, float)) else None
     last = _latest(tick, beat.get("started"))
     fields = {"dir": what, "job_name": job_name, "period": format_duration(period)}
+    stopped = stopped_on_purpose(obs, job_name)
+    if stopped is not None:
+        fields["stopped"] = stopped
+        return CheckResult("cron", what, Status.OK, f"{what}: {stopped}", fields)
     if last is not None:
         age = max(0.0, now - last)
         fields["last_tick_age"] = format_duration(age)
@@ -134,3 +147,19 @@ def _latest(*times: Any) -> float | None:
     """The latest of the given epoch times (None when there is none)."""
     valid = [float(t) for t in times if isinstance(t, (int, float))]
     return max(valid) if valid else None
+
+
+def stopped_on_purpose(obs: ChainObservation, job_name: str) -> str | None:
+    """`stopped at 2026-05-01 10:00:00 by alice (rtool cron stop); start it again: rtool cron
+    start` when the chain was stopped on purpose and no job of it is queued (or squeue cannot
+    say); None otherwise (a job queued since: the chain runs again)."""
+    stopped = obs.chain.get("stopped")
+    if not isinstance(stopped, (int, float)) or isinstance(stopped, bool):
+        return None
+    if obs.jobs is not None and active_jobs(obs.jobs, job_name):
+        return None
+    when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(stopped))
+    who = str(obs.chain.get("stopped_by") or "?")
+    by = "you" if who == current_user() else who
+    how = str(obs.chain.get("stopped_how") or "rtool cron stop")
+    return f"stopped at {when} by {by} ({how}); start it again: rtool cron start"

@@ -93,23 +93,32 @@ def _start_quota(o: DiskObservation) -> threading.Thread | None:
 
 
 def _run_quota(o: DiskObservation) -> None:
+    o.quota, o.quota_error = read_quota(o.spec.quota_cmd, o.spec.quota_format, o.timeout)
+
+
+def read_quota(
+    cmd: list[str] | str | None, fmt: str, timeout: float
+) -> tuple[Quota | None, str | None]:
+    """(the quota, None) or (None, why not): the command run with `timeout`, its output
+    parsed as `fmt` (also used by the checkpoint watchdog)."""
     from rtool.watchdogs.quota import QuotaParseError, parse_quota
 
-    cmd = o.spec.quota_cmd
-    argv = shlex.split(cmd) if isinstance(cmd, str) else list(cmd or [])
     res = None
     try:
-        res = run(argv, timeout=o.timeout, check=False)
-        o.quota = parse_quota(o.spec.quota_format, res.stdout)
+        argv = shlex.split(cmd) if isinstance(cmd, str) else list(cmd or [])
+        res = run(argv, timeout=timeout, check=False, max_output=1024 * 1024)
+        return parse_quota(fmt, res.stdout), None
     except ProcTimeout:
-        o.quota_error = f"quota command timed out after {o.timeout:g}s"
+        return None, f"quota command timed out after {timeout:g}s"
     except ProcError as exc:
-        o.quota_error = str(exc)
+        return None, str(exc)
     except QuotaParseError as exc:
-        o.quota_error = f"cannot read quota output: {exc}"
         if res is not None and res.returncode != 0:  # a failed command: say so, with its words
             said = (res.stderr.strip().splitlines() or ["no message"])[-1][:200]
-            o.quota_error = f"quota command exited {res.returncode}: {said}"
+            return None, f"quota command exited {res.returncode}: {said}"
+        return None, f"cannot read quota output: {exc}"
+    except ValueError as exc:  # shlex: an unclosed quote
+        return None, f"quota command {cmd!r} cannot be split: {exc}"
 
 
 def _record(env: ProbeEnv, probed: list[DiskObservation]) -> None:

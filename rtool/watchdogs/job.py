@@ -13,16 +13,15 @@ from typing import Any
 
 from rtool.core.alert import Cause, Status
 from rtool.core.errors import RtoolError
-from rtool.core.heartbeat import HeartbeatFormatError, RunState, read_heartbeat
 from rtool.core.identity import is_mine
 from rtool.core.proc import ProcError, run
-from rtool.core.slurm import ACTIVE_STATES, QUEUED_STATES, RUNNING_STATES, SqueueJob
+from rtool.core.slurm import ACTIVE_STATES, QUEUED_STATES, RUNNING_STATES, Slurm, SqueueJob
 from rtool.core.units import format_duration
 from rtool.nodes.config import NodesConfig
 from rtool.nodes.store import SuspectStore
-from rtool.runs import describe, store
+from rtool.runs import describe
 from rtool.runs.model import Ledger
-from rtool.watchdogs import jobnodes
+from rtool.watchdogs import jobdone, jobnodes
 from rtool.watchdogs.base import CheckResult, ProbeEnv, SpecWatchdog, SqueueQuery
 from rtool.watchdogs.config import JobWatch
 
@@ -49,8 +48,8 @@ class JobObservation:
     group_errors: dict[str, str] = field(default_factory=dict)
     #: The stored run ledger of each watched name (the run view), when there is one.
     runs: dict[str, Ledger] = field(default_factory=dict)
-    #: Names whose run finished (heartbeat done marker or state finished).
-    finished: set[str] = field(default_factory=set)
+    #: The run behind each watched name: its ledger and done marker (rtool/watchdogs/jobdone.py).
+    views: dict[str, jobdone.RunView] = field(default_factory=dict)
     nodes: jobnodes.NodeView | None = None
 
 
@@ -125,11 +124,10 @@ class JobWatchdog(SpecWatchdog[JobWatch]):
             obs.jobs = env.jobs()
         except ProcError as exc:  # SlurmError, SlurmTimeout
             obs.error = str(exc)
-        for s in self.specs:
-            if not s.regex and (led := store.load(env.state, s.run or s.name)) is not None:
-                obs.runs[s.name] = led
-            if s.heartbeat and heartbeat_finished(s.heartbeat):
-                obs.finished.add(s.name)
+        obs.views = jobdone.observe(
+            env.state, self.specs, jobdone.slurm_confirms(env.slurm or Slurm())
+        )
+        obs.runs = {n: v.ledger for n, v in obs.views.items() if v.ledger is not None}
         if obs.error is not None:
             return obs
         seen = [j for s in self.specs for j in matching(s, obs)]
@@ -148,18 +146,6 @@ class JobWatchdog(SpecWatchdog[JobWatch]):
     def check(self, probe_output: JobObservation, now: float) -> list[CheckResult]:
         results = [check_one(s, probe_output, now) for s in self.specs]
         return results + failed_nodes(self.specs, probe_output)
-
-
-def heartbeat_finished(path: str) -> bool:
-    """The training finished: its done marker exists or its heartbeat says so."""
-    full = os.path.expanduser(path)
-    if os.path.exists(f"{full}.done"):
-        return True
-    try:
-        hb = read_heartbeat(full)
-    except HeartbeatFormatError:
-        return False
-    return hb is not None and hb.state is RunState.FINISHED
 
 
 def matching(spec: JobWatch, obs: JobObservation) -> list[SqueueJob]:
@@ -260,9 +246,6 @@ def _check_one(spec: JobWatch, obs: JobObservation, now: float) -> CheckResult:
             fields["bad_nodes"] = note
             return CheckResult("job", name, Status.WARNING, f"{summary}; node {note}", fields)
         return CheckResult("job", name, Status.OK, summary, fields)
-    if name in obs.finished or (led is not None and led.finished):
-        step = f" at step {led.best_step}" if led and led.best_step is not None else ""
-        return CheckResult("job", name, Status.OK, f"{name} finished{step} (the run is done)")
     if queued:
         verdicts = [(pending_status(spec, j, now, obs.nodes), j) for j in queued]
         on_nodes = [v for v in verdicts if jobnodes.node_note(v[1], obs.nodes)]
@@ -281,6 +264,10 @@ def _check_one(spec: JobWatch, obs: JobObservation, now: float) -> CheckResult:
             fields["nodes"] = ",".join(led.last.nodes)  # where the run last ran
         return CheckResult("job", name, status, f"{name} {text}", fields)
     gone = [j for j in jobs if j.state not in ACTIVE_STATES]
+    done, step = jobdone.finished_step(obs.views.get(name), gone)
+    if done:
+        at = f" at step {step}" if step is not None else ""
+        return CheckResult("job", name, Status.OK, f"{name} finished{at} (the run is done)")
     last = f" (last seen {gone[0].state}, job {gone[0].job_id})" if gone else ""
     fields = {}
     if led is not None and led.last is not None:

@@ -1,4 +1,11 @@
-"""memory: node RAM and swap, RSS growth of processes or a Slurm job's processes, GPU memory."""
+"""memory: node RAM and swap, RSS growth of processes or a Slurm job's processes, GPU memory.
+
+A job (`--job ID`) is judged against its own memory limit where it has one: the cgroup limit
+that binds its processes on this node (Slurm's task/cgroup: v2 `memory.max`, v1
+`memory.limit_in_bytes`; rtool.core.cgroup), its usage as the OOM killer counts it, and an OOM
+kill in its cgroup (`memory.events` / `memory.oom_control` oom_kill) is CRITICAL, named as
+such. Without a cgroup limit its RSS growth is judged against the host's RAM, as before.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +13,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from rtool.core import gpu
+from rtool.core import cgroup, gpu
 from rtool.core.alert import Status
 from rtool.core.units import format_size
 from rtool.watchdogs import history
@@ -31,6 +38,8 @@ class ProcSample:
     count: int = 0
     error: str | None = None
     samples: list[dict[str, float]] = field(default_factory=list)
+    cgroup: cgroup.CgroupMemory | None = None  # a job's cgroup, when one limits it here
+    oom_before: float | None = None  # OOM kills counted at the previous probe
 
 
 @dataclass
@@ -45,25 +54,31 @@ class MemoryObservation:
     gpu_error: str | None = None
 
 
-def job_rss(job_id: str) -> tuple[int, int]:
-    """(summed RSS, process count) of this node's processes whose SLURM_JOB_ID is `job_id`."""
+def job_rss(job_id: str) -> tuple[int, int, int | None]:
+    """(summed RSS, process count, one of the pids) of this node's processes whose
+    SLURM_JOB_ID is `job_id`."""
     total = count = 0
+    pid = None
     for p in _psutil().process_iter():
         try:
             if p.environ().get("SLURM_JOB_ID") == job_id:
                 total += p.memory_info().rss
                 count += 1
+                pid = p.pid if pid is None else pid
         except (_psutil().Error, OSError):
             continue
-    return total, count
+    return total, count, pid
 
 
 def _proc_sample(what: str, pid: int | None, job: str | None) -> ProcSample:
     if job is not None:
-        rss, count = job_rss(job)
+        rss, count, one = job_rss(job)
         if count == 0:
             return ProcSample(what, None, error=f"no process of job {job} on this node")
-        return ProcSample(what, rss, count)
+        host = _psutil().virtual_memory().total
+        found = cgroup.memory_of(one, host=host) if one is not None else None
+        limited = found if found is not None and found.limit is not None else None
+        return ProcSample(what, rss, count, cgroup=limited)
     try:
         return ProcSample(what, _psutil().Process(pid).memory_info().rss, 1)
     except _psutil().Error:
@@ -108,7 +123,10 @@ class MemoryWatchdog(SpecWatchdog[MemoryWatch]):
             s = _proc_sample(what, pid, job)
             if s.rss is not None:
                 sample = {"t": now, "rss": float(s.rss)}
+                if s.cgroup is not None and s.cgroup.oom_kills is not None:
+                    sample["oom_kills"] = float(s.cgroup.oom_kills)
                 s.samples = history.append(env.state, "memory", what, sample, spec.history)
+                s.oom_before = _previous(s.samples, "oom_kills")
             o.procs.append(s)
         if spec.gpu:
             o.gpus, o.gpu_error = gpu_memory(self.timeout_of(spec))
@@ -145,10 +163,49 @@ def node_result(o: MemoryObservation) -> CheckResult:
     return CheckResult("memory", "node", status, text, fields)
 
 
+def _previous(samples: list[dict[str, float]], key: str) -> float | None:
+    """The value of `key` in the sample before the last one (None: no such sample)."""
+    older = [x[key] for x in samples[:-1] if key in x]
+    return older[-1] if older else None
+
+
+def cgroup_result(o: MemoryObservation, s: ProcSample, cg: cgroup.CgroupMemory) -> CheckResult:
+    """A job whose cgroup limits it: its usage against that limit, its OOM kills."""
+    spec, limit = o.spec, cg.limit or 1
+    pct = cg.usage / limit * 100.0
+    fields = {
+        "used_pct": f"{pct:.1f}",
+        "limit": format_size(limit),
+        "cgroup": cg.folder,
+        "processes": str(s.count),
+    }
+    text = f"{s.what} {pct:.0f}% of its memory limit used ({format_size(cg.usage)} of "
+    text += f"{format_size(limit)}, cgroup {cg.where})"
+    kills = cg.oom_kills or 0
+    if kills:
+        fields["oom_kills"] = str(kills)
+    new = kills - int(s.oom_before if s.oom_before is not None else 0)
+    if new > 0:
+        text = f"{s.what} OOM kill: {new} process(es) killed by the OOM killer at its limit "
+        text += f"{format_size(limit)} (cgroup {cg.where}, memory.events oom_kill {kills})"
+        return CheckResult("memory", s.what, Status.CRITICAL, text, fields)
+    if pct > spec.max_used:
+        return CheckResult(
+            "memory", s.what, Status.CRITICAL, f"{text} (limit {spec.max_used:g}%)", fields
+        )
+    if pct > spec.warn_used:
+        return CheckResult(
+            "memory", s.what, Status.WARNING, f"{text} (warning {spec.warn_used:g}%)", fields
+        )
+    return CheckResult("memory", s.what, Status.OK, text, fields)
+
+
 def proc_result(o: MemoryObservation, s: ProcSample) -> CheckResult:
     if s.rss is None:
         why = s.error or "no data"
         return CheckResult("memory", s.what, Status.UNKNOWN, f"{s.what}: {why}", {"error": why})
+    if s.cgroup is not None:
+        return cgroup_result(o, s, s.cgroup)
     rate = history.trend(s.samples, "rss", o.spec.trend_min_span)
     fields = {"rss": format_size(s.rss), "processes": str(s.count)}
     text = f"{s.what} RSS {format_size(s.rss)}"

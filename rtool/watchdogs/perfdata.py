@@ -21,13 +21,11 @@ from rtool.watchdogs.metrics import Measure
 
 #: One performance data item, as the guidelines define it.
 ITEM = re.compile(
-    r"(?:'(?P<qlabel>(?:[^'=]|'')+)'|(?P<label>[^'= ]+))"
-    r"=(?P<value>U|-?[0-9]+(?:\.[0-9]+)?)(?P<uom>s|us|ms|%|B|KB|MB|GB|TB|c)?"
-    r"(?:;(?P<warn>[^; ]*)(?:;(?P<crit>[^; ]*)(?:;(?P<min>-?[0-9.]*)(?:;(?P<max>-?[0-9.]*))?)?)?)?"
+    r"(?<![^ ])(?:'(?P<qlabel>(?:[^'=]|''){1,200})'|(?P<label>[^'= ]{1,200}))"
+    r"=(?P<value>U|-?[0-9]{1,30}(?:\.[0-9]{1,30})?)(?P<uom>s|us|ms|%|B|KB|MB|GB|TB|c)?"
+    r"(?:;(?P<warn>[^; ]{0,60})(?:;(?P<crit>[^; ]{0,60})"
+    r"(?:;(?P<min>-?[0-9.]{0,40})(?:;(?P<max>-?[0-9.]{0,40}))?)?)?)?"
 )
-#: The whole perfdata part: items separated by single spaces.
-_ANON = re.sub(r"\(\?P<\w+>", "(?:", ITEM.pattern)
-PERFDATA = re.compile(rf"{_ANON}(?: {_ANON})*")
 
 
 def number(value: float) -> str:
@@ -83,12 +81,15 @@ def plugin_text(text: str) -> str:
 def parse(perf: str) -> list[dict[str, str | None]]:
     """The items of a perfdata part (labels unquoted); ValueError when it does not follow the
     format. Used by the tests and by anyone who wants to read rtool's lines back."""
-    if not PERFDATA.fullmatch(perf):
-        raise ValueError(f"not performance data: {perf!r}")
-    items = []
-    for m in ITEM.finditer(perf):
+    items, pos = [], 0
+    while True:  # items separated by single spaces, nothing else
+        m = ITEM.match(perf, pos)
+        if m is None or (m.end() < len(perf) and perf[m.end()] != " "):
+            raise ValueError(f"not performance data: {perf[:200]!r}")
+        pos = m.end() + 1
         d = m.groupdict()
         label = d.pop("qlabel")
         d["label"] = label.replace("''", "'") if label is not None else d["label"]
         items.append(d)
-    return items
+        if pos > len(perf):
+            return items

@@ -120,7 +120,7 @@ def parse_mmlsquota(text: str) -> Quota:
     raise QuotaParseError("mmlsquota -Y output has no HEADER row and data row")
 
 
-_WORD = re.compile(r"(\w+)=(\S+)", re.ASCII)
+_WORD = re.compile(r"\b(\w{1,64})=(\S+)", re.ASCII)
 
 
 def parse_simple(text: str) -> Quota:

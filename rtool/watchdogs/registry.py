@@ -42,6 +42,11 @@ LINES: tuple[Line, ...] = (
     Line("disk", "rtool.watchdogs.disk:DiskWatchdog", "rtool.watchdogs.config:DiskWatch"),
     Line("memory", "rtool.watchdogs.memory:MemoryWatchdog", "rtool.watchdogs.config:MemoryWatch"),
     Line("run", "rtool.watchdogs.run:RunWatchdog", "rtool.runs.config:RunWatch"),
+    Line(
+        "checkpoint",
+        "rtool.watchdogs.checkpoint.watchdog:CheckpointWatchdog",
+        "rtool.watchdogs.checkpoint.spec:CheckpointWatch",
+    ),
     # [[watch.cron]] entries, completed from [cron]
     Line("cron", "rtool.watchdogs.cron:CronWatchdog", "rtool.watchdogs.config:CronWatchEntry"),
 )

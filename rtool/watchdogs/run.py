@@ -41,8 +41,9 @@ class RunWatchdog(SpecWatchdog[RunWatch]):
     """Is the run progressing across its attempts (array tasks, requeues, chained jobs)?
 
     CRITICAL crash loop (and the rest of the array held), stalled, or exhausted without
-    finished(); WARNING budget or restart storm. A [[watch.run]] entry of the same name in the
-    config gives the defaults; flags override it.
+    finished(); WARNING budget or restart storm. NAME is the run's name or its jobs' name; a
+    [[watch.run]] entry of that name in the config gives the defaults, else what `rtool submit`
+    recorded for the run (heartbeat, log); flags override them.
 
     Example: rtool watch run llama-7b --heartbeat ckpt/heartbeat.json --log 'logs/llama-%A_%a.out'
     """
@@ -54,6 +55,13 @@ class RunWatchdog(SpecWatchdog[RunWatch]):
     def __init__(self, specs: list[RunWatch], timeout: float = 10.0) -> None:
         super().__init__(specs, timeout)
         self.runs_cfg = RunsConfig()
+
+    @classmethod
+    def command_base(cls, config: Any, state: Any, given: dict[str, Any]) -> dict[str, Any]:
+        """The [[watch.run]] entry of that run or job name, else the recorded submission."""
+        from rtool.runs.names import watch_base
+
+        return watch_base(state, given["name"], config.watch.run)
 
     def configure(self, config: Any) -> RunWatchdog:
         """Reads the app config's [runs] section (failure signatures, log tail)."""
@@ -151,6 +159,15 @@ def _check_one(obs: RunObservation, now: float) -> CheckResult:
         last = describe.phrase(led.last) if led.last else ""
         step = f" at step {led.best_step}" if led.best_step is not None else ""
         return _result(obs, Status.CRITICAL, f"exhausted without finished(){step}: last {last}")
+    same = health.no_progress(led, spec.no_progress)
+    if same is not None:
+        at, launches = same
+        text = (
+            f"stalled: {len(launches)} launches in a row resumed at step {at}, no checkpoint "
+            f"kept in between ({', '.join(launches)})"
+        )
+        last = f"; {describe.phrase(led.last)}" if led.last else ""
+        return _result(obs, Status.CRITICAL, text + last)
     stalled = health.stalled_for(led, queue, now)
     if spec.stalled is not None and stalled is not None and stalled > spec.stalled:
         text = (
@@ -170,7 +187,10 @@ def _check_one(obs: RunObservation, now: float) -> CheckResult:
         return _result(obs, Status.WARNING, text)
     recent = health.attempts_within(led, now)
     if spec.restart_storm is not None and recent > spec.restart_storm:
-        text = f"restart storm: {recent} attempts in the last hour (limit {spec.restart_storm})"
+        text = (
+            f"restart storm: {recent} attempts and in-place restarts in the last hour "
+            f"(limit {spec.restart_storm})"
+        )
         return _result(obs, Status.WARNING, text)
     return _result(obs, Status.OK, _ok_text(led, queue), attempt=False)
 
@@ -187,19 +207,30 @@ def _ok_text(led: Ledger, queue: health.Queue) -> str:
     return f"{now}; {len(led.attempts)} attempt(s) so far"
 
 
-def _crash_loop(obs: RunObservation, loop: list[Attempt], queue: health.Queue) -> CheckResult:
-    spec = obs.spec
-    nums = f"{loop[0].number}-{loop[-1].number}" if len(loop) > 1 else str(loop[0].number)
-    last = describe.phrase(loop[-1])
-    text = f"crash loop: attempts {nums} made no progress or died early; last {last}"
+def _crash_loop(obs: RunObservation, loop: list[health.Try], queue: health.Queue) -> CheckResult:
+    spec, last = obs.spec, loop[-1]
+    text = f"crash loop: {_launches(loop)} made no progress or died early; last "
+    text += describe.phrase(last.attempt)
+    if last.restart is not None:
+        text += f", restarted in place after {last.restart.cause}: {last.restart.detail[:120]}"
     targets = queue.hold_targets()
-    res = _result(obs, Status.CRITICAL, text, which=loop[-1])
+    res = _result(obs, Status.CRITICAL, text, which=last.attempt)
     if spec.on_crash_loop == "hold" and targets:
         res.actions = [Action.hold(t) for t in targets]
-        res.action_token = f"crashloop:{spec.name}:{loop[-1].job_id}:{loop[-1].restart}"
+        res.action_token = f"crashloop:{spec.name}:{last.attempt.job_id}:{last.attempt.restart}"
+        if last.restart is not None:
+            res.action_token += f":{last.restart.launch}"
         release = " ".join(f"scontrol release {t};" for t in targets).rstrip(";")
         res.summary += f"; holding the rest ({', '.join(targets)}); release with `{release}`"
         res.fields["release"] = release
     elif targets:
         res.summary += f"; {queue.pending_count} attempt(s) still queued"
     return res
+
+
+def _launches(loop: list[health.Try]) -> str:
+    """`attempts 2-3`, or the launches one by one when in-place restarts are among them."""
+    if all(t.restart is None for t in loop):
+        first, last = loop[0].number, loop[-1].number
+        return f"attempts {first}-{last}" if len(loop) > 1 else f"attempt {first}"
+    return ", ".join(t.label for t in loop)

@@ -40,6 +40,8 @@ class Output:
     tee: Path | None = None
     #: node_exporter textfile-collector folder (rtool/watchdogs/prometheus.py), or None
     prom_textfile: Path | None = None
+    #: look only: say what would be done and sent, do none of it (rtool/watchdogs/dryrun.py)
+    dry_run: bool = False
 
 
 def query_for(watchdogs: list[Watchdog]) -> SqueueQuery | None:
@@ -94,19 +96,29 @@ def exit_code(results: list[CheckResult]) -> int:
     return int(worst([r.status for r in results])) if results else int(Status.UNKNOWN)
 
 
-def emit(results: list[CheckResult], out: Output, now: float, stream: TextIO) -> None:
+def emit(
+    results: list[CheckResult],
+    out: Output,
+    now: float,
+    stream: TextIO,
+    dry_run: list[str] | None = None,
+) -> None:
+    """The status lines (or JSON) on `stream`, then `--dry-run`'s lines; and the --tee file."""
     if out.json:
-        doc = {
+        doc: dict[str, Any] = {
             "status": Status(exit_code(results)).name,
             "code": exit_code(results),
             "time": now,
             "results": [r.to_json() for r in results],
         }
+        if dry_run is not None:
+            doc["dry_run"] = dry_run
         stream.write(json.dumps(redact_data(doc), indent=1) + "\n")
     else:
-        stream.writelines(redact(line) + "\n" for line in plugin_lines(results))
+        lines = plugin_lines(results) + [f"dry run: {x}" for x in dry_run or []]
+        stream.writelines(redact(line) + "\n" for line in lines)
     stream.flush()
-    if out.tee is not None:
+    if out.tee is not None and not out.dry_run:
         stamp = time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(now))
         try:
             with os.fdopen(append_fd(out.tee, 0o644), "a", encoding="utf-8") as fh:
@@ -150,6 +162,8 @@ def run_watch(
 ) -> int:
     """One sweep with every side effect; returns the monitoring-plugin exit code."""
     query = query_for(watchdogs)
+    if out.dry_run and not getattr(slurm, "look_only", False):
+        slurm = _slurm(timeout, look_only=True)  # whatever a probe asks, it only reads
     if slurm is None and query is not None:  # no Slurm layer loaded for disk/memory alone
         slurm = _slurm(timeout)
     env = ProbeEnv(slurm, state, query)
@@ -160,10 +174,19 @@ def run_watch(
         from rtool.watchdogs.causes import add_causes  # quieting: only when it can matter
 
         results = add_causes(results, env, state, now)
+    planned: list[str] = []
     if any(r.actions for r in results):
         from rtool.watchdogs import actions
 
-        actions.apply(results, state, slurm or _slurm(timeout), timeout)
+        slurm = slurm or _slurm(timeout)
+        planned = actions.apply(results, state, slurm, timeout, dry_run=out.dry_run)
+    if out.dry_run:
+        from rtool.watchdogs import dryrun
+
+        send = notify_cfg if out.notify else None
+        said = dryrun.report(results, planned, env.slurm, send, state, out, now)
+        emit(results, out, now, stream or sys.stdout, said)
+        return exit_code(results)
     emit(results, out, now, stream or sys.stdout)
     if out.notify and notify_cfg is not None:
         notify(results, notify_cfg, state, now)
@@ -174,10 +197,10 @@ def run_watch(
     return exit_code(results)
 
 
-def _slurm(timeout: float) -> Slurm:
+def _slurm(timeout: float, *, look_only: bool = False) -> Slurm:
     from rtool.core.slurm import Slurm
 
-    return Slurm(timeout=timeout)
+    return Slurm(timeout=timeout, look_only=look_only)
 
 
 def export_prometheus(

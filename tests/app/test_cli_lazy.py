@@ -42,6 +42,7 @@ def test_root_help_imports_no_command_module(tmp_path) -> None:
         "rtool.app.commands.errors",
         "rtool.app.commands.helptext",
         "rtool.app.commands.lazy",
+        "rtool.app.commands.nonempty",
     ]
 
 

@@ -78,7 +78,7 @@ def test_unexpected_error_is_one_line_and_debug_shows_the_traceback(
     assert res.code == 3 and "internal error: ZeroDivisionError" in res.err and one_line(res)
     res = cli("--debug", "watch", "disk", "/", "--no-notify")
     assert res.code == 3 and "Traceback" in res.err
-    monkeypatch.setattr("rtool.app.appconfig.load_config", crash)
+    monkeypatch.setattr("rtool.core.config.config_files", crash)
     res = cli("config", "check")
     assert res.code == 1 and "internal error" in res.err and one_line(res)
 

@@ -36,7 +36,7 @@ def test_help_page_follows_the_rules(cli, monkeypatch, path: list[str], cmd: Any
 def test_submit_help_shows_the_defaults_as_written(cli, monkeypatch) -> None:
     monkeypatch.setenv("COLUMNS", "250")
     page = cli("submit", "--help").out
-    assert "(default: ./kill-switch or [switches] kill)" in page
+    assert "(default: ./kill-switch.RUN or [switches] kill)" in page
     assert "(default: [submit] max_requeues, 3)" in page
     assert "[default: --preflight]" in page
     assert re.search(r"--dry-run\s+Print the script", page)  # a flag takes no value

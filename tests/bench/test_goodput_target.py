@@ -6,12 +6,14 @@ import pytest
 
 from bench.goodput_target import (
     FRACTION,
+    MARGIN,
     SLACK_S,
     Latency,
     back_to_training,
     first_step_times,
     fraction_line,
     goodput,
+    margin_line,
     startup_latencies,
     target_lines,
 )
@@ -39,11 +41,13 @@ def test_startup_latency_skips_attempts_that_never_trained_and_never_counts_twic
 def test_goodput_and_fraction_verdict() -> None:
     assert goodput(3000, 0.1, 400.0) == pytest.approx(0.75)
     assert goodput(3000, 0.1, 0.0) is None
-    assert "meets" in fraction_line(0.9 * 0.95, 0.95)
-    line = fraction_line(0.80, 0.95)
-    assert "MISSES" in line and "0.842" in line
+    assert "meets" in fraction_line(0.95 * 0.98, 0.98)
+    line = fraction_line(0.90, 0.98)
+    assert "MISSES" in line and "0.918" in line
     assert "needs" in fraction_line(0.8, None)
-    assert FRACTION == 0.9
+    assert FRACTION == 0.95 and MARGIN == 0.1
+    assert "= +0.100 (meets" in margin_line(0.5, 0.4, "wall")
+    assert "= +0.050 (MISSES" in margin_line(0.45, 0.4, "wall")
 
 
 def test_back_to_training_within_latency_plus_slack() -> None:
@@ -57,3 +61,8 @@ def test_back_to_training_within_latency_plus_slack() -> None:
     assert target_lines([("hang", 1.0)], Latency(())) == [
         "start-up latency: - (needs the ideal setup)"
     ]
+    # a hang's time back includes the threshold it takes to tell one: it does not count
+    assert back_to_training(12.0, 2.0, 5.0) == (5.0, True)
+    lines = target_lines([("hang", 12.5), ("crash", 4.0)], Latency((2.0,)), hang_after=5.0)
+    assert "hang             to train 12.5s - threshold 5s - latency = +5.5s (OVER" in lines[1]
+    assert "crash            to train 4.0s - latency = +2.0s (ok" in lines[2]

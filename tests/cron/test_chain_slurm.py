@@ -220,3 +220,51 @@ def test_tick_pings_the_health_url_and_fail_suffix(
         assert store.load()["jobs"]["cron.d/f:1"]["exit_code"] == 5
     finally:
         server.shutdown()
+
+
+def test_watch_cron_knows_a_stopped_chain_from_a_dead_one_and_cron_list_shows_both(
+    make_cron: Callable[..., CronSetup], cli: Callable[..., Any], slurm: Slurm
+) -> None:
+    import json
+
+    kept, lost = make_cron(hourly="1h"), make_cron(hourly="1h")
+    for c in (kept, lost):
+        assert cli(*c.args("cron", "start")).code == 0
+    # each setup has its own state dir: the other chain's jobs are listed without a folder
+    doc = json.loads(cli(*kept.args("cron", "list", "--json")).out)
+    chain_doc, other = doc["chains"]
+    assert other["dir"] is None and other["name"] == lost.name and other["state"] == "queued"
+    assert chain_doc["dir"] == str(kept.root) and chain_doc["backend"] == "jobs"
+    assert chain_doc["state"] == "queued" and chain_doc["next_tick"] > time.time()
+    assert {s["name"]: s["every"] for s in chain_doc["slots"]} == {
+        "tick": 3600.0,
+        "hourly": 3600.0,
+        "daily": 86400.0,
+        "weekly": 7 * 86400.0,
+    }
+    watch = cli(*kept.args("watch", "cron", "--no-notify"))
+    assert watch.code == 0, watch.out
+
+    assert cli(*kept.args("cron", "stop")).code == 0
+    wait_for(lambda: not active(slurm, kept), timeout=15, what="the chain to be cancelled")
+    watch = cli(*kept.args("watch", "cron", "--no-notify"))
+    assert watch.code == 0 and "CRON OK" in watch.out, watch.out
+    assert "stopped at" in watch.out and "by you (rtool cron stop)" in watch.out
+    listed = cli(*kept.args("cron", "list"))
+    assert listed.code == 0 and listed.out.splitlines()[1].startswith("stopped  jobs")
+    assert str(kept.root) in listed.out and "stopped " in listed.out
+    status = cli(*kept.args("cron", "status"))
+    assert "stopped on purpose" in status.out, status.out
+    overall = cli(*kept.args("status", "--json"))
+    assert json.loads(overall.out)["cron"]["chain_status"] == "OK", overall.out
+
+    slurm.scancel(name=lost.name)  # the chain dies behind rtool's back
+    wait_for(lambda: not active(slurm, lost), timeout=15, what="the chain to die")
+    watch = cli(*lost.args("watch", "cron", "--no-notify"))
+    assert watch.code == 2 and "no scheduler job queued or running" in watch.out, watch.out
+    doc = json.loads(cli(*lost.args("cron", "list", "--json")).out)
+    assert [c["state"] for c in doc["chains"]] == ["dead"]
+
+    assert cli(*kept.args("cron", "start")).code == 0  # started again: the mark is gone
+    watch = cli(*kept.args("watch", "cron", "--no-notify"))
+    assert watch.code == 0 and "stopped" not in watch.out, watch.out

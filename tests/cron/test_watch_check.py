@@ -56,3 +56,25 @@ def test_chain_name_identifies_user_and_dir(tmp_path: object) -> None:
     a, b = chain_name(Path("/x/a")), chain_name(Path("/x/b"))
     assert a != b and a.startswith("rtool-cron-")
     assert chain_name(Path("/x/a"), user="u1") != chain_name(Path("/x/a"), user="u2")
+
+
+def test_a_chain_stopped_on_purpose_is_ok_and_says_when_and_by_whom() -> None:
+    from rtool.core.identity import current_user
+
+    stop = {"stopped": 900.0, "stopped_by": current_user(), "stopped_how": "rtool cron stop"}
+    old = {"time": 100.0}  # its last tick long ago: without the mark, CRITICAL twice over
+    res = check_cron("/c", NAME, ChainObservation(old, [], None, stop), 60, 10, 1000.0)
+    assert res.status == Status.OK
+    assert "stopped at" in res.summary and "by you (rtool cron stop)" in res.summary
+    assert "rtool cron start" in res.summary
+    # squeue down: still known to be stopped on purpose
+    res = check_cron("/c", NAME, ChainObservation(old, None, "timeout", stop), 60, 10, 1000.0)
+    assert res.status == Status.OK
+    # someone else's stop mark names them; a job queued since means it runs again
+    res = check_cron(
+        "/c", NAME, ChainObservation(old, [], None, {**stop, "stopped_by": "bob"}), 60, 10, 1000.0
+    )
+    assert "by bob" in res.summary
+    fresh = ChainObservation({"time": 990.0}, [job("PENDING", NAME)], None, stop)
+    assert check_cron("/c", NAME, fresh, 60, 10, 1000.0).summary.endswith("chain queued")
+    assert check({"time": 990.0}, []) == Status.CRITICAL  # no mark: dead

@@ -18,7 +18,7 @@ from rtool.slurm_templates.specs import SpecError, validate_signal
     [
         (["llm", "--array", "1-3"], "--array: for --submit only"),
         (["llm", "--and-submit"], "--and-submit: for --submit only"),
-        (["llm", "--signal", "B:KILL@60"], "KILL cannot be used"),
+        (["llm", "--signal", "B:KILL@60"], "cannot forward SIGKILL"),
         (["llm", "--start-timeout", "soon"], "--start-timeout: not a duration: 'soon'"),
         (["llm", "--bogus"], "No such option: --bogus"),
         (["--submit", "no-such-script.py"], "cannot read no-such-script.py"),

@@ -39,7 +39,7 @@ def test_auto_requeue_its_bound_and_the_launcher_are_read() -> None:
         more_env=[("RTOOL_DEADLINE_WINDOW", "5m"), ("RTOOL_DEADLINE_SIGNALS", "off")],
     )
     f = read_script(text)
-    assert f.signal is not None and not f.signal.batch and f.signal.name == "USR2"
+    assert f.signal is not None and f.signal.batch and f.signal.name == "USR2"  # sent as B:
     assert f.auto_requeue and f.max_requeues == 5
     assert f.launcher == "torchrun"
     assert f.deadline_window == 300.0 and f.deadline_signals == ()

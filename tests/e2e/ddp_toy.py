@@ -1,8 +1,9 @@
 """A toy DDP training (torch, CPU, gloo) guarded by rtool.shim; run under torchrun by
 test_multinode.py, one process per node.
 
-Env: DDP_DIR (shared folder), DDP_STEPS, DDP_STEP_SECONDS, DDP_CKPT_EVERY.
-Every rank appends `step=N rank=R node=NODE job=JOBID task=TASK restart=K t=TIME` to
+Env: DDP_DIR (shared folder), DDP_STEPS, DDP_STEP_SECONDS, DDP_CKPT_EVERY. A file
+DDP_DIR/crash-R (hang-R) makes rank R raise (hang) at its next step, once (it is removed).
+Every rank appends `step=N rank=R node=NODE job=JOBID task=TASK restart=K launch=L t=TIME` to
 steps-<rank>.log after each step; saves append `saved=N rank=R ... reason=...` to saves.log
 (rank 0 writes the checkpoint ckpt.pt atomically); a time-limit signal is logged as
 `signal=USR1 rank=R node=NODE` in signals.log when the rank's own handler receives it.
@@ -28,8 +29,24 @@ NODE = os.environ.get("SLURMD_NODENAME", "?")
 WHO = (
     f"node={NODE} job={os.environ.get('SLURM_JOB_ID')} "
     f"task={os.environ.get('SLURM_ARRAY_TASK_ID')} "
-    f"restart={os.environ.get('SLURM_RESTART_COUNT', '0')}"
+    f"restart={os.environ.get('SLURM_RESTART_COUNT', '0')} "
+    f"launch={os.environ.get('RTOOL_LAUNCH', '0')}"
 )
+
+
+def fault(rank: int, step: int) -> None:
+    """DDP_DIR/crash-RANK: raise; DDP_DIR/hang-RANK: hang (each once: the file is removed)."""
+    for kind in ("crash", "hang"):
+        path = OUT / f"{kind}-{rank}"
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            continue
+        print(f"rank {rank}: {kind} at step {step}", flush=True)
+        if kind == "crash":
+            raise RuntimeError(f"rank {rank} crashed on demand at step {step}")
+        while True:
+            time.sleep(3600)
 
 
 def log(name: str, line: str) -> None:
@@ -73,6 +90,7 @@ def main() -> None:
     guard.exit_if_killed()
     gen = torch.Generator().manual_seed(rank)
     for step in range(start, STEPS):
+        fault(rank, step)
         x = torch.randn(32, 8, generator=gen)
         loss = (ddp(x) - x.sum(dim=1, keepdim=True)).pow(2).mean()
         opt.zero_grad()

@@ -21,10 +21,12 @@ from pathlib import Path
 
 import pytest
 
-from rtool.core.slurm import Slurm
+from rtool.core.slurm import Slurm, expand_hostlist
+from rtool.runs.inplace import read_restarts
 from rtool.testing import localslurm
 from tests.e2e.conftest import RtoolRun
 from tests.helpers import wait_for
+from tests.shim.test_slurm import _active
 
 DDP = Path(__file__).with_name("ddp_toy.py")
 # Slurm 22.05 sends a --signal=SIG@LEAD at its periodic check (every 30 s) once the job is
@@ -194,3 +196,66 @@ def test_two_node_ddp_survives_time_limits_and_a_node_failure(
     fails = [r for r in recs if r.state == "NODE_FAIL"]
     assert fails and victim in fails[0].nodes, recs
     assert {r.state for r in recs} >= {"NODE_FAIL", "COMPLETED"}
+
+
+def _launches(run: Path, rank: int) -> dict[str, list[Line]]:
+    """A rank's steps by launch (RTOOL_LAUNCH), in order."""
+    path = run / f"steps-{rank}.log"
+    texts = path.read_text().splitlines() if path.exists() else []
+    out: dict[str, list[Line]] = {}
+    for text, line in zip(texts, read(path), strict=False):
+        out.setdefault(dict(LINE.findall(text)).get("launch", "0"), []).append(line)
+    return out
+
+
+@pytest.mark.slurm
+@pytest.mark.timeout(300)
+def test_two_nodes_restart_together_in_place_after_one_rank_crashes_or_hangs(
+    tmp_path: Path, rtool: RtoolRun, slurm: Slurm, job_name: str
+) -> None:
+    """One rank crashes, later the other hangs: each time both nodes' processes end (the abort
+    file, or gloo's own error) and the whole step runs again on the same two nodes, in the
+    same job, from the last checkpoint."""
+    (tmp_path / "rtool.toml").write_text(f'[state]\ndir = "{tmp_path / "state"}"\n')
+    run = tmp_path / "run"
+    run.mkdir()
+    torchrun = Path(sys.executable).with_name("torchrun")
+    launcher = (
+        f"{torchrun} --nnodes 2 --nproc-per-node 1 --rdzv-backend c10d "
+        f"--rdzv-endpoint 127.0.0.1:{_free_port()} --rdzv-id {job_name}"
+    )
+    env = {"DDP_DIR": str(run), "DDP_STEPS": "160", "DDP_STEP_SECONDS": "0.05",
+           "DDP_CKPT_EVERY": "20", "OMP_NUM_THREADS": "1"}  # fmt: skip
+    job = rtool(
+        *("submit", str(DDP), "--job-name", job_name, "--nodes", "2", "--launcher", launcher),
+        *("--time", "0:05:00", "--restarts-in-place", "2", "--hang-after", "4s"),
+        *("--heartbeat", str(run / "hb.json"), "--exit-before-end", "off", "--parsable"),
+        env=env,
+    ).stdout.strip()
+    wait_for(lambda: len(_launches(run, 1).get("0", [])) >= 30, 150, 0.2, "30 steps")
+    (run / "crash-1").touch()
+    wait_for(lambda: len(_launches(run, 0).get("1", [])) >= 25, 120, 0.2, "launch 1 underway")
+    (run / "hang-0").touch()
+    wait_for(lambda: _launches(run, 1).get("2"), 120, 0.2, "launch 2 on rank 1")
+    wait_for(lambda: not _active(slurm, job_name), 180, 1, "the job to end")
+
+    (record,) = slurm.show_job(job)
+    assert record["JobState"] == "COMPLETED" and record["Restarts"] == "0", record
+    saves = [dict(LINE.findall(t)) for t in (run / "saves.log").read_text().splitlines()]
+    for rank in (0, 1):
+        by = _launches(run, rank)
+        assert sorted(by) == ["0", "1", "2"], sorted(by)
+        for n in ("1", "2"):  # both ranks resume after the checkpoint before the restart
+            first = by[n][0]
+            before = [int(s["saved"]) for s in saves if s["rank"] == "0" and s["launch"] < n]
+            assert first.step == max(before) + 1, (rank, n, first.step, before)
+        once = sorted({ln.step for launch in by.values() for ln in launch})
+        assert once == list(range(160))
+    nodes = set(expand_hostlist(record["NodeList"]))
+    for n in ("0", "1", "2"):  # every launch on both nodes of the allocation, one rank each
+        assert {_launches(run, r)[n][0].node for r in (0, 1)} == nodes, n
+    recs = read_restarts(str(run / "hb.json.restarts"))
+    assert [r.launch for r in recs] == [1, 2], recs
+    # rank 0 tells: its own failure, or the other rank's (the abort file names it)
+    assert recs[0].cause in ("crashed", "peer_failed") and "crashed" in recs[0].detail, recs[0]
+    assert recs[1].cause in ("hung", "peer_failed") and "hung" in recs[1].detail, recs[1]

@@ -130,7 +130,7 @@ def test_switch_is_private_by_default(cli: Any, workdir: Path) -> None:
 def test_switch_symlink_is_never_followed(cli: Any, workdir: Path, tmp_path: Path) -> None:
     victim = tmp_path / "victim"  # e.g. another user's file the switch name points to
     (workdir / "kill-switch").symlink_to(victim)
-    res = cli("stop")
+    res = cli("stop", "--kill-switch", "kill-switch")
     assert res.code == 1 and "symlink" in res.err and not victim.exists()
     victim.write_text("keep me")
     old = victim.stat().st_mtime_ns
@@ -143,7 +143,7 @@ def test_switch_symlink_is_never_followed(cli: Any, workdir: Path, tmp_path: Pat
 def test_switch_fifo_is_refused_without_hanging(cli: Any, workdir: Path) -> None:
     os.mkfifo(workdir / "kill-switch")
     start = time.monotonic()
-    res = cli("stop")
+    res = cli("stop", "--kill-switch", "kill-switch")
     assert res.code == 1 and "not a regular file" in res.err
     assert time.monotonic() - start < 10
 

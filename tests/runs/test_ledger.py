@@ -5,9 +5,12 @@ from __future__ import annotations
 
 from datetime import datetime
 
+import pytest
+
 from rtool.core.heartbeat import ErrorInfo, Heartbeat, RunState
 from rtool.core.slurm import parse_sacct, parse_squeue
 from rtool.runs import health, ledger
+from rtool.runs.finish import Claim
 from rtool.runs.records import parse_records
 from rtool.runs.render import table
 from rtool.runs.totals import totals
@@ -54,13 +57,14 @@ def _records() -> str:
     )
 
 
-def _build(prev=None, hb=None, logs=None):  # type: ignore[no-untyped-def]
+def _build(prev=None, hb=None, logs=None, sacct=SACCT, claim=None):  # type: ignore[no-untyped-def]
     logs = logs or {}
     inp = ledger.Inputs(
         run="llm",
         now=_t("2026-11-23T14:16:30"),
-        sacct=parse_sacct(SACCT),
-        records=parse_records(_records()),
+        sacct=parse_sacct(sacct),
+        claim=claim,
+        records=parse_records(_records()).records,
         heartbeat=hb,
         queue=parse_squeue(QUEUE),
         total_steps=5000,
@@ -122,10 +126,28 @@ def test_previous_ledger_keeps_what_sources_forget_and_best_step() -> None:
 
 def test_finished_run_is_not_exhausted() -> None:
     hb = _hb(3, 5000, 701, 5000, RunState.FINISHED)
-    led = _build(hb=hb)
+    completed = SACCT.replace("30_3|34|FAILED|1:0", "30_3|34|COMPLETED|0:0")
+    led = _build(hb=hb, sacct=completed)
     assert led.finished
     assert not health.exhausted(led, health.Queue.of([]))
     assert health.crash_loop(led, 1, 300) is None
+
+
+@pytest.mark.parametrize("how", ["heartbeat", "marker", "empty marker"])
+def test_finished_needs_slurms_word_not_the_marker_alone(how: str) -> None:
+    """Finding 6: a done marker (even an empty one) or a heartbeat saying finished in an attempt
+    that exited non-zero is not a finished run."""
+    hb = _hb(3, 5000, 701, 5000, RunState.FINISHED if how == "heartbeat" else RunState.RUNNING)
+    claim = (
+        None if how == "heartbeat" else Claim(None if how == "empty marker" else ("30_3", 0), True)
+    )
+    led = _build(hb=hb, claim=claim)  # 30_3 ended FAILED 1:0 in sacct
+    assert not led.finished
+    assert health.exhausted(led, health.Queue.of([]))
+    ok = _build(
+        hb=hb, claim=claim, sacct=SACCT.replace("30_3|34|FAILED|1:0", "30_3|34|COMPLETED|0:0")
+    )
+    assert ok.finished == (how != "empty marker" or hb.state is RunState.FINISHED)
 
 
 def test_degraded_mode_from_records_and_squeue() -> None:
@@ -134,7 +156,7 @@ def test_degraded_mode_from_records_and_squeue() -> None:
         '{"event":"start","job_id":"40","array_job_id":"","array_task_id":"","restart":0,"node":"n1","nodelist":"n1","time":1000,"rc":null,"heartbeat":null}\n'
         '{"event":"end","job_id":"40","array_job_id":"","array_task_id":"","restart":0,"node":"n1","nodelist":"n1","time":1030,"rc":1,"heartbeat":null}\n'
         '{"event":"start","job_id":"40","array_job_id":"","array_task_id":"","restart":1,"node":"n2","nodelist":"n2","time":1100,"rc":null,"heartbeat":null}\n'
-    )
+    ).records
     inp = ledger.Inputs(run="llm", now=1200.0, sacct=None, records=recs, queue=parse_squeue(run_q))
     led = ledger.build(None, inp)
     assert not led.accounting and "no accounting" in led.note

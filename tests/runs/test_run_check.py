@@ -95,7 +95,10 @@ def test_restart_storm_and_exhausted() -> None:
     many = [_att(i, i * 10, i * 10 + 10, t0=NOW - 3000 + i * 100) for i in range(1, 9)]
     led = Ledger(run="llm", attempts=many, best_step=90, best_step_at=NOW - 5)
     status, summary, _, _ = _check(led, RUNNING)
-    assert status is Status.WARNING and "restart storm: 8 attempts in the last hour" in summary
+    assert (
+        status is Status.WARNING
+        and "restart storm: 8 attempts and in-place restarts in the last hour" in summary
+    )
     status, summary, fields, _ = _check(led, "")
     assert status is Status.CRITICAL and "exhausted without finished() at step 90" in summary
     assert fields["attempt"] == "8"

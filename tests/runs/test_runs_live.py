@@ -154,8 +154,15 @@ def test_exhausted_without_finished_then_a_finished_run(
     try:
         _submit(cli, TOY, name2, "0-3%1", hb2, "--args", toy2)
         wait_for(lambda: not slurm.squeue(names=[name2], states="PENDING,RUNNING"), 60, 0.5)
-        code, res = _watch(cli, name2, "--heartbeat", str(hb2))
-        assert code == 0 and "finished at step" in res["summary"], res
+        # asked by the name alone, the job watchdog finds the heartbeat rtool submit recorded:
+        # its done marker agrees with how Slurm says the array ended (a task COMPLETED, the
+        # rest CANCELLED by finished()), so the run is finished, not "neither running nor queued"
+        jres = cli("watch", "job", "--name", name2, "--no-notify")
+        assert jres.code == 0 and f"{name2} finished at step 19 (the run is done)" in jres.out, (
+            jres.out
+        )
+        code, res = _watch(cli, name2)  # the run watchdog too, by the name alone
+        assert code == 0 and "finished at step 19" in res["summary"], res
         (tmp_path / "rtool.toml").write_text(
             f'[[watch.job]]\nname = "{name2}"\nheartbeat = "{hb2}"\n'
         )
@@ -220,3 +227,48 @@ def test_node_failure_attempt_shows_the_node(
     a = wait_for(failed_attempt, 60, 1, "the NODE_FAIL attempt in the ledger")
     assert a["nodes"] == [node] and a["signature"]["name"] == "node-fail"  # type: ignore[index]
     assert a["step_end"] is not None  # type: ignore[index]  # its steps, seen by the sweep
+
+
+LIAR = """\
+import json, os, sys, time
+hb = os.environ["RTOOL_HEARTBEAT"]
+me = {"job_id": os.environ["SLURM_JOB_ID"], "restart_count": 0, "run": os.environ["RTOOL_RUN"]}
+if os.environ.get("SLURM_ARRAY_JOB_ID"):
+    me.update(array_job_id=os.environ["SLURM_ARRAY_JOB_ID"],
+              array_task_id=os.environ["SLURM_ARRAY_TASK_ID"])
+with open(hb, "w") as f:
+    json.dump({"state": "finished", "time": time.time(), "step": 5, **me}, f)
+open(hb + ".done", "w").close()  # an empty done marker
+sys.exit(1)
+"""
+
+
+@pytest.mark.slurm
+@pytest.mark.timeout(120)
+def test_a_done_marker_without_slurms_word_is_not_finished(
+    cli: Cli, slurm: Slurm, job_name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Finding 6: the training said finished (heartbeat and an empty done marker) but exited 1:
+    neither the run nor the job watchdog calls it finished, with or without accounting."""
+    monkeypatch.chdir(tmp_path)
+    script = tmp_path / "liar.py"
+    script.write_text(LIAR)
+    hb = tmp_path / "run" / "heartbeat.json"
+    hb.parent.mkdir()
+    _submit(cli, script, job_name, "0", hb)
+    busy = "PENDING,RUNNING,COMPLETING"
+    wait_for(lambda: not slurm.squeue(names=[job_name], states=busy), 60, 0.5, "the job's end")
+    for more in ((), ("--no-accounting",)):
+
+        def settled(more: tuple[str, ...] = more) -> dict | None:  # type: ignore[type-arg]
+            _, res = _watch(cli, job_name, "--heartbeat", str(hb), *more)
+            return res if res["fields"].get("state") in ("FAILED", "ENDED") else None
+
+        res = wait_for(settled, 60, 1, "the attempt's end")
+        assert res["status"] == "CRITICAL" and "finished" not in res["summary"].split("without")[0]
+        assert "exhausted without finished()" in res["summary"], res
+    (tmp_path / "rtool.toml").write_text(
+        f'[[watch.job]]\nname = "{job_name}"\nheartbeat = "{hb}"\n'
+    )
+    jres = cli("--config", str(tmp_path / "rtool.toml"), "watch", "all", "--no-notify")
+    assert jres.code == 2 and "finished" not in jres.out, jres.out

@@ -34,7 +34,7 @@ FileNotFoundError: [Errno 2] No such file or directory: '/missing'
     [
         (CUDA_OOM, "FAILED", "cuda-oom"),
         (NCCL_TIMEOUT, "FAILED", "nccl-timeout"),
-        ("NCCL WARN NET/IB : Got completion with error 12\n", "FAILED", "nccl-error"),
+        ("n1:42:43 [0] NCCL WARN NET/IB : Got completion with error 12\n", "FAILED", "nccl-error"),
         ("NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus.\n", "FAILED", "xid"),
         ("CUDA error: uncorrectable ECC error encountered\n", "FAILED", "ecc"),
         (

@@ -17,7 +17,7 @@ import pytest
 
 from rtool.core.heartbeat import RunState, read_heartbeat
 from rtool.shim import REQUEUE_EXIT_CODE, Decision, Guard
-from rtool.shim import monitor as shim_monitor
+from rtool.shim import deadline as shim_deadline
 from tests.helpers import wait_for
 from tests.shim.conftest import ROOT, start_toy, toy_env
 
@@ -30,34 +30,59 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def train_until_stop(guard: Guard, timeout: float = 20) -> tuple[Decision, float]:
+def train_until_stop(
+    guard: Guard, timeout: float = 20, step_s: float = 0.01
+) -> tuple[Decision, float]:
     step = 0
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
+        at = time.time()  # the step boundary (a stop's save runs inside step())
         d = guard.step(step)
         if d.stopping:
-            return d, time.time()
+            return d, at
         step += 1
-        time.sleep(0.01)
+        time.sleep(step_s)
     pytest.fail("the guard never stopped")
 
 
-def test_a_deadline_signal_trains_on_until_end_minus_save_time_and_margin(
+def test_a_deadline_signal_trains_on_until_end_minus_the_learned_lead(
     make_guard: MakeGuard, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(shim_monitor, "DEADLINE_MIN_MARGIN", 0.5)  # the measured part shows
+    monkeypatch.setattr(shim_deadline, "EXIT_SLACK", 0.5)
     switch = tmp_path / "save-now"
-    g = make_guard(lambda s: time.sleep(0.4), save_switch=switch, end_time=time.time() + 600)
+    saved_at: list[float] = []
+
+    def save(step: int) -> None:
+        time.sleep(0.4)
+        saved_at.append(time.time())
+
+    g = make_guard(save, save_switch=switch, end_time=time.time() + 600)
     switch.touch()  # one save, measured: ~0.4 s
     wait_for(lambda: g.step(0).saved or not switch.exists(), 5, 0.02, "the switch save")
     end = time.time() + 4.0
     g._monitor.config.end_time = end  # the job's EndTime as Slurm would tell it
     os.kill(os.getpid(), signal.SIGUSR1)  # lands 4 s before the end
     d, stopped_at = train_until_stop(g)
-    stop_at = g._monitor.config.signal_stop_at
+    lead = end - (g._monitor.deadline.signal_stop_at or 0)
     assert d.reason == "time_limit" and "SIGUSR1 announced the end" in str(d.detail), d
-    assert stop_at is not None and 2 * 0.4 < end - stop_at < 2.0  # 2 x (step + save) + poll
-    assert stop_at - 0.05 <= stopped_at <= stop_at + 0.6, (end - stopped_at, end - stop_at)
+    # the lead is 2 x the measured save + the exit slack: no poll interval, no step in it
+    assert 2 * 0.4 + 0.5 <= lead < 2 * 0.5 + 0.5, lead
+    # stopped at the last step boundary before end - lead, the save done before the end
+    assert end - lead - 0.15 <= stopped_at <= end - lead + 0.02, (end - stopped_at, lead)
+    assert saved_at and saved_at[-1] < end - 0.5
+
+
+def test_the_stop_is_made_at_the_last_step_boundary_not_at_the_poll(
+    make_guard: MakeGuard, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Steps of 0.3 s, a poll every second: the stop still comes within one step of the
+    stop time (the step path reads the clock once the stop time is near), never after it."""
+    monkeypatch.setattr(shim_deadline, "EXIT_SLACK", 0.2)
+    end = time.time() + 3.0
+    g = make_guard(lambda s: time.sleep(0.1), exit_before_end="1s", end_time=end, poll_interval=1)
+    d, stopped_at = train_until_stop(g, step_s=0.3)
+    assert d.reason == "time_limit" and d.saved
+    assert end - 1.0 - 0.3 - 0.05 <= stopped_at <= end - 1.0 + 0.02, end - stopped_at
 
 
 def test_a_deadline_signal_stops_at_once_without_an_end_or_far_from_it(

@@ -52,17 +52,26 @@ def kept(result: dict[str, Any]) -> list[int]:
     return [step for step, skipped in result["steps"] if not skipped]
 
 
+def _reports_the_switch_save(result: dict[str, Any]) -> None:
+    """The switch save at step 2 is in the heartbeat while the training goes on (step 4)."""
+    mid = result["heartbeat_mid"]
+    assert mid["state"] == "running" and mid["last_saved_step"] == 2, mid
+    assert 0 < mid["last_save_seconds"] < 30 and 0 < mid["longest_save_seconds"] < 30, mid
+
+
 def test_hugging_face_trainer_stops_saves_resumes_and_holds_on_nan(tmp_path: Path) -> None:
     attempts = [
-        {"max_steps": 14, "save_at": 2, "signal_at": 5, "signal": "USR1"},
+        {"max_steps": 14, "save_at": 2, "signal_at": 5, "signal": "USR1", "heartbeat_at": 4},
         {"max_steps": 14, "kill_at": 7},
         {"max_steps": 14},  # the kill switch is still there: burn-through at start
         {"max_steps": 14, "nan_from": 10, "save_steps": 12, "remove_kill": True},
         {"max_steps": 14},
+        {"max_steps": 14},  # restarted after finishing: nothing to do
     ]
     code, r, log = run_worker(tmp_path, "hf", attempts)
     assert code == 0, log  # the last attempt finished: sys.exit(cb.exit_code)
-    a1, a2, a3, a4, a5 = r
+    a1, a2, a3, a4, a5, a6 = r
+    _reports_the_switch_save(a1)
     # save switch -> checkpoint, training goes on; USR1 -> ONE checkpoint, train() returns, 85
     assert kept(a1) == [1, 2, 3, 4, 5] and a1["exit_code"] == REQUEUE_EXIT_CODE, log
     assert a1["returned"] and a1["after_rtool_on_train_end"]
@@ -74,8 +83,8 @@ def test_hugging_face_trainer_stops_saves_resumes_and_holds_on_nan(tmp_path: Pat
     assert kept(a2) == [6, 7] and a2["exit_code"] == 0
     assert a2["checkpoints"][-1] == "checkpoint-7"
     assert a2["heartbeat"]["stop_reason"] == "killed"
-    # burn-through: train() returns at once, no update kept, nothing saved, exit 0
-    assert kept(a3) == [] and a3["returned"] and a3["exit_code"] == 0
+    # burn-through: train() returns at once, no step run at all, nothing saved, exit 0
+    assert a3["steps"] == [] and a3["returned"] and a3["exit_code"] == 0
     assert a3["checkpoints"] == a2["checkpoints"]
     # NaN from step 10 (default logging_nan_inf_filter=True): stop after 3, nothing saved
     # (not even the Trainer's own save_steps=12 checkpoint), weights still finite
@@ -85,6 +94,10 @@ def test_hugging_face_trainer_stops_saves_resumes_and_holds_on_nan(tmp_path: Pat
     assert a4["heartbeat"]["stop_reason"] == "nonfinite_loss"
     # the last attempt resumes from the last good checkpoint and finishes
     assert kept(a5) == list(range(8, 15)) and a5["heartbeat"]["state"] == "finished"
+    assert a5["heartbeat"]["last_saved_step"] == 14  # the Trainer's final save, reported
+    # restarted after finished(): no step runs again (the Trainer would run one), still done
+    assert a6["steps"] == [] and a6["exit_code"] == 0 and a6["heartbeat"]["state"] == "finished"
+    assert a6["checkpoints"] == a5["checkpoints"]
     assert (tmp_path / "heartbeat.json.done").exists()
 
 
@@ -92,14 +105,17 @@ def test_lightning_stops_with_one_checkpoint_returns_from_fit_and_holds_on_nan(
     tmp_path: Path,
 ) -> None:
     attempts = [
-        {"max_steps": 14, "save_at": 2, "signal_at": 5, "signal": "USR1"},
+        {"max_steps": 14, "save_at": 2, "signal_at": 5, "signal": "USR1", "heartbeat_at": 4},
         {"max_steps": 14, "kill_at": 7},
         {"max_steps": 14},  # the kill switch is still there: burn-through at start
         {"max_steps": 14, "nan_from": 10, "remove_kill": True},
+        {"max_steps": 14},
+        {"max_steps": 14},  # restarted after finishing: nothing to do
     ]
     code, r, log = run_worker(tmp_path, "lightning", attempts)
-    assert code == NONFINITE_EXIT_CODE, log  # the last attempt's: sys.exit(cb.exit_code)
-    a1, a2, a3, a4 = r
+    assert code == 0, log  # the last attempt's: sys.exit(cb.exit_code)
+    a1, a2, a3, a4, a5, a6 = r
+    _reports_the_switch_save(a1)
     # save switch -> checkpoint, training goes on; USR1 -> ONE checkpoint (no ModelCheckpoint
     # save beside it), fit() returns, the loggers finalize as at a normal end, exit code 85
     assert kept(a1) == [1, 2, 3, 4, 5] and a1["exit_code"] == REQUEUE_EXIT_CODE, log
@@ -117,7 +133,12 @@ def test_lightning_stops_with_one_checkpoint_returns_from_fit_and_holds_on_nan(
     # NaN from step 10: updates dropped, stop after 3 without any checkpoint, weights finite
     assert kept(a4) == [8, 9] and [s for s, _ in a4["steps"]] == [8, 9, 10, 11, 12], a4
     assert a4["saves"] == [] and a4["own_checkpoints"] == [] and a4["weights_finite"]
-    assert a4["heartbeat"]["stop_reason"] == "nonfinite_loss"
+    assert a4["heartbeat"]["stop_reason"] == "nonfinite_loss" and a4["exit_code"] == 86
+    # resumed at 8 and finished: rtool's checkpoint is saved at the end (no step runs twice)
+    assert kept(a5) == list(range(8, 15)) and 14 in a5["saves"] and a5["exit_code"] == 0
+    assert a5["heartbeat"]["state"] == "finished" and a5["heartbeat"]["last_saved_step"] == 14
+    # restarted after finished(): resumes at the end, runs no step, still finished
+    assert a6["steps"] == [] and a6["saves"] == [] and a6["heartbeat"]["state"] == "finished"
 
 
 def _free_port() -> int:

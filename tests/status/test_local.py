@@ -11,6 +11,7 @@ from pathlib import Path
 from rtool.app.status.view import SCHEMA, failing_cron_jobs
 from rtool.core.alert import Alert, Status
 from rtool.notify import process
+from rtool.runs import names
 from tests.servers.fixtures import down_port
 from tests.status.conftest import Setup
 
@@ -43,14 +44,12 @@ def test_an_empty_state_dir_gives_a_calm_screen_and_no_squeue_call(make_setup):
     assert data["jobs"]["watched"] == [] and data["cron"]["started"] is False
     assert data["alerts"] == {"status": "OK", "open": []}
     assert data["disks"] == [] and data["outbox"]["queued"] == 0
-    assert [(w["which"], w["present"]) for w in data["switches"]["switches"]] == [
-        ("kill", False),
-        ("save", False),
-    ]
+    assert data["switches"]["switches"] == []  # each run gets its own at submission
     assert data["memory"]["total_bytes"] > 0 and 0 <= data["memory"]["used_pct"] <= 100
     screen = s.screen()
     assert "no open alerts recorded" in screen and "no jobs watched" in screen
     assert "cron start" in screen and "last delivery never" in screen
+    assert "none yet: each run gets its own at rtool submit" in screen
     for alarming in ("CRITICAL", "UNKNOWN", "SET "):
         assert alarming not in screen
 
@@ -102,24 +101,34 @@ def test_a_failing_alert_shows_since_when_and_the_outbox_keeps_what_was_not_deli
 def test_switch_files_touched_by_stop_and_save(make_setup, tmp_path):
     kill = tmp_path / "switches" / "kill-me"
     s = make_setup(f'[switches]\nkill = "{kill}"\n')
-    assert s.run("stop").code == 0
+    own = names.Submission(
+        run="llama",
+        job_name="llama",
+        job_id="12",
+        workdir=str(Path.cwd()),
+        kill_switch=str(Path.cwd() / "kill-switch.llama"),
+        save_switch=str(Path.cwd() / "save-switch.llama"),
+        submitted=time.time(),
+    )
+    names.save(s.state, own)  # what `rtool submit --run llama` records
+    assert s.run("stop").code == 0  # [switches] kill: one switch for every run
     data = s.status()
-    by_which = {w["which"]: w for w in data["switches"]["switches"]}
-    assert by_which["kill"]["path"] == str(kill) and by_which["kill"]["present"] is True
-    assert by_which["kill"]["source"] == "[switches] kill"
-    assert by_which["save"]["path"] == str(Path.cwd() / "save-switch")
-    assert by_which["save"]["present"] is False
+    by_which = {(w["which"], w["source"]): w for w in data["switches"]["switches"]}
+    assert by_which[("kill", "[switches] kill")]["path"] == str(kill)
+    assert by_which[("kill", "[switches] kill")]["present"] is True
+    assert by_which[("save", "rtool submit")]["path"] == own.save_switch
+    assert by_which[("save", "rtool submit")]["present"] is False
     assert data["switches"]["status"] == "WARNING"
-    assert s.run("save").code == 0
+    assert s.run("save", "--run", "llama").code == 0
     screen = s.screen()
     assert f"kill  SET      {kill}  ([switches] kill)" in screen
-    assert f"save  SET      {Path.cwd() / 'save-switch'}" in screen
+    assert f"save  SET      {own.save_switch}  (rtool submit; llama job 12)" in screen
     os.unlink(kill)
     assert s.status()["switches"]["status"] == "OK"
 
 
 def test_a_switch_on_a_hung_mount_is_unknown_within_the_timeout(make_setup, hung_lookup_mount):
-    s = make_setup(f'[switches]\nkill = "{hung_lookup_mount}/kill-switch"\n')
+    s = make_setup(f'[switches]\nkill = "{hung_lookup_mount}/kill-switch"\nsave = "save-switch"\n')
     start = time.monotonic()
     data = s.status("--timeout", "1s")
     assert time.monotonic() - start < 10

@@ -28,8 +28,9 @@ def test_dry_run_prints_the_script_and_submits_nothing(cli: Cli, run_dir: Path) 
     assert "#SBATCH --array=1-10%1" in res.out
     assert "#SBATCH --signal=B:USR1@600" in res.out  # the default from the config schema
     assert "#SBATCH --output=%x-%A_%a.out" in res.out
-    assert f"export RTOOL_KILL_SWITCH={run_dir}/kill-switch" in res.out
-    assert f"_rtool_run srun python {run_dir}/train.py" in res.out
+    assert f"export RTOOL_KILL_SWITCH={run_dir}/kill-switch.train" in res.out  # the run's own
+    assert f"export RTOOL_SAVE_SWITCH={run_dir}/save-switch.train" in res.out
+    assert f"_rtool_train srun python {run_dir}/train.py" in res.out
 
 
 @pytest.mark.parametrize(
@@ -37,7 +38,8 @@ def test_dry_run_prints_the_script_and_submits_nothing(cli: Cli, run_dir: Path) 
     [
         (["--array", "1-10%0"], "array spec"),
         (["--array", "5-1"], "ends before"),
-        (["--signal", "KILL@60"], "KILL cannot be used"),
+        (["--signal", "KILL@60"], "cannot forward SIGKILL to the training (it cannot be caught"),
+        (["--signal", "B:CONT@60"], "cannot forward SIGCONT"),
         (["--signal", "USR1@"], "signal spec"),
         (["--time", "forever"], "time limit"),
         (["--time", "5", "--signal", "B:USR1@600"], "not shorter than the time limit"),
@@ -98,7 +100,7 @@ def test_config_defaults_and_template_override(cli: Cli, run_dir: Path) -> None:
 
 
 def test_submit_refuses_while_the_kill_switch_is_set(cli: Cli, run_dir: Path) -> None:
-    (run_dir / "kill-switch").touch()
+    (run_dir / "kill-switch.train").touch()
     res = cli("submit", "train.py")
     assert res.code == 1 and "kill switch" in res.err and "remove it" in res.err
 
@@ -106,7 +108,7 @@ def test_submit_refuses_while_the_kill_switch_is_set(cli: Cli, run_dir: Path) ->
 def test_stop_and_save_touch_group_writable_switches(cli: Cli, run_dir: Path) -> None:
     old = os.umask(0o022)
     cfg = run_dir / "shared.toml"
-    cfg.write_text("[switches]\ngroup_writable = true\n")
+    cfg.write_text('[switches]\ngroup_writable = true\nsave = "shared/save-all"\n')
     os.chmod(run_dir, 0o2775)
     try:
         res = cli("--config", str(cfg), "stop", "--kill-switch", "shared/runs/kill")
@@ -115,13 +117,13 @@ def test_stop_and_save_touch_group_writable_switches(cli: Cli, run_dir: Path) ->
         assert kill.exists() and str(kill) in res.out
         assert stat.S_IMODE(kill.stat().st_mode) == 0o664
         assert stat.S_IMODE((run_dir / "shared").stat().st_mode) & 0o070 == 0o070
+        # a [switches] path without {run} is one switch for every run: no name needed
         assert cli("--config", str(cfg), "save").code == 0
-        assert (run_dir / "save-switch").exists()
-        assert cli("--config", str(cfg), "stop").code == 0 and (run_dir / "kill-switch").exists()
+        assert (run_dir / "shared/save-all").exists()
     finally:
         os.umask(old)
     res = cli("stop", "--cancel-pending")
-    assert res.code == 2 and "--job-name" in res.err
+    assert res.code == 2 and "--cancel-pending needs --run" in res.err
 
 
 def _signal_line(out: str) -> str:

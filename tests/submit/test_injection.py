@@ -3,6 +3,8 @@ arguments: the rendered script passes `bash -n`, and running its prelude runs no
 
 from __future__ import annotations
 
+import contextlib
+import socket
 import subprocess
 from pathlib import Path
 
@@ -39,7 +41,7 @@ def make_job(tmp_path: Path) -> TrainingJob:
         kill_switch=h["kill"],
         save_switch=h["save"],
         heartbeat=h["beat"],
-        launcher=["torchrun", "--x=$(touch PWNED9)"],
+        launcher=["torchrun", "--x=';touch PWNED9 #", f'--rdzv-conf=id=$SLURM_JOB_ID"; {h["arg"]}'],
         script_args=[h["arg"], "--n", "2"],
         signal=validate_signal("B:USR1@600"),
         time="01:00:00",
@@ -74,24 +76,59 @@ def test_hostile_values_are_inert(tmp_path: Path) -> None:
     assert (tmp_path / "home" / "precious").read_text() == "keep me"
 
 
+FAKES = {
+    # srun: drop its options, run the command (on "each node": here, once)
+    "srun": 'while [ "${1#-}" != "$1" ]; do shift; done; exec "$@"',
+    # scontrol: the allocation's first node and its address, as Slurm would say them
+    "scontrol": 'case "$2" in hostnames) echo n7 ;; node) echo "NodeName=$3 NodeAddr=10.9.8.7 '
+    'NodeHostName=h7" ;; esac',
+    "torchrun": "printf '%s\\0' \"$@\"",
+}
+
+
+def fake_bin(tmp_path: Path) -> Path:
+    folder = tmp_path / "bin"
+    folder.mkdir(exist_ok=True)
+    for name, body in FAKES.items():
+        (folder / name).write_text(f"#!/bin/bash\n{body}\n")
+        (folder / name).chmod(0o755)
+    return folder
+
+
 def test_script_arguments_reach_the_command_unchanged(tmp_path: Path) -> None:
+    """The whole script runs (srun, scontrol and torchrun are stand-ins that print): the
+    launcher's words, rtool's rendezvous on the first node's address and the script's
+    arguments reach torchrun exactly, variables expanded on the node, nothing injected."""
     text = render_job(make_job(tmp_path))
-    # Replace srun by a printer of its arguments: the words must be exactly what was given
-    # (the run line spans several lines: an argument holds a newline).
-    start = text.index("_rtool_run srun")
-    run = text[start:].split("\n_rtool_finish")[0]
-    body = text[:start] + run.replace("_rtool_run srun", "printf '%s\\0'", 1)
-    res = run_bash(body, tmp_path)
+    env = {"SLURM_JOB_ID": "4242", "SLURM_JOB_NUM_NODES": "2", "SLURM_NNODES": "2"}
+    env |= {"SLURM_NODEID": "1", "SLURM_JOB_NODELIST": "n[7-8]"}
+    with socket.socket() as taken:  # the job's first port is in use here: the next one is taken
+        with contextlib.suppress(OSError):
+            taken.bind(("127.0.0.1", 15000 + 4242))
+            taken.listen()
+        res = run_bash(text, tmp_path, PATH=f"{fake_bin(tmp_path)}:/usr/bin:/bin", **env)
+    assert res.returncode == 0, res.stderr
     h = hostile(tmp_path)
+    port = res.stderr.split("10.9.8.7:")[1].split(")")[0]
+    assert 15000 + 4242 < int(port) < 15000 + 4242 + 100
     assert res.stdout.split("\0")[:-1] == [
-        "torchrun",
-        "--x=$(touch PWNED9)",
+        "--x=';touch PWNED9 #",
+        f'--rdzv-conf=id=4242"; {h["arg"]}',
+        *("--nnodes", "2", "--node-rank", "1"),
+        *("--master-addr", "10.9.8.7", "--master-port", port),
         str(tmp_path / "train; touch PWNED8.py"),
         h["arg"],
         "--n",
         "2",
     ]
+    assert f"rendezvous on n7 (10.9.8.7:{port})" in res.stderr
     assert not list(tmp_path.glob("PWNED*"))
+
+
+@pytest.mark.parametrize("word", ["--x=$(touch PWNED)", "--x=`id`", "--x=${A:-$(id)}"])
+def test_a_command_in_a_launcher_word_is_refused(tmp_path: Path, word: str) -> None:
+    with pytest.raises(SpecError, match="launcher word"):
+        TrainingJob(job_name="a", script="/x.py", launcher=["torchrun", word])
 
 
 def test_kill_switch_exits_before_anything_else(tmp_path: Path) -> None:

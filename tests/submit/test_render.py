@@ -46,6 +46,7 @@ def training(**kw: object) -> TrainingJob:
         "script": "/runs/train.py",
         "kill_switch": "/runs/kill-switch",
         "save_switch": "/runs/save-switch",
+        "rtool": ["/opt/rtool/bin/rtool"],  # the same script on every machine
     }
     return TrainingJob(**{**base, **kw})  # type: ignore[arg-type]
 
@@ -92,6 +93,7 @@ def test_golden_wrapped_batch_script(tmp_path: Path) -> None:
     )
     req = SubmitRequest(script=Path("job.slurm"), time="30", array="1-3%1")
     job = build_job(req, SubmitConfig(partition="cpu"), SwitchesConfig(), tmp_path)
+    job.rtool = ["/opt/rtool/bin/rtool"]
     text = render_job(job).replace(str(tmp_path), "/RUN")
     assert "#SBATCH --mem=4G" in text  # the user's own lines stay
     assert "# rtool overrides: SBATCH --time=1:00:00" in text
@@ -129,8 +131,10 @@ def test_defaults_from_config_and_precedence(tmp_path: Path) -> None:
     job = build_job(SubmitRequest(script=Path("t.py"), time="1h"), cfg, SwitchesConfig(), tmp_path)
     assert (job.partition, job.time, job.array, job.job_name) == ("gpu", "01:00:00", "1-4%1", "t")
     assert job.signal is not None and job.signal.sbatch() == "B:USR1@600"
-    assert job.kill_switch == str(tmp_path / "kill-switch")
-    assert "srun torchrun --nproc-per-node 2 " + str(tmp_path / "t.py") in render_job(job)
+    assert job.kill_switch == str(tmp_path / "kill-switch.t")
+    text = render_job(job)
+    assert "exec torchrun --nproc-per-node 2 --nnodes " in text
+    assert "bash -c '_rtool_launch \"$@\"' rtool-launch " + str(tmp_path / "t.py") in text
     sw = SwitchesConfig(kill="~/k", save="/abs/s")
     job = build_job(SubmitRequest(script=Path("t.py")), cfg, sw, tmp_path)
     assert job.kill_switch == str(Path("~/k").expanduser()) and job.save_switch == "/abs/s"

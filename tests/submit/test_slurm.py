@@ -220,7 +220,7 @@ def test_kill_switch_burns_through_the_array(
     job = submit(cli, "marker.py", "--args", f"{run_dir}/ran", "--array", "1-5%1", "--job-name",
                  job_name, "--time", "5", "--signal", "B:USR1@60", "--", "--hold")  # fmt: skip
     res = cli("stop", "--job-name", job_name)  # the recorded kill switch of this submission
-    assert res.code == 0 and str(run_dir / "kill-switch") in res.out
+    assert res.code == 0 and str(run_dir / f"kill-switch.{job_name}") in res.out
     slurm.release(job)
     start = time.monotonic()
     wait_for(lambda: not active(slurm, job_name), timeout=90, what="the array to end")
@@ -239,7 +239,7 @@ def test_stop_cancel_pending_and_a_hostile_job_name(
     res = cli("stop", "--job-name", job_name, "--cancel-pending")
     assert res.code == 0, res.err
     wait_for(lambda: not active(slurm, job_name), timeout=20, what="pending tasks gone")
-    (run_dir / "kill-switch").unlink()
+    (run_dir / f"kill-switch.{job_name}").unlink()
 
     name = f"x'; touch {run_dir}/PWNED #{job_name}"
     job = submit(
@@ -279,4 +279,4 @@ def test_a_users_batch_script_runs_wrapped(
     assert (rec["JobName"], rec["TimeLimit"], rec["ExitCode"]) == (job_name, "00:07:00", "3:0")
     assert (run_dir / "wrapped").read_text() == "ran\n"
     out = (run_dir / f"{job_name}-{job}.out").read_text()
-    assert f"kill switch seen by the body: {run_dir}/kill-switch" in out
+    assert f"kill switch seen by the body: {run_dir}/kill-switch.{job_name}" in out

@@ -56,14 +56,16 @@ def test_signal_specs(spec: str, name: str, lead: int, batch: bool, res: bool, n
 @pytest.mark.parametrize(
     ("spec", "needle"),
     [
-        ("KILL@60", "cannot be used"),
-        ("B:STOP@60", "cannot be used"),
+        ("KILL@60", "cannot forward SIGKILL .*cannot be caught"),
+        ("B:STOP@60", "cannot forward SIGSTOP"),
+        ("B:CONT@60", "cannot forward SIGCONT .*Slurm sends it itself"),
+        ("B:CHLD@60", "cannot forward SIGCHLD"),
         ("X:USR1@60", "expected"),
         ("B:B:USR1@60", "repeated"),
         ("USR1@-5", "expected"),
         ("USR1@70000", "at most"),
         ("99@10", "no signal number"),
-        ("NOPE@10", "cannot be used"),
+        ("NOPE@10", "cannot forward SIGNOPE"),
     ],
 )
 def test_signal_specs_rejected(spec: str, needle: str) -> None:

@@ -3,83 +3,103 @@
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 import typer
 
 from rtool.app.commands import errors
-from rtool.app.context import get_context
-from rtool.core.config import find_config_path, redacted
+from rtool.app.context import AppContext, get_context
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 app = errors.group(
     errors.DEFAULT,
-    help="Examples:\n\n  rtool config check\n\n  rtool --config team.toml config show",
+    help="Examples:\n\n  rtool config check --send-test\n\n  rtool config show --origin\n\n"
+    "  rtool --config team.toml config show",
     no_args_is_help=True,
 )
 
 
-@app.command("check")
-def check(ctx: typer.Context) -> int:
-    """Validate the config; list every error with its key path and line (exit 2).
+def _files(files: list[Path]) -> str:
+    return ", ".join(str(f) for f in files) or "built-in defaults (no config file found)"
 
-    Example: rtool --config ~/rtool.toml config check
+
+@app.command("check")
+def check(
+    ctx: typer.Context,
+    send_test: bool = typer.Option(
+        False,
+        "--send-test",
+        help="Then send one test alert through each configured channel and say whether its "
+        "server accepted it (exit 1 when one did not).",
+    ),
+) -> int:
+    """Validate the config and resolve every secret it names; list every problem with its key
+    path, file and line (exit 2).
+
+    A secret's environment variable must be set, its file yours, not readable by others
+    (0600) and not empty; URLs must be well-formed http(s) URLs.
+
+    Example: rtool config check --send-test
     """
-    from rtool.app.appconfig import load_config
+    from rtool.core.config.secrets import problems
+    from rtool.core.errors import ConfigError
 
     actx = get_context(ctx)
-    path = find_config_path(actx.config_path)
-    load_config(actx.config_path)  # the whole schema, defaults too; raises listing every problem
-    typer.echo(f"config OK: {path or 'built-in defaults (no config file found)'}")
+    config = actx.config  # the whole schema, defaults too; raises listing every problem
+    found = problems(config) if actx.config_files else []
+    if found:
+        raise ConfigError(found, _files(actx.config_files))
+    typer.echo(f"config OK: {_files(actx.config_files)}")
+    if send_test:
+        from rtool.app.commands.notify_cmd import send_tests
+
+        return send_tests(config.notify, config.notify.configured())
     return 0
 
 
 @app.command("show")
 def show(
-    ctx: typer.Context, as_json: bool = typer.Option(False, "--json", help="JSON output.")
+    ctx: typer.Context,
+    as_json: bool = typer.Option(False, "--json", help="JSON output."),
+    origin: bool = typer.Option(
+        False, "--origin", help="Say where each value came from: a file and line, or default."
+    ),
 ) -> int:
-    """Print the effective config (defaults filled in, secrets redacted) and rtool's version.
+    """Print the effective config as TOML that `rtool config check` accepts back: values as
+    the files wrote them, defaults filled in, secrets masked.
 
-    Example: rtool config show --json
+    Example: rtool config show --origin
     """
     from rtool import __version__
+    from rtool.core.config.render import effective, masked, origin_of, origins_map, to_toml
 
     actx = get_context(ctx)
-    data = redacted(actx.config)
+    data = masked(effective(actx.config, actx.layered))
+    files = [str(f) for f in actx.config_files]
     if as_json:
-        typer.echo(json.dumps({"rtool_version": __version__, **data}, indent=2))
-    else:
-        path = find_config_path(actx.config_path)
-        typer.echo(f"# rtool {__version__}: effective config from {path or 'built-in defaults'}")
-        typer.echo(_to_toml(data))
+        doc = {"rtool_version": __version__, "config_files": files, "config": data}
+        if origin:
+            doc["origins"] = origins_map(data, actx.layered)
+        typer.echo(json.dumps(doc, indent=2))
+        return 0
+    later = " (later files win)" if len(files) > 1 else ""
+    typer.echo(f"# rtool {__version__}: effective config from {_files(actx.config_files)}{later}")
+    typer.echo(to_toml(data, origin_of(actx.layered) if origin else None), nl=False)
     return 0
 
 
 @app.command("path")
 def path(ctx: typer.Context) -> int:
-    """Print which config file is used (search order: --config, $RTOOL_CONFIG, ./rtool.toml,
-    ~/.config/rtool/rtool.toml).
+    """Print the config files read, in order (later ones win): --config PATH (repeatable),
+    else $RTOOL_CONFIG, else ~/.config/rtool/rtool.toml then ./rtool.toml.
 
-    Example: RTOOL_CONFIG=~/rtool.toml rtool config path
+    Example: rtool config path
     """
-    found = find_config_path(get_context(ctx).config_path)
-    typer.echo(str(found) if found else "(none: built-in defaults)")
+    actx: AppContext = get_context(ctx)
+    for found in actx.config_files:
+        typer.echo(str(found))
+    if not actx.config_files:
+        typer.echo("(none: built-in defaults)")
     return 0
-
-
-def _to_toml(data: dict, prefix: str = "") -> str:
-    scalars, tables = [], []
-    for key, value in data.items():
-        if isinstance(value, dict):
-            tables.append((key, value))
-        elif value is not None:
-            scalars.append(f"{key} = {json.dumps(value)}")
-    out = []
-    if scalars:
-        if prefix:
-            out.append(f"[{prefix}]")
-        out.extend(scalars)
-        out.append("")
-    for key, value in tables:
-        body = _to_toml(value, f"{prefix}.{key}" if prefix else key)
-        if body.strip():
-            out.append(body)
-    return "\n".join(out)

@@ -1,7 +1,10 @@
-"""`rtool cron init|start|stop|status|run|install|uninstall|tick`: the Slurm crontab emulator."""
+"""`rtool cron init|start|stop|status|list|run|install|uninstall|tick`: the Slurm crontab
+emulator."""
 
 from __future__ import annotations
 
+import math
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -10,6 +13,8 @@ import typer
 from rtool.app.commands import errors
 from rtool.app.commands.fromspec import default_note
 from rtool.app.context import get_context
+from rtool.core.errors import UsageError
+from rtool.core.safeio import kind_of
 
 if TYPE_CHECKING:
     from rtool.cron.tick import TickEnv
@@ -20,20 +25,22 @@ app = errors.group(
     no_args_is_help=True,
 )
 
+#: The latest slot accepted (9999-12-31): a larger one is no time at all.
+MAX_SLOT = 253402300799.0
 _DIR_HELP = f"The cron folder {default_note('cron.dir')}."
 
 
 def _env(ctx: typer.Context, directory: Path | None) -> TickEnv:
-    from rtool.core.config import find_config_path
     from rtool.cron.store import resolve_dir
     from rtool.cron.tick import TickEnv
 
     app_ctx = get_context(ctx)
     cfg = app_ctx.config
-    found = find_config_path(app_ctx.config_path)
-    config_path = found.resolve() if found else None
+    files = tuple(f.resolve() for f in app_ctx.config_files)
     root = resolve_dir(directory if directory is not None else cfg.cron.dir)
-    return TickEnv(cfg, app_ctx.state, app_ctx.slurm, root, config_path)
+    if os.path.lexists(root) and not root.is_dir():
+        raise UsageError(f"cron dir {root} is {kind_of(root)}, not a folder")
+    return TickEnv(cfg, app_ctx.state, app_ctx.slurm, root, files)
 
 
 @app.command("init")
@@ -102,6 +109,30 @@ def status_cmd(
     from rtool.cron import manage
 
     for line in manage.status(_env(ctx, directory)):
+        typer.echo(line)
+    return 0
+
+
+@app.command("list")
+def list_cmd(
+    ctx: typer.Context, as_json: bool = typer.Option(False, "--json", help="JSON output.")
+) -> int:
+    """List your cron chains: folder, backend (jobs or scrontab), state (running, queued,
+    stopped, dead), last and next tick, and each slot's period and last run.
+
+    Example: rtool cron list --json
+    """
+    import json
+
+    from rtool.cron.listing import chains, render
+
+    app_ctx = get_context(ctx)
+    found, error = chains(app_ctx.state, app_ctx.slurm)
+    if as_json:
+        doc = {"chains": [c.to_json() for c in found], "squeue_error": error}
+        typer.echo(json.dumps(doc, indent=2))
+        return 0
+    for line in render(found, error):
         typer.echo(line)
     return 0
 
@@ -192,6 +223,8 @@ def tick_cmd(
     from rtool.cron import manage
     from rtool.cron.tick import tick
 
+    if slot is not None and not (math.isfinite(slot) and 0 < slot < MAX_SLOT):
+        raise UsageError(f"--slot {slot!r}: expected a time in epoch seconds, e.g. 1767225600")
     env = _env(ctx, directory)
     env.chain = not no_chain
     manage.require_layout(env.root)

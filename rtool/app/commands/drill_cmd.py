@@ -173,23 +173,15 @@ def _submit_real(
     from rtool.app.commands import submit_cmd
     from rtool.core.alert import Status
     from rtool.core.errors import RtoolError
-    from rtool.slurm_templates.switches import record_name, submission_record
 
     if report.status is not Status.OK:
         _say(f"not submitting {real.job_name}: the drill is {report.status.name}")
         return
     if submit_cmd._check_switches(real):
         raise RtoolError(f"kill switch {real.kill_switch} is present: not submitting")
-    if req.preflight:
-        real.preflight = submit_cmd.preflight_argv(app_ctx, real)
-    if req.exclude_suspects:
-        submit_cmd.exclude_suspect_nodes(app_ctx, real)
-    text = submit_cmd._render(app_ctx, real, req.template)
-    result = app_ctx.slurm.sbatch(req.extra_args, script=text, cwd=str(Path.cwd()))
-    app_ctx.state.write_json(
-        record_name(real.job_name), submission_record(result.job_id, real, Path.cwd())
-    )
-    _say(f"the drill passed: submitted job {result.job_id} ({real.job_name})")
+    text = submit_cmd.prepare(app_ctx, req, real)
+    submit_cmd.send(app_ctx, real, text, req.extra_args, parsable=False)
+    _say(f"the drill passed: {real.job_name} submitted")
 
 
 def _cancel(app_ctx: AppContext, job_id: str, folder: Path) -> None:

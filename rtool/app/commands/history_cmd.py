@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
@@ -19,8 +20,13 @@ if TYPE_CHECKING:
 
 def history(
     ctx: typer.Context,
-    run: str = typer.Argument(..., help="The run (rtool submit --run; default the job name)."),
+    run: str = typer.Argument(..., help="The run, by its run name or its jobs' name."),
     as_json: bool = typer.Option(False, "--json", help="Print the ledger and totals as JSON."),
+    html: Path | None = typer.Option(
+        None,
+        "--html",
+        help="Write the run's timeline to this file: one page, no network (docs/runs.md).",
+    ),
     heartbeat: str | None = typer.Option(None, "--heartbeat", help="The shim's heartbeat file."),
     log: str | None = typer.Option(None, "--log", help="Attempt logs: logs/train-%A_%a.out."),
     job_name: str | None = typer.Option(None, "--job-name", help="Its jobs' name (default RUN)."),
@@ -30,19 +36,22 @@ def history(
     no_accounting: bool = typer.Option(False, "--no-accounting", help="Do not ask sacct."),
 ) -> int:
     """Rebuilt from sacct where accounting exists, else from the batch script's records,
-    heartbeats and squeue (and says so). A watch.run entry of the same name in the config gives the
-    heartbeat and log paths. Exit 0; 1 when there is nothing to show; 2 on bad input.
+    heartbeats and squeue (and says so). RUN is the run's name or its jobs' name. A watch.run
+    entry of that name in the config gives the heartbeat and log paths, else what `rtool
+    submit` recorded for the run. Exit 0; 1 when there is nothing to show; 2 on bad input.
 
     Example: rtool history llama-7b --heartbeat ckpt/heartbeat.json
+
+    Example: rtool history llama-7b --stored --html llama-7b.html
     """
     from rtool.core.errors import UsageError
-    from rtool.runs import store
+    from rtool.runs import names, store
     from rtool.runs.config import RunWatch
     from rtool.runs.totals import totals
 
     app_ctx = get_context(ctx)
     cfg = app_ctx.config
-    base = next((r.model_dump() for r in cfg.watch.run if r.name == run), {"name": run})
+    base = names.watch_base(app_ctx.state, run, cfg.watch.run)
     flags = {"heartbeat": heartbeat, "log": log, "job_name": job_name}
     if no_accounting:
         flags["accounting"] = "off"
@@ -51,10 +60,12 @@ def history(
     except ValueError as exc:
         raise UsageError(f"run {run!r}: {str(exc).splitlines()[-1].strip()}") from None
     now = time.time()
-    led = store.load(app_ctx.state, run) if stored else _refresh(app_ctx, spec, now)
+    led = store.load(app_ctx.state, spec.name) if stored else _refresh(app_ctx, spec, now)
     if led is None or not led.attempts:
         typer.echo(f"rtool: no attempts of run {run!r} found", err=True)
         return 1
+    if html is not None:
+        return _write_page(html, led, now)
     tot = totals(led, now)
     if as_json:
         doc = {"ledger": led.to_json(), "totals": tot.to_json()}
@@ -63,6 +74,15 @@ def history(
     from rtool.runs.render import table
 
     sys.stdout.write(table(led, tot, now))
+    return 0
+
+
+def _write_page(html: Path, led: Ledger, now: float) -> int:
+    from rtool.app.timeline.page import write
+    from rtool.app.timeline.run import run_page
+
+    write(html, run_page(led, now))
+    typer.echo(f"wrote {html}: run {led.run}, {len(led.attempts)} attempt(s)")
     return 0
 
 

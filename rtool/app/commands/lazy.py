@@ -27,6 +27,7 @@ class Lazy:
 
     module: str
     summary: str
+    hidden: bool = False  # run by rtool itself (the batch script), not listed in help
 
 
 _M = "rtool.app.commands."
@@ -39,10 +40,10 @@ COMMANDS: dict[str, Lazy] = {
     ),
     "stop": Lazy(
         _M + "submit_cmd",
-        "Touch the kill switch: the run saves and stops, queued tasks exit at once.",
+        "Touch the run's kill switch: it saves and stops, queued tasks exit at once.",
     ),
     "save": Lazy(
-        _M + "submit_cmd", "Touch the save switch: the run saves a checkpoint and goes on."
+        _M + "submit_cmd", "Touch the run's save switch: it saves a checkpoint and goes on."
     ),
     "status": Lazy(
         _M + "status_cmd",
@@ -82,6 +83,11 @@ COMMANDS: dict[str, Lazy] = {
         _M + "silence_cmd", "Silences: hold matching alerts during maintenance, then summarise."
     ),
     "config": Lazy(_M + "config_cmd", "Check and show the config file."),
+    "record": Lazy(
+        _M + "record_cmd",
+        "Append this attempt's start or end record to $RTOOL_RUN_RECORDS (batch scripts only).",
+        hidden=True,
+    ),
 }
 
 
@@ -145,8 +151,11 @@ class LazyGroup(PolicyGroup):
         if cmd_name in self.commands or cmd_name not in COMMANDS:
             return self.commands.get(cmd_name)
         if self._listing:  # the root help: a summary, no import
-            text = COMMANDS[cmd_name].summary
-            return tidy(typer.core.TyperCommand(cmd_name, help=text, short_help=text))
+            lazy = COMMANDS[cmd_name]
+            text = lazy.summary
+            return tidy(
+                typer.core.TyperCommand(cmd_name, help=text, short_help=text, hidden=lazy.hidden)
+            )
         self.commands[cmd_name] = load(cmd_name)
         return self.commands[cmd_name]
 

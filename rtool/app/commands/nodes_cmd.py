@@ -104,11 +104,14 @@ def refresh_node_fails(app_ctx: AppContext, store: SuspectStore) -> str | None:
     return None
 
 
-def preflight(ctx: typer.Context, here: bool, **given: Any) -> int:
+def preflight(ctx: typer.Context, here: bool, restart_after: int | None, **given: Any) -> int:
     """Inside a job (the rendered batch script runs it) it checks every allocated node; on a
     failure it records the node, alerts, and requeues the attempt away from it (exit 3), or
     exits 1. Outside a job (or with --here) it checks this node and prints the result. The
-    checks' options default to the [nodes.preflight] keys of the config.
+    checks' options default to the [nodes.preflight] keys of the config. With
+    --restart-after (the batch script, before it restarts the training in place) it also
+    tells a crash from a stop and looks for a node that Slurm shows down or that the
+    launch's log blames (docs/runs.md); exit 0: restart.
 
     Example: rtool preflight --gpus 8 --here
     """
@@ -122,13 +125,19 @@ def preflight(ctx: typer.Context, here: bool, **given: Any) -> int:
     # the options over the config's keys; a bad value is a usage error naming its option
     settings = fromspec.make(declared, {**configured, **fromspec.values(declared, given)})
     node_ctx, node_argv = _node_args(app_ctx, dict(settings))
+    if restart_after is not None:
+        if not os.environ.get("SLURM_JOB_ID"):
+            raise UsageError("--restart-after: only inside a job (the batch script runs it)")
+        from rtool.app.commands.restart_check import restart_check
+
+        return restart_check(app_ctx, node_ctx, node_argv, restart_after)
     if here or not os.environ.get("SLURM_JOB_ID"):
         report = run_checks(node_ctx)
         typer.echo(f"pre-flight {'OK' if report.ok else 'FAILED'} - {report.summary()}")
         for o in report.outcomes:
             typer.echo(f"  {'ok  ' if o.ok else 'FAIL'} {o.check}: {o.detail}")
         return 0 if report.ok else 1
-    return _job_preflight(app_ctx, node_argv, pf.timeout)
+    return job_preflight(app_ctx, node_argv, pf.timeout)
 
 
 @functools.cache
@@ -149,10 +158,19 @@ def _preflight_command() -> Any:
     here = typer.Option(
         False, "--here", help="Check only this node (default inside a job: every node via srun)."
     )
+    restart_after = typer.Option(
+        None,
+        "--restart-after",
+        min=0,
+        max=255,
+        help="The training ended with this exit code: check before restarting it in place "
+        "(the batch script runs this; docs/runs.md).",
+    )
     params = [
         inspect.Parameter("ctx", kind, annotation=typer.Context),
         *_declared().params,
         inspect.Parameter("here", kind, default=here, annotation=bool),
+        inspect.Parameter("restart_after", kind, default=restart_after, annotation=int | None),
     ]
 
     def command(ctx: typer.Context, **given: Any) -> int:
@@ -182,11 +200,9 @@ def _node_command() -> list[str]:
     return python_argv("-m", "rtool.nodes.preflight")  # -I: nothing from the job's folder
 
 
-def _job_preflight(app_ctx: AppContext, node_argv: list[str], timeout: float) -> int:
-    from rtool.nodes.exclude import Cap
+def job_preflight(app_ctx: AppContext, node_argv: list[str], timeout: float) -> int:
     from rtool.nodes.preflight import job
 
-    cfg = app_ctx.config.nodes
     info = job.JobInfo.from_env(os.environ)
     reports, error = job.run_on_nodes(app_ctx.slurm, info, node_argv, timeout)
     if error:
@@ -197,6 +213,16 @@ def _job_preflight(app_ctx: AppContext, node_argv: list[str], timeout: float) ->
         typer.echo(f"rtool: pre-flight {r.summary()} ({r.seconds:g}s)", err=True)
     if not outcome.bad:
         return job.OK
+    return keep_off(app_ctx, info, outcome)
+
+
+def keep_off(app_ctx: AppContext, info: Any, outcome: Any) -> int:
+    """Bad nodes found: record them, requeue the attempt away from them, alert; the exit code
+    (3 requeued away, 1 not)."""
+    from rtool.nodes.exclude import Cap
+    from rtool.nodes.preflight import job
+
+    cfg = app_ctx.config.nodes
     store = store_of(app_ctx)
     now = time.time()
     job.record(store, info, outcome.bad, now)
@@ -207,7 +233,7 @@ def _job_preflight(app_ctx: AppContext, node_argv: list[str], timeout: float) ->
     )
     typer.echo(f"rtool: pre-flight failed on {','.join(bad)}: {outcome.action}", err=True)
     _alert(app_ctx, job.alerts(info, outcome, now))
-    return outcome.code
+    return int(outcome.code)
 
 
 def _alert(app_ctx: AppContext, alerts: list[Any]) -> None:

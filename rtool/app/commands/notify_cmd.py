@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -11,6 +12,9 @@ from rtool.app.commands import errors
 from rtool.app.context import get_context
 from rtool.core.errors import UsageError
 from rtool.notify import channels
+
+if TYPE_CHECKING:
+    from rtool.notify.config import NotifyConfig
 
 app = errors.group(
     errors.DEFAULT,
@@ -35,15 +39,22 @@ def test(
 
     Example: rtool notify test --channel email
     """
-    from rtool.notify.engine import send_test
-
     cfg = get_context(ctx).config.notify
     configured = cfg.configured()
     if channel is not None and channel not in configured:
         raise UsageError(
             f"channel {channel!r} is not configured (configured: {', '.join(configured)})"
         )
-    results = send_test(cfg, [channel] if channel else configured)
+    return send_tests(cfg, [channel] if channel else configured)
+
+
+def send_tests(cfg: NotifyConfig, names: list[str]) -> int:
+    """Send one test alert through each channel in `names` (no outbox, no alert state) and
+    print whether its server accepted it; 1 when one did not (`rtool config check
+    --send-test` too)."""
+    from rtool.notify.engine import send_test
+
+    results = send_test(cfg, names)
     for d in results:
         if d.outcome == "sent":
             typer.echo(f"{d.channel}: OK" + (f" ({d.error})" if d.error else ""))

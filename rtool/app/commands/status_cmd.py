@@ -5,12 +5,17 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from rtool.app.commands.fromspec import default_note
 from rtool.app.context import get_context
 from rtool.core.redact import redact, redact_data
+
+if TYPE_CHECKING:
+    from rtool.app.appconfig import Config
+    from rtool.core.state import StateDir
 
 #: Status words coloured on a terminal.
 STYLES = {
@@ -37,6 +42,12 @@ def status(
         "--timeout",
         help=f"Timeout of squeue and of each file probe {default_note('watch.timeout')}.",
     ),
+    html: Path | None = typer.Option(
+        None,
+        "--html",
+        help="Write it all to this file as one page, with every stored run's timeline.",
+        show_default=False,
+    ),
 ) -> int:
     """Reads the config and the state dir; sends nothing, changes nothing; one squeue call.
     Exit 0 whatever it shows (see the JSON `status` for a verdict); 2 on a bad config.
@@ -44,36 +55,50 @@ def status(
     Example: rtool status
 
     Example: rtool --config ~/rtool.toml status --json | jq .jobs.watched
+
+    Example: rtool status --html status.html
     """
     from rtool.app.status.render import render
     from rtool.app.status.view import gather
-    from rtool.core.errors import UsageError
     from rtool.core.slurm import Slurm
-    from rtool.core.units import UnitError, parse_duration
 
     app_ctx = get_context(ctx)
     cfg = app_ctx.config
-    try:
-        limit = parse_duration(timeout) if timeout else cfg.watch.timeout
-    except UnitError as exc:
-        raise UsageError(f"--timeout: {exc}") from None
-    if limit <= 0:
-        raise UsageError("--timeout must be above 0s")
-    data = gather(
-        cfg,
-        app_ctx.state,
-        Slurm(timeout=limit),
-        cwd=Path.cwd(),
-        cron_dir=cron_dir,
-        timeout=limit,
-    )
+    limit = _timeout(timeout, cfg.watch.timeout)
+    slurm = Slurm(timeout=limit)
+    data = gather(cfg, app_ctx.state, slurm, cwd=Path.cwd(), cron_dir=cron_dir, timeout=limit)
     data = redact_data(data)  # error texts may quote URLs with tokens
+    if html is not None:
+        return _write_page(html, data, cfg, app_ctx.state)
     if as_json:
         typer.echo(json.dumps(data, indent=1, sort_keys=True, default=str))
     elif sys.stdout.isatty():
         _print_rich(redact(render(data)))
     else:
         typer.echo(redact(render(data)), nl=False)
+    return 0
+
+
+def _timeout(text: str | None, default: float) -> float:
+    from rtool.core.errors import UsageError
+    from rtool.core.units import UnitError, parse_duration
+
+    try:
+        limit = parse_duration(text) if text else default
+    except UnitError as exc:
+        raise UsageError(f"--timeout: {exc}") from None
+    if limit <= 0:
+        raise UsageError("--timeout must be above 0s")
+    return limit
+
+
+def _write_page(html: Path, data: dict[str, Any], cfg: Config, state: StateDir) -> int:
+    from rtool.app.timeline.page import write
+    from rtool.app.timeline.status import status_page, watched_runs
+
+    runs = watched_runs(cfg, state)
+    write(html, status_page(data, runs))
+    typer.echo(f"wrote {html}: status {data['status']}, {len(runs)} run(s)")
     return 0
 
 

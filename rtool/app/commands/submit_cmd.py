@@ -37,13 +37,7 @@ def submit(ctx: typer.Context, **given: Any) -> int:
     for note in job.notes:
         typer.echo(f"rtool: {note}", err=True)
     own_kill_switch = _check_switches(job)
-    if req.preflight:
-        job.preflight = preflight_argv(app_ctx, job)
-    if req.exclude_suspects:
-        exclude_suspect_nodes(app_ctx, job)
-    if req.after_name:
-        job.dependency = f"afterany:{_find_job(app_ctx, req.after_name)}"
-    text = _render(app_ctx, job, req.template)
+    text = prepare(app_ctx, req, job)
     if req.dry_run:
         typer.echo(text, nl=False)
         if req.extra_args:
@@ -53,7 +47,20 @@ def submit(ctx: typer.Context, **given: Any) -> int:
         raise RtoolError(
             f"kill switch {job.kill_switch} is present: the job would exit at once; remove it first"
         )
-    return _submit(app_ctx, job, text, req.extra_args, req.parsable)
+    return send(app_ctx, job, text, req.extra_args, req.parsable)
+
+
+def prepare(app_ctx: AppContext, req: SubmitRequest, job: TrainingJob) -> str:
+    """The job's pre-flight, restart check, excluded suspects and dependency; its script."""
+    if req.preflight:
+        job.preflight = preflight_argv(app_ctx, job)
+    if job.restarts_in_place and job.body is None:
+        job.restart_check = preflight_base(app_ctx, job)
+    if req.exclude_suspects:
+        exclude_suspect_nodes(app_ctx, job)
+    if req.after_name:
+        job.dependency = f"afterany:{_find_job(app_ctx, req.after_name)}"
+    return _render(app_ctx, job, req.template)
 
 
 def _check_switches(job: TrainingJob) -> bool:
@@ -107,7 +114,6 @@ submit.__annotations__ = {}
 
 def preflight_argv(app_ctx: AppContext, job: TrainingJob) -> list[str] | None:
     """The pre-flight command of the batch script, or None when there is nothing to check."""
-    from rtool.core.config import find_config_path
     from rtool.nodes.preflight.registry import NodeContext, Settings, applies
 
     pf = app_ctx.config.nodes.preflight
@@ -115,11 +121,19 @@ def preflight_argv(app_ctx: AppContext, job: TrainingJob) -> list[str] | None:
     settings = {**{k: getattr(pf, k) for k in Settings.model_fields}, "gpus": gpus}
     if not pf.enabled or not applies(NodeContext(**settings)):
         return None
+    return preflight_base(app_ctx, job)
+
+
+def preflight_base(app_ctx: AppContext, job: TrainingJob) -> list[str]:
+    """`rtool --config CONFIG preflight [--gpus N]` as the batch script runs it (the check
+    before an in-place restart adds `--restart-after RC`, and runs the checks that apply)."""
+
+    pf = app_ctx.config.nodes.preflight
+    gpus = job.gpus_per_node or pf.gpus
     argv = list(job.rtool)  # absolute: nothing is imported from the submit folder
-    found = None if app_ctx.no_config else find_config_path(app_ctx.config_path)
-    # Exactly the config this submission read (or none): never one found at run time in the
-    # submit folder, $RTOOL_CONFIG or ~/.config, which another user may have planted.
-    argv += ["--config", str(found.resolve())] if found is not None else ["--no-config"]
+    # Exactly the config files this submission read (or none): never one found at run time in
+    # the submit folder, $RTOOL_CONFIG or ~/.config, which another user may have planted.
+    argv += app_ctx.config_argv()
     argv.append("preflight")
     if gpus:
         argv += ["--gpus", str(gpus)]
@@ -222,77 +236,122 @@ def _run_state(records: list[SqueueJob]) -> str:
     return f"array: {running} running, {pending} pending"
 
 
-def _submit(
-    app_ctx: AppContext, job: TrainingJob, text: str, extra: list[str], parsable: bool
-) -> int:
-    from rtool.slurm_templates.switches import record_name, submission_record
+def send(app_ctx: AppContext, job: TrainingJob, text: str, extra: list[str], parsable: bool) -> int:
+    """sbatch the script and record the submission (rtool.runs.names)."""
+    import time
+
+    from rtool.runs import names
 
     cwd = Path.cwd()
     result = app_ctx.slurm.sbatch(extra, script=text, cwd=str(cwd))
-    record = submission_record(result.job_id, job, cwd)
+    record = names.Submission(
+        run=job.run,
+        job_name=job.job_name,
+        job_id=result.job_id,
+        workdir=str(cwd),
+        kill_switch=job.kill_switch,
+        save_switch=job.save_switch,
+        array=job.array,
+        heartbeat=job.heartbeat,
+        log=str(cwd / job.output) if job.output else None,
+        submitted=time.time(),
+    )
     try:
-        app_ctx.state.write_json(record_name(job.job_name), record)
+        names.save(app_ctx.state, record)
     except (OSError, RtoolError) as exc:
         typer.echo(f"rtool: warning: submission not recorded: {exc}", err=True)
     if parsable:
         typer.echo(result.job_id)
     else:
         array = f", array {job.array}" if job.array else ""
-        typer.echo(f"Submitted job {result.job_id}{array} ({job.job_name})")
+        run = "" if job.run == job.job_name else f", run {job.run}"
+        typer.echo(f"Submitted job {result.job_id}{array} ({job.job_name}{run})")
     return 0
 
 
-_NAME = typer.Option(None, "--job-name", help="The run's job name (as given to rtool submit).")
+_NAME = typer.Option(
+    None,
+    "--run",
+    "--job-name",
+    help="The run, by its run or job name (as given to rtool submit).",
+)
 
 
-def _switch(app_ctx: AppContext, job_name: str | None, given: str | None, which: str) -> str:
+def _switch(app_ctx: AppContext, name: str | None, given: str | None, which: str) -> str:
+    """The switch to touch: the given path, else the one recorded for the run `name` (by run
+    or job name), else a `[switches]` path shared by every run. An unknown run, or no name
+    where each run has its own switch, is an error that lists the runs rtool knows."""
+    from rtool.runs import names
     from rtool.slurm_templates.submit import switch_path
-    from rtool.slurm_templates.switches import record_name
 
     if given:
-        return switch_path(given, None, "", Path.cwd())
-    if job_name:
-        record = app_ctx.state.read_json(record_name(job_name), default=None)
-        if isinstance(record, dict) and record.get(f"{which}_switch"):
-            return str(record[f"{which}_switch"])
+        return switch_path(given, None, which, name or "", Path.cwd())
+    if name:
+        sub = names.find(app_ctx.state, name)
+        if sub is None:
+            raise RtoolError(
+                f"no run or job named {name!r} was submitted with rtool from this account; "
+                f"{names.known(app_ctx.state)} (or give --{which}-switch PATH)"
+            )
+        return sub.kill_switch if which == "kill" else sub.save_switch
     configured = getattr(app_ctx.config.switches, which)
-    return switch_path(None, configured, f"{which}-switch", Path.cwd())
+    if configured and "{run}" not in configured:  # one switch for every run: the config says so
+        return switch_path(None, configured, which, "", Path.cwd())
+    raise UsageError(
+        f"name the run: rtool {'stop' if which == 'kill' else 'save'} --run NAME (each run has "
+        f"its own switch); {names.known(app_ctx.state)}"
+    )
+
+
+def _cancel_pending(app_ctx: AppContext, name: str) -> str:
+    from rtool.runs import names
+
+    sub = names.find(app_ctx.state, name)
+    job_name = sub.job_name if sub is not None else name
+    app_ctx.slurm.scancel(name=job_name, states="PENDING")  # yours only
+    return job_name
 
 
 def stop(
     ctx: typer.Context,
-    job_name: str | None = _NAME,
+    name: str | None = _NAME,
     cancel_pending: bool = typer.Option(
         False, "--cancel-pending", help="Also cancel the pending tasks of the array."
     ),
     kill_switch: str | None = typer.Option(None, "--kill-switch", help="Kill switch path."),
 ) -> int:
-    """Example: rtool stop --job-name llama-7b --cancel-pending"""
+    """An unknown run exits 1 and lists the runs rtool knows; nothing is created.
+
+    Example: rtool stop --run llama-7b --cancel-pending
+    """
     from rtool.slurm_templates.switches import touch_switch
 
     app_ctx = get_context(ctx)
-    if cancel_pending and not job_name:
-        raise UsageError("--cancel-pending needs --job-name")
+    if cancel_pending and not name:
+        raise UsageError("--cancel-pending needs --run (or --job-name)")
     shared = app_ctx.config.switches.group_writable
-    path = touch_switch(_switch(app_ctx, job_name, kill_switch, "kill"), shared)
+    path = touch_switch(_switch(app_ctx, name, kill_switch, "kill"), shared)
     typer.echo(f"kill switch {path} is set (remove it before the next submission)")
-    if cancel_pending and job_name:
-        app_ctx.slurm.scancel(name=job_name, states="PENDING")  # yours only
+    if cancel_pending and name:
+        job_name = _cancel_pending(app_ctx, name)
         typer.echo(f"cancelled the pending jobs and array tasks named {job_name}")
     return 0
 
 
 def save(
     ctx: typer.Context,
-    job_name: str | None = _NAME,
+    name: str | None = _NAME,
     save_switch: str | None = typer.Option(None, "--save-switch", help="Save switch path."),
 ) -> int:
-    """Example: rtool save --job-name llama-7b"""
+    """An unknown run exits 1 and lists the runs rtool knows; nothing is created.
+
+    Example: rtool save --run llama-7b
+    """
     from rtool.slurm_templates.switches import touch_switch
 
     app_ctx = get_context(ctx)
     shared = app_ctx.config.switches.group_writable
-    path = touch_switch(_switch(app_ctx, job_name, save_switch, "save"), shared)
+    path = touch_switch(_switch(app_ctx, name, save_switch, "save"), shared)
     typer.echo(f"save switch {path} is set (the shim removes it after the save)")
     return 0
 

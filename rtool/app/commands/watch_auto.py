@@ -36,8 +36,14 @@ def command_for(name: str) -> Any:
     declared = fromspec.declare(factory.spec, skip=watch_common.COMMON_NAMES)
 
     def body(ctx: typer.Context, **given: Any) -> watch_common.Build:
+        from rtool.core.state import StateDir
+
         config = get_context(ctx).config
-        specs = fromspec.entries(declared, given, _config_entry(factory, config, given))
+        reads = StateDir(config.state.dir, look_only=True)  # reads only (--dry-run writes none)
+        base = factory.command_base(config, reads, given)
+        if base is None:
+            base = _config_entry(factory, config, given)
+        specs = fromspec.entries(declared, given, base)
         return lambda t: [factory.from_entries(specs, t, config)]
 
     kind = inspect.Parameter.POSITIONAL_OR_KEYWORD

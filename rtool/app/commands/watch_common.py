@@ -33,7 +33,19 @@ class Common:
 
 COMMON = (
     Common("json_out", "--json", bool, "Print the results as JSON instead of status lines."),
-    Common("no_notify", "--no-notify", bool, "Only print; send no alert."),
+    Common(
+        "no_notify",
+        "--no-notify",
+        bool,
+        "Send no alert; actions (hold, requeue, exclude, signal, py-spy dump) still happen.",
+    ),
+    Common(
+        "dry_run",
+        "--dry-run",
+        bool,
+        "Look only: say what would be done (hold, requeue, exclude, py-spy dump, signal) and "
+        "sent; do none of it and write no state.",
+    ),
     Common(
         "tee", "--tee", Path | None, "Also append the status lines, time-stamped, to this file."
     ),
@@ -91,8 +103,10 @@ def run(
     tee: Path | None,
     timeout: str | None,
     prom: Path | None = None,
+    dry_run: bool = False,
 ) -> int:
-    """Build the watchdogs with the probe timeout (--timeout or the config's) and run them."""
+    """Build the watchdogs with the probe timeout (--timeout or the config's) and run them
+    (`dry_run`: on a look-only state dir and Slurm layer, rtool/watchdogs/dryrun.py)."""
     from rtool.watchdogs.runner import Output, run_watch
 
     t = probe_timeout(ctx, timeout)
@@ -110,9 +124,17 @@ def run(
         if isinstance(w, SpecWatchdog):
             w.configure(app_ctx.config)
     prom = prom_folder(prom, app_ctx.config.watch.prom_textfile)
-    out = Output(json=json_out, notify=not no_notify, tee=tee, prom_textfile=prom)
+    out = Output(json_out, not no_notify, tee, prom, dry_run)
     notify_cfg = None if no_notify else app_ctx.config.notify  # --no-notify: never read
-    return run_watch(watchdogs, state=app_ctx.state, notify_cfg=notify_cfg, timeout=t, out=out)
+    if dry_run:  # look only: a state dir never written, a Slurm layer that only reads
+        from rtool.core.slurm import Slurm
+        from rtool.core.state import StateDir
+
+        state = StateDir(app_ctx.config.state.dir, look_only=True)
+        slurm: Slurm | None = Slurm(timeout=t, look_only=True)
+    else:
+        state, slurm = app_ctx.state, None
+    return run_watch(watchdogs, state=state, notify_cfg=notify_cfg, timeout=t, out=out, slurm=slurm)
 
 
 def prom_folder(flag: Path | None, configured: str | None) -> Path | None:

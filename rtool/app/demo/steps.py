@@ -87,7 +87,7 @@ def save_switch(d: Demo) -> None:
     n.title("2. rtool save: a checkpoint while the training goes on")
     pid, task, _ = d.runs(TRAIN)[-1]
     before = int(d.checkpoint(TRAIN).get("step", -1))
-    switch = d.ws.job_dir(TRAIN) / "save-switch"
+    switch = d.ws.job_dir(TRAIN) / f"save-switch.{TRAIN}"  # the run's own
     d.rtool("save", "--job-name", TRAIN)
 
     def saved() -> tuple[int] | None:
@@ -164,7 +164,7 @@ def hang(d: Demo) -> None:
     )
 
 
-_FRAME = re.compile(r"(\S+) \(([^()\s]+\.py):(\d+)\)")
+_FRAME = re.compile(r"(?<!\S)(\S{1,200}) \(([^()\s]{1,500}\.py):(\d{1,9})\)")
 
 
 def stack_dump(d: Demo) -> list[str]:

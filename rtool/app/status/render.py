@@ -154,6 +154,8 @@ def memory(data: dict[str, Any], now: float) -> list[str]:
 def switches(data: dict[str, Any], now: float) -> list[str]:
     sec = data["switches"]
     lines = [_head("SWITCHES", sec["status"], "kill: save and stop; save: checkpoint, go on")]
+    if not sec["switches"]:
+        lines.append("  none yet: each run gets its own at rtool submit")
     for s in sec["switches"]:
         state = "UNKNOWN" if s["present"] is None else ("SET" if s["present"] else "not set")
         runs = ", ".join(f"{j['job_name']} job {j['job_id']}" for j in s["jobs"])

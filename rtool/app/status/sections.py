@@ -172,35 +172,28 @@ def memory_section(cfg: Config) -> dict[str, Any]:
 
 # -- switch files ---------------------------------------------------------------------------------
 def switch_targets(cfg: Config, state: StateDir, cwd: Path) -> list[dict[str, Any]]:
-    """The configured (or default) kill/save switches, then those of recent submissions; each
-    lists the runs (`rtool submit` records) that use it."""
+    """A `[switches]` path shared by every run (when configured so), then the switches of
+    recent submissions (each run has its own by default); each lists the runs that use it."""
+    from rtool.runs.names import submissions
     from rtool.slurm_templates.submit import switch_path
 
     out: dict[tuple[str, str], dict[str, Any]] = {}
     for which in ("kill", "save"):
         configured = getattr(cfg.switches, which)
-        path = switch_path(None, configured, f"{which}-switch", cwd)
-        source = f"[switches] {which}" if configured else "default: current folder"
-        out[(which, path)] = {"which": which, "path": path, "source": source, "jobs": []}
+        if configured and "{run}" not in configured:
+            path = switch_path(None, configured, which, "", cwd)
+            out[(which, path)] = {
+                "which": which,
+                "path": path,
+                "source": f"[switches] {which}",
+                "jobs": [],
+            }
     for rec in submissions(state)[:MAX_SUBMISSIONS]:
-        run = {"job_name": rec.get("job_name"), "job_id": rec.get("job_id")}
-        for which in ("kill", "save"):
-            used = rec.get(f"{which}_switch")
-            if isinstance(used, str) and used:
-                new = {"which": which, "path": used, "source": "rtool submit", "jobs": []}
-                out.setdefault((which, used), new)["jobs"].append(run)
+        run = {"job_name": rec.job_name, "job_id": rec.job_id, "run": rec.run}
+        for which, used in (("kill", rec.kill_switch), ("save", rec.save_switch)):
+            new = {"which": which, "path": used, "source": "rtool submit", "jobs": []}
+            out.setdefault((which, used), new)["jobs"].append(run)
     return list(out.values())
-
-
-def submissions(state: StateDir) -> list[dict[str, Any]]:
-    """`rtool submit` records in the state dir, newest first."""
-    recs = []
-    for path in (state.path / "submit").glob("*.json"):
-        data = state.read_json(str(path.relative_to(state.path)), None)
-        if isinstance(data, dict):
-            recs.append(data)
-    recs.sort(key=lambda r: -float(r.get("submitted") or 0.0))
-    return recs
 
 
 def probe_switches(items: list[dict[str, Any]], timeout: float) -> list[dict[str, Any]]:

@@ -209,7 +209,7 @@ def cron_section(
     result = check_cron(
         str(store.root),
         store.name,
-        ChainObservation(beat, obs.jobs, obs.error),
+        ChainObservation(beat, obs.jobs, obs.error, obs.chains.get(str(store.root)) or {}),
         cfg.cron.tick_period,
         cfg.cron.grace,
         now,

@@ -12,8 +12,9 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Pla
 from rtool.core.errors import SecretError
 from rtool.core.units import (
     UnitError,
-    format_duration,
-    format_size,
+    exact_duration,
+    exact_percent,
+    exact_size,
     parse_duration,
     parse_percent,
     parse_size,
@@ -32,7 +33,7 @@ def _wrap(parse: Any) -> Any:
 
 #: Seconds, written `90s`, `30m`, `4h`, `7d` (a bare number is seconds).
 Duration = Annotated[
-    float, BeforeValidator(_wrap(parse_duration)), PlainSerializer(format_duration, return_type=str)
+    float, BeforeValidator(_wrap(parse_duration)), PlainSerializer(exact_duration, return_type=str)
 ]
 
 
@@ -47,17 +48,17 @@ PositiveDuration = Annotated[
     float,
     BeforeValidator(_wrap(parse_duration)),
     AfterValidator(_positive),
-    PlainSerializer(format_duration, return_type=str),
+    PlainSerializer(exact_duration, return_type=str),
 ]
 #: Bytes, written `500GiB`, `5TiB`, `1.5TB`.
 Size = Annotated[
-    int, BeforeValidator(_wrap(parse_size)), PlainSerializer(format_size, return_type=str)
+    int, BeforeValidator(_wrap(parse_size)), PlainSerializer(exact_size, return_type=str)
 ]
 #: Percent 0-100, written `80%`.
 Percent = Annotated[
     float,
     BeforeValidator(_wrap(parse_percent)),
-    PlainSerializer(lambda v: f"{v:g}%", return_type=str),
+    PlainSerializer(exact_percent, return_type=str),
 ]
 
 
@@ -80,13 +81,18 @@ def resolve_secret(env: str | None, file: str | None, what: str) -> str | None:
             register_secret(value)
             return value
         if not file:
-            raise SecretError(f"{what}: environment variable {env} is not set")
+            raise SecretError(f"{what}: environment variable {env} is not set (or empty)")
     if file:
         path = Path(file).expanduser()
         try:
             st = path.stat()
         except OSError as exc:
             raise SecretError(f"{what}: cannot read secret file {path}: {exc.strerror}") from None
+        if st.st_uid != os.getuid():
+            raise SecretError(
+                f"{what}: secret file {path} is owned by uid {st.st_uid}, not by you; "
+                "keep your secrets in a file of your own (chmod 600)"
+            )
         if stat.S_IMODE(st.st_mode) & 0o077:
             raise SecretError(
                 f"{what}: secret file {path} is readable by others "

@@ -57,14 +57,17 @@ class ForeignJob(SlurmError):
 
 
 class Slurm:
-    """Thin, typed access to the Slurm commands. One instance per process is enough."""
+    """Thin, typed access to the Slurm commands. One instance per process is enough.
+    `look_only` (`--dry-run`): only commands that read run (`withhold`)."""
 
-    def __init__(self, timeout: float = 30.0) -> None:
+    def __init__(self, timeout: float = 30.0, *, look_only: bool = False) -> None:
         self.timeout = timeout
         #: Whose jobs are queried by default and the only ones acted on (the process's uid).
         self.user = owner.user_arg(current_user())
         #: Every command run, in order (used by benchmarks to count squeue calls per sweep).
         self.calls: list[list[str]] = []
+        self.look_only = look_only
+        self.withheld: list[list[str]] = []  # look_only: what would have run, in order
 
     def _run(
         self,
@@ -76,6 +79,8 @@ class Slurm:
         env: Mapping[str, str] | None = None,
         timeout: float | None = None,
     ) -> Result:
+        if self.look_only and not reads_only(argv):
+            return withhold(self, argv)
         self.calls.append(list(argv))
         limit = timeout or self.timeout
         try:
@@ -102,20 +107,11 @@ class Slurm:
     ) -> list[SqueueJob]:
         """Jobs known to slurmctld (one call, whatever the number of names): only yours unless
         `user`/`users` name others or `all_users` asks for everyone's (read-only watches)."""
-        argv = ["squeue", "-h", "-o", SQUEUE_FORMAT, f"--states={v.states(states)}"]
         user_list = [owner.user_arg(u) for u in [*(users or []), *([user] if user else [])]]
         if not (user_list or all_users):
             user_list = [self.user]
-        if user_list:
-            argv.append("--user=" + ",".join(dict.fromkeys(user_list)))
-        name_list = [v.name(n, "job name") for n in names or []]
-        if name_list:
-            argv.append("--name=" + ",".join(name_list))
-        if partition:
-            argv.append(f"--partition={v.words(partition, 'partition')}")
         job_ids = v.job_ids(job_ids) if job_ids else None
-        if job_ids:
-            argv.append("--jobs=" + ",".join(job_ids))
+        argv = squeue_argv(states, user_list, names, partition, job_ids)
         try:
             res = self._run(argv)
         except SlurmError as exc:
@@ -306,6 +302,47 @@ class Slurm:
         if res.returncode == 0 or exclusion_applied(self.show_job(job_id), names):
             return text
         raise SlurmError(argv, f"exit code {res.returncode}", res.returncode, res.stderr)
+
+
+def withhold(slurm: Slurm, argv: Sequence[str]) -> Result:
+    """Look-only: any command that is not `reads_only` (hold, requeue, an ExcNodeList update,
+    scancel, sbatch, srun, scrontab changes) is recorded in `slurm.withheld`, not run, and
+    answered with an empty success, whoever asks for it."""
+    slurm.withheld.append(list(argv))
+    log.info("look-only: not running %s", " ".join(argv))
+    return Result(list(argv), 0, "", "")
+
+
+def reads_only(argv: Sequence[str]) -> bool:
+    """Whether a Slurm command only reads: squeue, sacct, sinfo, `scontrol show|ping`,
+    `scrontab -l`."""
+    tool, args = (argv[0], list(argv[1:])) if argv else ("", [])
+    if tool in ("squeue", "sacct", "sinfo"):
+        return True
+    if tool == "scontrol":
+        return bool(args) and args[0] in ("show", "ping")
+    return tool == "scrontab" and args == ["-l"]
+
+
+def squeue_argv(
+    states: str,
+    users: list[str],
+    names: Iterable[str] | None,
+    partition: str | None,
+    job_ids: list[str] | None,
+) -> list[str]:
+    """squeue's argv: every value validated (rtool.core.validate)."""
+    argv = ["squeue", "-h", "-o", SQUEUE_FORMAT, f"--states={v.states(states)}"]
+    if users:
+        argv.append("--user=" + ",".join(dict.fromkeys(users)))
+    name_list = [v.name(n, "job name") for n in names or []]
+    if name_list:
+        argv.append("--name=" + ",".join(name_list))
+    if partition:
+        argv.append(f"--partition={v.words(partition, 'partition')}")
+    if job_ids:
+        argv.append("--jobs=" + ",".join(job_ids))
+    return argv
 
 
 def check_owner(slurm: Slurm, job_ids: Iterable[str]) -> None:

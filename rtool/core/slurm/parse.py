@@ -225,30 +225,44 @@ def _split_top(text: str) -> list[str]:
         elif ch == "]":
             depth -= 1
             if depth < 0:
-                raise ParseError(f"unbalanced ']' in host list {text!r}")
+                raise ParseError(f"unbalanced ']' in host list {_clipped(text)!r}")
         if ch == "," and depth == 0:
             parts.append("".join(cur))
             cur = []
         else:
             cur.append(ch)
     if depth != 0:
-        raise ParseError(f"unbalanced '[' in host list {text!r}")
+        raise ParseError(f"unbalanced '[' in host list {_clipped(text)!r}")
     parts.append("".join(cur))
     return [p.strip() for p in parts if p.strip()]
 
 
-def _expand_range(spec: str, whole: str) -> list[str]:
-    out: list[str] = []
+#: At most this many hosts in one expanded host list (the largest Slurm clusters have tens of
+#: thousands of nodes): `n[0-99999][0-99999]` is refused, never expanded.
+MAX_HOSTS = 100_000
+
+
+def _clipped(text: str, width: int = 80) -> str:
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def _ranges(spec: str, whole: str) -> list[tuple[int, int, int]]:
+    """The (low, high, zero-padding width) of each item of one bracket group."""
+    out = []
     for item in spec.split(","):
-        m = re.fullmatch(r"\s*(\d+)(?:-(\d+))?\s*", item)
+        m = re.fullmatch(r" {0,8}(\d{1,18})(?:-(\d{1,18}))? {0,8}", item)
         if not m:
-            raise ParseError(f"bad range {item!r} in host list {whole!r}")
+            raise ParseError(f"bad range {_clipped(item)!r} in host list {_clipped(whole)!r}")
         lo, hi = m.group(1), m.group(2) or m.group(1)
         width = len(lo) if lo.startswith("0") and len(lo) > 1 else 0
-        if int(hi) < int(lo) or int(hi) - int(lo) > 100_000:
-            raise ParseError(f"bad range {item!r} in host list {whole!r}")
-        out.extend(str(n).zfill(width) for n in range(int(lo), int(hi) + 1))
+        if int(hi) < int(lo):
+            raise ParseError(f"bad range {_clipped(item)!r} in host list {_clipped(whole)!r}")
+        out.append((int(lo), int(hi), width))
     return out
+
+
+def _too_many(whole: str) -> ParseError:
+    return ParseError(f"host list {_clipped(whole)!r} names more than {MAX_HOSTS} hosts")
 
 
 def expand_hostlist(text: str) -> list[str]:
@@ -256,21 +270,30 @@ def expand_hostlist(text: str) -> list[str]:
 
     Handles zero padding (`gpu[08-10]`), lists inside brackets (`n[1,3-4]`) and several bracket
     groups in one name (`r[1-2]n[1-2]` -> r1n1, r1n2, r2n1, r2n2). "None assigned", "(null)" and
-    "" give [].
+    "" give []. A list of more than `MAX_HOSTS` hosts raises ParseError (counted before any
+    name is built).
     """
     s = text.strip()
     if not s or s.lower() in {"none assigned", "(null)", "none", "n/a"}:
         return []
     hosts: list[str] = []
     for item in _split_top(s):
-        names = [""]
-        pos = 0
+        groups, pieces, pos = [], [], 0
         for m in _HOST_GROUP.finditer(item):
-            prefix = item[pos : m.start()]
-            names = [n + prefix + x for n in names for x in _expand_range(m.group(1), text)]
+            pieces.append(item[pos : m.start()])
+            groups.append(_ranges(m.group(1), text))
             pos = m.end()
         tail = item[pos:]
         if "[" in tail or "]" in tail:
-            raise ParseError(f"bad host list {text!r}")
+            raise ParseError(f"bad host list {_clipped(text)!r}")
+        count = 1
+        for ranges in groups:
+            count *= sum(hi - lo + 1 for lo, hi, _ in ranges)
+            if len(hosts) + count > MAX_HOSTS:
+                raise _too_many(text)
+        names = [""]
+        for prefix, ranges in zip(pieces, groups, strict=True):
+            parts = [str(n).zfill(w) for lo, hi, w in ranges for n in range(lo, hi + 1)]
+            names = [n + prefix + x for n in names for x in parts]
         hosts.extend(n + tail for n in names)
     return hosts

@@ -37,12 +37,26 @@ else:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+#: Bounds of what a check reports (a command may print anything, e.g. 20 MB on one line).
+MAX_DETAIL = 300
+MAX_OUTPUT = 2000
+
+
 @dataclass(frozen=True)
 class Outcome:
     check: str
     ok: bool
-    detail: str  # one line: `7 GPUs visible, 8 requested`
-    output: str = ""  # what the probed command printed (for the alert), bounded by the caller
+    detail: str  # one line: `7 GPUs visible, 8 requested` (at most MAX_DETAIL characters)
+    output: str = ""  # what the probed command printed: its last MAX_OUTPUT characters
+
+    def __post_init__(self) -> None:
+        detail = " ".join(self.detail.split())
+        if len(detail) > MAX_DETAIL:
+            detail = detail[: MAX_DETAIL - 1] + "…"
+        object.__setattr__(self, "detail", detail)
+        object.__setattr__(self, "check", self.check[:64])
+        if len(self.output) > MAX_OUTPUT:
+            object.__setattr__(self, "output", "…" + self.output[-(MAX_OUTPUT - 1) :])
 
 
 @dataclass

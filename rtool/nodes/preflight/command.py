@@ -9,6 +9,8 @@ from rtool.core.proc import run as run_proc
 from rtool.nodes.preflight.base import NodeBase, Outcome
 
 NAME = "command"
+#: The last bytes of the command's stdout and of its stderr kept (it may print gigabytes).
+OUTPUT_KEPT = 64 * 1024
 
 
 class Settings(Section):
@@ -24,13 +26,15 @@ def applies(ctx: NodeBase) -> bool:
 def run(ctx: NodeBase) -> Outcome:
     assert ctx.command
     try:
-        res = run_proc(["bash", "-c", ctx.command], timeout=ctx.timeout, check=False)
+        res = run_proc(
+            ["bash", "-c", ctx.command], timeout=ctx.timeout, check=False, max_output=OUTPUT_KEPT
+        )
     except ProcTimeout:
         return Outcome(NAME, False, f"{ctx.command!r} did not finish within {ctx.timeout:g}s")
     except ProcError as exc:
         return Outcome(NAME, False, f"{ctx.command!r} could not run: {exc}")
     output = (res.stdout + res.stderr).strip()
     if res.returncode != 0:
-        last = output.splitlines()[-1] if output else "no output"
+        last = output[-1000:].splitlines()[-1] if output else "no output"
         return Outcome(NAME, False, f"{ctx.command!r} exit code {res.returncode}: {last}", output)
     return Outcome(NAME, True, f"{ctx.command!r} exit code 0")

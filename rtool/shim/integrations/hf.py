@@ -17,10 +17,13 @@ The Trainer does the saving (its own `checkpoint-N`, so `resume_from_checkpoint`
   step; a non-finite step is skipped (its gradients dropped, so no weight turns NaN). After
   `max_nonfinite` (default 3 here) in a row: stop WITHOUT any checkpoint (the Trainer's own
   `save_steps` / epoch saves are cancelled at that step), the array's pending tasks held.
-- kill switch present at start: `train()` stops before the first optimizer step (one batch is
-  computed, its update dropped), nothing is saved.
+- kill switch present at start, or a run already complete (resumed at `max_steps`): `train()`
+  returns without running a step (the epoch's batches are not even loaded), nothing is saved;
+  a complete run is marked finished again.
 - `on_save` tells the guard every checkpoint the Trainer wrote, with its measured duration
-  (heartbeat `last_saved_step`, `last_save_seconds`); a complete run calls `guard.finished()`.
+  (heartbeat `last_saved_step`, `last_save_seconds`, written at once); a complete run calls
+  `guard.finished()`. While the Trainer evaluates (`on_prediction_step`) or saves, no step
+  comes: the guard's hang detection (`RTOOL_HANG_AFTER`) is told so.
 A model whose output has no `loss` (a custom `compute_loss`) can call `rtool_cb.check_loss(x)`.
 """
 
@@ -39,6 +42,7 @@ from rtool.shim.integrations.common import (
 
 try:
     import torch  # noqa: F401  (common.summed_loss needs it: fail here, with the hint)
+    from torch.utils.data import IterableDataset
     from transformers import TrainerCallback
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError(
@@ -57,7 +61,8 @@ class RtoolCallback(GuardCallback, TrainerCallback):  # type: ignore[misc]
         self.update_skipped = False  # the last optimizer step was dropped (non-finite, killed)
         self._losses: list[Any] = []
         self._hook: Any = None
-        self._killed_at_start = False
+        self._killed_at_start = self._complete_at_start = False
+        self._no_batches: Any = None  # undoes the empty dataloader of a run that runs no step
         self._t0 = time.monotonic()
 
     def check_loss(self, loss: Any) -> None:
@@ -70,9 +75,12 @@ class RtoolCallback(GuardCallback, TrainerCallback):  # type: ignore[misc]
         model = kwargs.get("model")
         if model is not None and self._hook is None:
             self._hook = model.register_forward_hook(self._on_forward)
-        if self.guard.stop_if_killed():
-            self._killed_at_start = True
+        complete = 0 < state.max_steps <= state.global_step
+        if complete or self.guard.stop_if_killed():
+            self._killed_at_start = not complete
+            self._complete_at_start = complete
             control.should_training_stop = True
+            self._no_batches = _without_batches(kwargs.get("train_dataloader"))
         return control
 
     def _on_forward(self, module: Any, args: Any, output: Any) -> None:
@@ -95,7 +103,7 @@ class RtoolCallback(GuardCallback, TrainerCallback):  # type: ignore[misc]
 
     def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> Any:
         self._t0 = time.monotonic()
-        if self._killed_at_start:
+        if self._killed_at_start or self._complete_at_start:
             return self._no_save(control)
         d = self.guard.step(state.global_step)
         if d.stopping:
@@ -104,7 +112,15 @@ class RtoolCallback(GuardCallback, TrainerCallback):  # type: ignore[misc]
                 return self._no_save(control)  # non-finite: not even the Trainer's own save
         if d.save_requested:
             control.should_save = True
+        if control.should_save:  # the Trainer saves after the step's logging: no hang then
+            self.guard.save_started()
         return control
+
+    def on_prediction_step(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        self.guard.alive()  # an evaluation batch: progress, not a hang
+
+    def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        self.guard.alive()  # a step begins: any save before it is over
 
     def on_log(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         self._t0 = time.monotonic()  # a save's time starts after the step's logging
@@ -124,6 +140,12 @@ class RtoolCallback(GuardCallback, TrainerCallback):  # type: ignore[misc]
         if self._hook is not None:
             self._hook.remove()
             self._hook = None
+        if self._no_batches is not None:
+            undo, self._no_batches = self._no_batches, None
+            undo()
+        if self._complete_at_start:
+            self.guard.finished(state.global_step)  # resumed at the end: finished, no step run
+            return
         self._training_ended(state.global_step)
 
     @staticmethod
@@ -131,3 +153,48 @@ class RtoolCallback(GuardCallback, TrainerCallback):  # type: ignore[misc]
         control.should_save = False
         control.should_evaluate = False
         return control
+
+
+def _without_batches(loader: Any) -> Any:
+    """Make the Trainer's dataloader yield nothing for this `train()` call (undone in
+    `on_train_end`): the epoch loop then runs no step at all, where stopping from a callback
+    lets one batch through. Accelerate's loader (what the Trainer uses) iterates its
+    `base_dataloader`, which is swapped for an empty one; another loader's class is swapped.
+    Returns the undo, or None (then one batch is computed and its update dropped)."""
+    if loader is None:
+        return None
+    inner = vars(loader).get("base_dataloader")
+    if inner is not None:
+        loader.base_dataloader = _NoBatches(inner)
+        return lambda: setattr(loader, "base_dataloader", inner)
+    cls = loader.__class__
+    empty = type(f"RtoolStopped{cls.__name__}", (cls,), {"__iter__": lambda self: iter(())})
+    try:
+        loader.__class__ = empty
+    except (TypeError, AttributeError):
+        return None
+    return lambda: setattr(loader, "__class__", cls)
+
+
+class _NoBatches:
+    """A dataloader that yields no batch (everything else is the real one's). A Trainer that
+    resumes inside an epoch builds a new loader from this one's batch sampler (or, for an
+    iterable dataset, its dataset): both are empty too."""
+
+    def __init__(self, real: Any) -> None:
+        self._real = real
+        self.batch_sampler: Any = [] if getattr(real, "batch_sampler", None) is not None else None
+        self.dataset = real.dataset
+        if isinstance(real.dataset, IterableDataset):
+            self.dataset = _NoItems()
+
+    def __iter__(self) -> Any:
+        return iter(())
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
+
+
+class _NoItems(IterableDataset):  # type: ignore[misc,type-arg]
+    def __iter__(self) -> Any:
+        return iter(())

@@ -23,12 +23,17 @@
   without any checkpoint (ModelCheckpoint's included), the array's pending tasks held.
   `check_loss=False` skips the check (it costs one GPU sync per step).
 - Kill switch present at start: `fit()` ends before the first batch, nothing saved.
+- A run that ends complete saves `ckpt_path` at its last step first (heartbeat
+  `last_saved_step`), so a restart resumes at the end and runs no step again.
+- Evaluation batches and the checkpoints Lightning writes on its own are progress, not a hang
+  (`RTOOL_HANG_AFTER`).
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import time
 from typing import Any
 
 from rtool.shim.integrations.common import (
@@ -62,6 +67,7 @@ class RtoolCallback(GuardCallback, Callback):  # type: ignore[misc]
         self.update_skipped = False
         self._trainer: Any = None
         self._losses: list[Any] = []
+        self._started = False  # fit() began training (a complete run resumed at its end: not)
         self.guard = guard_from_env(self._save, options)
 
     def _save(self, step: int) -> None:
@@ -77,6 +83,7 @@ class RtoolCallback(GuardCallback, Callback):  # type: ignore[misc]
             log.info("rtool.shim: Lightning's SLURM auto-requeue off: rtool handles the signals")
 
     def on_train_start(self, trainer: Any, pl_module: Any) -> None:
+        self._started = True
         # Lightning installed its SIGTERM (and maybe SIGUSR1) handlers just before this hook
         self.guard.reinstall_signal_handlers()
         if self.guard.stop_if_killed():
@@ -106,8 +113,31 @@ class RtoolCallback(GuardCallback, Callback):  # type: ignore[misc]
         if d.stopping:
             trainer.should_stop = True
 
+    def on_train_batch_start(self, trainer: Any, pl_module: Any, batch: Any, idx: int) -> None:
+        self.guard.alive()  # a batch begins: a save Lightning made before it is over
+
+    def on_validation_batch_end(self, trainer: Any, pl_module: Any, *args: Any) -> None:
+        self.guard.alive()  # an evaluation batch: progress, not a hang
+
+    def on_save_checkpoint(self, trainer: Any, pl_module: Any, checkpoint: Any) -> None:
+        self.guard.save_started()  # until the next batch begins (ours are timed in _save)
+
     def on_train_end(self, trainer: Any, pl_module: Any) -> None:
-        self._training_ended(trainer.global_step)
+        step = trainer.global_step
+        if self.guard.stopping is None and self.guard.last_saved_step != step:
+            t0 = time.monotonic()
+            self._save(step)  # complete: the checkpoint a restart resumes from is the end
+            self.guard.mark_saved(step, time.monotonic() - t0)
+        self._training_ended(step)
+
+    def on_fit_end(self, trainer: Any, pl_module: Any) -> None:
+        if self._started:
+            return
+        step = trainer.global_step  # resumed at the end: nothing trained, the run is finished
+        if 0 < (trainer.max_steps or 0) <= step and self.guard.stopping is None:
+            self.guard.finished(step)
+        else:
+            self.guard.close()
 
     @staticmethod
     def _checkpoints_done(trainer: Any) -> None:

@@ -29,6 +29,8 @@ from typing import Any
 from rtool.core.state import StateDir
 
 CHILD = str(Path(__file__).with_name("statfs_child.py"))
+#: The checkpoint watchdog's child (scan a checkpoint folder, prune old checkpoints).
+CKPT_CHILD = str(Path(__file__).with_name("ckpt_child.py"))
 STUCK_FILE = "watch/stuck-probes.json"
 
 
@@ -44,9 +46,9 @@ class Outcome:
     answered: float | None = None  # statvfs_all: when its answer came (time.monotonic)
 
 
-def start(mode: str, *args: str) -> subprocess.Popen[bytes]:
+def start(mode: str, *args: str, script: str = CHILD) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
-        [sys.executable, "-I", "-S", CHILD, mode, *args],
+        [sys.executable, "-I", "-S", script, mode, *args],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

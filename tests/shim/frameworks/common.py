@@ -4,10 +4,11 @@ A worker runs several ATTEMPTS of one training in one process (the framework is 
 once: transformers and lightning take seconds to import), each a fresh Trainer and a fresh
 rtool callback resuming from the last checkpoint, as a requeued job would. An attempt is a
 dict: {"max_steps": N, "signal_at": k, "signal": "USR1", "save_at": k, "kill_at": k,
-"nan_from": k}; each trigger fires at the START of step k (1-based, the step after it is
-counted), so the guard acts at step k. The report (report.json) holds per attempt: the steps
-run (with whether their update was dropped), the exit code the callback gave, whether the
-train call returned, the callbacks and loggers that ran after rtool's, the heartbeat.
+"nan_from": k, "heartbeat_at": k}; each trigger fires at the START of step k (1-based, the
+step after it is counted), so the guard acts at step k. The report (report.json) holds per
+attempt: the steps run (with whether their update was dropped), the exit code the callback
+gave, whether the train call returned, the callbacks and loggers that ran after rtool's, the
+heartbeat.
 """
 
 from __future__ import annotations
@@ -39,6 +40,14 @@ def fire(attempt: dict[str, Any], step: int, rank: int = 0) -> None:
     if attempt.get("kill_at") == step:
         Path(os.environ["RTOOL_KILL_SWITCH"]).touch()
         time.sleep(4 * POLL)
+
+
+def peek(attempt: dict[str, Any], step: int, result: dict[str, Any]) -> None:
+    """The heartbeat as it is at the start of step `heartbeat_at` (the training going on)."""
+    path = os.environ.get("RTOOL_HEARTBEAT")
+    if attempt.get("heartbeat_at") == step and path:
+        hb = read_heartbeat(path)
+        result["heartbeat_mid"] = hb.to_dict() if hb is not None else None
 
 
 def nan_due(attempt: dict[str, Any], step: int) -> bool:

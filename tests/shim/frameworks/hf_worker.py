@@ -13,7 +13,7 @@ from transformers import GPT2Config, GPT2LMHeadModel, Trainer, TrainerCallback, 
 from transformers.trainer_utils import get_last_checkpoint
 
 from rtool.shim.integrations.hf import RtoolCallback
-from tests.shim.frameworks.common import ATTEMPTS, OUT, fire, nan_due, prepare, record
+from tests.shim.frameworks.common import ATTEMPTS, OUT, fire, nan_due, peek, prepare, record
 
 
 class Probe(TrainerCallback):  # type: ignore[misc]
@@ -24,6 +24,7 @@ class Probe(TrainerCallback):  # type: ignore[misc]
 
     def on_step_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
         fire(self.attempt, state.global_step + 1)
+        peek(self.attempt, state.global_step + 1, self.result)
         self.result["nan"] = nan_due(self.attempt, state.global_step + 1)
 
     def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:

@@ -16,7 +16,7 @@ from lightning.pytorch.loggers.logger import Logger
 from torch.utils.data import DataLoader, TensorDataset
 
 from rtool.shim.integrations.lightning import RtoolCallback
-from tests.shim.frameworks.common import ATTEMPTS, OUT, fire, nan_due, prepare, record
+from tests.shim.frameworks.common import ATTEMPTS, OUT, fire, nan_due, peek, prepare, record
 
 RANK = int(os.environ.get("SLURM_PROCID", "0"))
 WORLD = int(os.environ.get("SLURM_NTASKS", "1"))
@@ -50,6 +50,7 @@ class Probe(L.Callback):
 
     def on_train_batch_start(self, trainer: Any, module: Any, batch: Any, idx: int) -> None:
         fire(self.attempt, trainer.global_step + 1, RANK)
+        peek(self.attempt, trainer.global_step + 1, self.result)
         module.poison = nan_due(self.attempt, trainer.global_step + 1)
 
     def on_train_batch_end(self, trainer: Any, module: Any, *args: Any) -> None:

@@ -1,0 +1,129 @@
+"""`rtool preflight --restart-after RC`: the batch script asks before it restarts the training
+in place (docs/runs.md, "Restart in place"; the decisions: rtool/nodes/preflight/restart.py).
+
+Exit 0: restart (the restart record is written); 3: the attempt was requeued away from a bad
+node; 1: do not restart (a stop, no progress, or a bad node that could not be excluded).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import TYPE_CHECKING, Any
+
+import typer
+
+from rtool.core.errors import RtoolError
+
+if TYPE_CHECKING:
+    from rtool.app.context import AppContext
+    from rtool.nodes.preflight.job import JobInfo
+    from rtool.nodes.preflight.restart import Failed
+
+
+def _say(text: str) -> None:
+    typer.echo(f"rtool: {text}", err=True)
+
+
+def restart_check(app_ctx: AppContext, node_ctx: Any, node_argv: list[str], rc: int) -> int:
+    from rtool.app.commands.nodes_cmd import job_preflight
+    from rtool.nodes.preflight import job
+    from rtool.nodes.preflight.registry import applies
+
+    env = os.environ
+    info = job.JobInfo.from_env(env)
+    failed, path = _failed(info, rc)
+    why = failed.stopped_on_purpose()
+    if why:
+        _say(f"not restarting the training in place: {why}")
+        return job.FAILED
+    if failed.no_progress():
+        at = failed.heartbeat.step_at_start if failed.heartbeat else None
+        _say(
+            "not restarting the training in place again: the restarted training made no "
+            f"progress (no step past {at if at is not None else 'its start'}); it would fail again"
+        )
+        return job.FAILED
+    code = _bad_nodes(app_ctx, info)
+    if code is None and app_ctx.config.nodes.preflight.enabled and applies(node_ctx):
+        code = job_preflight(app_ctx, node_argv, app_ctx.config.nodes.preflight.timeout)
+    if code not in (None, job.OK):
+        return int(code)
+    kind, detail = failed.cause()
+    _write(env, info, failed, path)
+    _say(f"restarting the training in place (launch {failed.launch + 1}) after {kind}: {detail}")
+    return job.OK
+
+
+def _failed(info: JobInfo, rc: int) -> tuple[Failed, str | None]:
+    """The launch that ended, and the restart records' path."""
+    from rtool.nodes.preflight import restart
+    from rtool.runs.inplace import read_restarts, restarts_path
+
+    env = os.environ
+    text = env.get("RTOOL_LAUNCH", "0")
+    launch = int(text) if text.isdigit() else 0
+    records = env.get("RTOOL_RUN_RECORDS")
+    path = restarts_path(records) if records else None
+    before = 0
+    if path:
+        try:
+            mine = [r for r in read_restarts(path) if (r.shown_id, r.restart) == _key(info)]
+        except OSError:
+            mine = []
+        before = max((r.oom_kills or 0 for r in mine), default=0)
+    hb = restart.launch_heartbeat(env.get("RTOOL_HEARTBEAT"), info, launch)
+    return restart.Failed(rc, launch, hb, restart.job_oom_kills(), before), path
+
+
+def _key(info: JobInfo) -> tuple[str, int]:
+    return (info.job_id, info.restarts)
+
+
+def _bad_nodes(app_ctx: AppContext, info: JobInfo) -> int | None:
+    """Nodes Slurm shows unfit or the launch's log blames: the attempt is requeued away from
+    them (the exit code), else None."""
+    from rtool.app.commands.nodes_cmd import keep_off
+    from rtool.nodes.preflight import job, restart
+    from rtool.nodes.preflight.base import NodeReport, Outcome
+
+    bad: dict[str, tuple[str, str]] = {}
+    try:
+        states = app_ctx.slurm.sinfo_nodes()
+    except RtoolError as exc:
+        _say(f"warning: node states not read ({exc})")
+        states = []
+    for node, why in restart.bad_states(states, info.nodes).items():
+        bad[node] = ("state", why)
+    lines = restart.launch_log(_log_text(app_ctx, info))
+    extra = app_ctx.config.runs.patterns()
+    for node, why in restart.blamed_by_log(lines, info.nodes, extra).items():
+        bad.setdefault(node, ("signature", why))
+    if not bad:
+        return None
+    reports = [NodeReport(n, [Outcome(check, False, why)]) for n, (check, why) in bad.items()]
+    return keep_off(app_ctx, info, job.JobOutcome(reports, reports))
+
+
+def _log_text(app_ctx: AppContext, info: JobInfo) -> str:
+    """The tail of the job's output file (Slurm's StdOut), or "" when it cannot be read."""
+    from rtool.runs.logtail import read_tail
+
+    try:
+        recs = app_ctx.slurm.show_job(info.job_id)
+        path = recs[0].get("StdOut", "") if recs else ""
+        return read_tail(path, int(app_ctx.config.runs.log_tail)) if path else ""
+    except (RtoolError, OSError):
+        return ""
+
+
+def _write(env: Any, info: JobInfo, failed: Failed, path: str | None) -> None:
+    from rtool.nodes.preflight import restart
+    from rtool.runs.inplace import append
+
+    if not path:
+        return
+    try:
+        append(path, restart.record(env, info, failed, time.time(), failed.launch + 1))
+    except OSError as exc:
+        _say(f"warning: the restart record was not written ({exc})")

@@ -1,0 +1,221 @@
+"""The training's restarts inside its allocation: their records, and the ledger's entries.
+
+When the training of an attempt crashes or hangs, the batch script restarts it in place after
+`rtool preflight --restart-after RC` passed (rtool/nodes/preflight/restart.py). That check
+appends one JSON line to the run's **restart records**, `<records>.restarts` beside the
+attempt records (`<heartbeat>.restarts` by default), mode 0600, never through a link:
+
+    {"event": "restart", "job_id": "91", "array_job_id": "88", "array_task_id": "3",
+     "restart": 0, "node": "n1", "nodelist": "n[1-2]", "time": 1732212000.5, "rc": 89,
+     "launch": 1, "cause": "hung", "detail": "no step for 8.0s after step 850",
+     "oom_kills": 0, "heartbeat": {... the failed launch's heartbeat ...}}
+
+`launch` is the launch the restart starts (1: the attempt's first in-place restart). Read back
+bounded, from a trusted file only; a line that is not such a record is skipped. The ledger
+makes one `InPlaceRestart` of each, completed by the heartbeat of the launch that followed
+(its first step and when it ran: steps redone, time lost).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import stat
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from rtool.core.heartbeat import Heartbeat, HeartbeatFormatError
+from rtool.core.slurm import expand_hostlist
+from rtool.core.slurm.parse import ParseError
+from rtool.runs.logtail import read_tail
+from rtool.runs.model import InPlaceRestart
+
+RESTARTS_BYTES = 256 * 1024
+MAX_LINE = 16 * 1024
+CAUSES = ("hung", "peer_failed", "crashed", "oom_kill", "signal", "exit")
+_DIGITS = re.compile(r"[0-9]{1,12}")
+_NODES = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-\[\],]{0,4095}")
+
+
+@dataclass(frozen=True)
+class RestartRecord:
+    job_id: str  # SLURM_JOB_ID
+    array_job_id: str | None
+    array_task_id: int | None
+    restart: int  # SLURM_RESTART_COUNT
+    node: str
+    nodelist: str
+    time: float
+    rc: int
+    launch: int  # the launch this restart starts (1, 2, ...)
+    cause: str  # one of CAUSES
+    detail: str
+    heartbeat: Heartbeat | None = None  # the failed launch's, when it wrote one
+    oom_kills: int | None = None  # OOM kills the job's memory cgroup counted so far
+
+    @property
+    def shown_id(self) -> str:
+        if self.array_job_id and self.array_task_id is not None:
+            return f"{self.array_job_id}_{self.array_task_id}"
+        return self.job_id
+
+    @property
+    def nodes(self) -> tuple[str, ...]:
+        try:
+            return tuple(expand_hostlist(self.nodelist)) if self.nodelist else (self.node,)
+        except ParseError:
+            return (self.node,)
+
+    def to_line(self) -> str:
+        d: dict[str, Any] = {"event": "restart", **self.__dict__}
+        d["heartbeat"] = self.heartbeat.to_dict() if self.heartbeat else None
+        d["detail"] = self.detail[:500]
+        line = json.dumps(d, sort_keys=True, ensure_ascii=True, allow_nan=False)
+        if len(line) > MAX_LINE:  # the heartbeat copy is what can be large: drop it
+            d["heartbeat"] = None
+            line = json.dumps(d, sort_keys=True, ensure_ascii=True, allow_nan=False)
+        return line
+
+
+def restarts_path(records: str) -> str:
+    """The restart records beside the attempt records (`x.attempts` -> `x.restarts`)."""
+    base = records[: -len(".attempts")] if records.endswith(".attempts") else records
+    return f"{base}.restarts"
+
+
+def _opt_digits(d: Mapping[str, Any], key: str) -> str | None:
+    v = d.get(key)
+    if v in (None, ""):
+        return None
+    v = str(v) if isinstance(v, int) and not isinstance(v, bool) else v
+    if not isinstance(v, str) or not _DIGITS.fullmatch(v):
+        raise ValueError(key)
+    return v
+
+
+def _int(d: Mapping[str, Any], key: str, low: int, high: int) -> int:
+    v = d.get(key)
+    if isinstance(v, bool) or not isinstance(v, int) or not low <= v <= high:
+        raise ValueError(key)
+    return v
+
+
+def parse_line(line: str) -> RestartRecord | None:
+    """The record in one line, or None for any other line (torn, foreign, malformed)."""
+    if len(line) > MAX_LINE:
+        return None
+    try:
+        d = json.loads(line)
+        if not isinstance(d, dict) or d.get("event") != "restart":
+            return None
+        job = _opt_digits(d, "job_id")
+        task = _opt_digits(d, "array_task_id")
+        t, cause = d.get("time"), d.get("cause")
+        node, nodelist = d.get("node") or "", d.get("nodelist") or ""
+        if job is None or isinstance(t, bool) or not isinstance(t, (int, float)) or t <= 0:
+            return None
+        if cause not in CAUSES or not isinstance(node, str) or not isinstance(nodelist, str):
+            return None
+        if (node and not _NODES.fullmatch(node)) or (nodelist and not _NODES.fullmatch(nodelist)):
+            return None
+        hb = Heartbeat.from_dict(d["heartbeat"]) if d.get("heartbeat") is not None else None
+        return RestartRecord(
+            job_id=job,
+            array_job_id=_opt_digits(d, "array_job_id"),
+            array_task_id=int(task) if task is not None else None,
+            restart=_int(d, "restart", 0, 1_000_000),
+            node=node,
+            nodelist=nodelist,
+            time=float(t),
+            rc=_int(d, "rc", 0, 255),
+            launch=_int(d, "launch", 1, 1_000_000),
+            cause=cause,
+            detail=str(d.get("detail") or "")[:500],
+            heartbeat=hb,
+            oom_kills=_int(d, "oom_kills", 0, 1 << 40) if d.get("oom_kills") is not None else None,
+        )
+    except (ValueError, TypeError, KeyError, HeartbeatFormatError):
+        return None
+
+
+def read_restarts(path: str, limit: int = RESTARTS_BYTES) -> list[RestartRecord]:
+    """The records in `path` ([] when there is none). Raises OSError on an unsafe file."""
+    try:
+        text = read_tail(path, limit)
+    except FileNotFoundError:
+        return []
+    return [r for line in text.split("\n") if line.strip() and (r := parse_line(line))]
+
+
+def append(path: str, rec: RestartRecord) -> None:
+    """Append one record (0600, never through a link, a regular file of yours only)."""
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    fd = os.open(path, flags, 0o600)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid():
+            raise OSError(f"{path}: not a regular file of yours")
+        os.write(fd, (rec.to_line() + "\n").encode())
+    finally:
+        os.close(fd)
+
+
+def entries(
+    run: str, records: Iterable[RestartRecord], beats: Iterable[Heartbeat]
+) -> list[InPlaceRestart]:
+    """One ledger entry per restart record, with the restarted launch's first step from the
+    heartbeats (`beats`: every heartbeat known: live, attempt records, restart records)."""
+    launches: dict[tuple[str | None, int, int], Heartbeat] = {}
+    for hb in beats:
+        key = (_shown(hb), hb.restart_count, hb.launch)
+        if key not in launches or hb.time >= launches[key].time:
+            launches[key] = hb
+    out = {}
+    for rec in records:
+        failed, after = rec.heartbeat, launches.get((rec.shown_id, rec.restart, rec.launch))
+        ours = failed is not None and failed.launch == rec.launch - 1
+        entry = InPlaceRestart(
+            run=run,
+            job_id=rec.shown_id,
+            restart=rec.restart,
+            launch=rec.launch,
+            time=rec.time,
+            exit_code=rec.rc,
+            cause=rec.cause,
+            detail=rec.detail,
+            nodes=rec.nodes,
+            fault_at=failed.time if failed is not None and ours else None,
+            process_started=failed.started if failed is not None and ours else None,
+            process_start_step=failed.step_at_start if failed is not None and ours else None,
+            step_reached=failed.step if failed is not None and ours else None,
+            last_saved_step=failed.last_saved_step if failed is not None else None,
+            resumed_step=after.step_at_start if after is not None else None,
+            back_at=after.first_step_time if after is not None else None,
+        )
+        out[entry.key] = entry
+    return sorted(out.values(), key=lambda r: (r.time, r.launch))
+
+
+def _shown(hb: Heartbeat) -> str | None:
+    if hb.array_job_id and hb.array_task_id not in (None, ""):
+        return f"{hb.array_job_id}_{hb.array_task_id}"
+    return hb.job_id
+
+
+def merge(old: Iterable[InPlaceRestart], new: Iterable[InPlaceRestart]) -> list[InPlaceRestart]:
+    """The previous ledger's entries with this sweep's on top (a later sweep knows more: the
+    restarted launch's first step), a known value never lost, the newest MAX_RESTARTS kept."""
+    from rtool.runs.model import MAX_RESTARTS
+
+    by = {r.key: r for r in old}
+    for r in new:
+        prev = by.get(r.key)
+        if prev is not None:
+            keep = {k: v for k, v in prev.__dict__.items() if getattr(r, k) is None}
+            with contextlib.suppress(TypeError):
+                r = type(r)(**{**r.__dict__, **keep})
+        by[r.key] = r
+    return sorted(by.values(), key=lambda r: (r.time, r.launch))[-MAX_RESTARTS:]

@@ -1,0 +1,179 @@
+"""Write one attempt record (`rtool record start|end`, run by the batch script).
+
+Every field is produced here and checked: the job ids, restart count and node names from
+Slurm's environment (validated, or left out), the time from this process's clock, the exit code
+given by the batch script (0-255), and at the end a copy of the heartbeat as the attempt ended
+(read without following a symlink, without blocking, bounded, only from a regular file owned by
+you, parsed into the typed `Heartbeat`, re-written from its fields with long texts clipped, and
+only when it was written by this very attempt): nothing raw from a file reaches the line.
+
+The records file is opened with O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK (mode 0600): a
+symlink planted at its path is refused (its target untouched), a FIFO or device is refused
+without blocking, a file owned by someone else or writable by group or others is refused; the
+line is written with one `write`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import errno
+import os
+import socket
+import stat
+import time
+from collections.abc import Mapping
+
+from rtool.core.errors import RtoolError
+from rtool.core.heartbeat import MAX_HEARTBEAT_BYTES, ErrorInfo, Heartbeat, HeartbeatFormatError
+from rtool.core.slurm.parse import ParseError, expand_hostlist
+from rtool.runs.records import (
+    DIGITS,
+    HOSTLIST,
+    NODE,
+    BatchRecord,
+    RecordError,
+    belongs,
+    records_path,
+)
+
+#: Texts of the heartbeat copy are clipped to this many characters.
+TEXT_LIMIT = 300
+
+
+class RecordWriteError(RtoolError):
+    """The record could not be written (one line); the training goes on regardless."""
+
+
+def _env_digits(env: Mapping[str, str], name: str) -> str | None:
+    v = env.get(name, "").strip()
+    return v if DIGITS.fullmatch(v) else None
+
+
+def _expands(nodelist: str) -> bool:
+    try:
+        return bool(HOSTLIST.fullmatch(nodelist)) and bool(expand_hostlist(nodelist))
+    except ParseError:
+        return False
+
+
+def from_env(event: str, env: Mapping[str, str], rc: int | None, now: float) -> BatchRecord:
+    """The record of this attempt from Slurm's environment (bad values left out)."""
+    job = _env_digits(env, "SLURM_JOB_ID")
+    if job is None:
+        raise RecordWriteError("SLURM_JOB_ID is not set (not inside a Slurm job)")
+    node = env.get("SLURMD_NODENAME") or socket.gethostname().split(".")[0]
+    nodelist = env.get("SLURM_JOB_NODELIST", "")
+    array, task = _env_digits(env, "SLURM_ARRAY_JOB_ID"), _env_digits(env, "SLURM_ARRAY_TASK_ID")
+    restart = _env_digits(env, "SLURM_RESTART_COUNT")
+    return BatchRecord(
+        event=event,
+        job_id=job,
+        array_job_id=array,
+        array_task_id=int(task) if array and task is not None else None,
+        restart=min(int(restart), 1_000_000) if restart else 0,
+        node=node if NODE.fullmatch(node) else "",
+        nodelist=nodelist if _expands(nodelist) else "",
+        time=round(now, 3),
+        rc=rc if event == "end" else None,
+    )
+
+
+def _clip(text: str | None) -> str | None:
+    if text is None or len(text) <= TEXT_LIMIT:
+        return text
+    return text[: TEXT_LIMIT - 1] + "…"
+
+
+def clipped(hb: Heartbeat) -> Heartbeat:
+    """The heartbeat with every text field clipped to TEXT_LIMIT characters."""
+    changes: dict[str, object] = {}
+    for f in dataclasses.fields(hb):
+        value = getattr(hb, f.name)
+        if isinstance(value, str) and not isinstance(value, type(hb.state)):
+            changes[f.name] = _clip(value)
+    if hb.error is not None:
+        e = hb.error
+        changes["error"] = ErrorInfo(
+            _clip(e.type) or "", _clip(e.message) or "", _clip(e.last_line) or ""
+        )
+    return hb.replace(**changes)
+
+
+def read_own_heartbeat(path: str) -> Heartbeat | None:
+    """The heartbeat at `path` when it is a regular file owned by you (never a symlink, a FIFO
+    or another user's file), None otherwise."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid():
+            return None
+        raw = os.read(fd, MAX_HEARTBEAT_BYTES + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    if len(raw) > MAX_HEARTBEAT_BYTES:
+        return None
+    try:
+        return Heartbeat.from_json(raw)
+    except (HeartbeatFormatError, RecursionError):
+        return None
+
+
+def line_for(rec: BatchRecord, heartbeat: str | None) -> str:
+    """The record's line, with this attempt's heartbeat at the end (when it is one)."""
+    if rec.event == "end" and heartbeat:
+        hb = read_own_heartbeat(heartbeat)
+        if hb is not None and belongs(hb, rec):
+            try:
+                return dataclasses.replace(rec, heartbeat=clipped(hb)).to_line()
+            except (RecordError, ValueError):
+                pass  # too long or odd even clipped: the record without it
+    return rec.to_line()
+
+
+def append_line(path: str, line: str) -> None:
+    """Append `line` and a newline to the records file in one write (see the module doc)."""
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY
+    try:
+        fd = os.open(path, flags | os.O_CLOEXEC, 0o600)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise RecordWriteError(f"{path} is a symlink; refusing to follow it") from None
+        if exc.errno == errno.ENXIO:
+            raise RecordWriteError(f"{path} is a FIFO with no reader; refused") from None
+        raise RecordWriteError(f"cannot open {path}: {exc.strerror}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise RecordWriteError(f"{path} is not a regular file; refused")
+        if st.st_uid != os.getuid():
+            raise RecordWriteError(f"{path} is owned by uid {st.st_uid}, not by you; refused")
+        if stat.S_IMODE(st.st_mode) & 0o022:
+            raise RecordWriteError(f"{path} is writable by group or others; refused")
+        data = (line + "\n").encode("ascii")
+        if os.write(fd, data) != len(data):
+            raise RecordWriteError(f"short write to {path}")
+    except OSError as exc:
+        raise RecordWriteError(f"cannot write {path}: {exc.strerror}") from None
+    finally:
+        os.close(fd)
+
+
+def write(
+    event: str, rc: int | None, env: Mapping[str, str] | None = None, now: float | None = None
+) -> str | None:
+    """Append this attempt's `event` record; the path written, or None when the job keeps no
+    records (no RTOOL_RUN_RECORDS and no RTOOL_HEARTBEAT). Raises RecordWriteError."""
+    env = os.environ if env is None else env
+    heartbeat = env.get("RTOOL_HEARTBEAT") or None
+    path = records_path(heartbeat, env.get("RTOOL_RUN_RECORDS") or None)
+    if not path:
+        return None
+    rec = from_env(event, env, rc, time.time() if now is None else now)
+    append_line(path, line_for(rec, heartbeat))
+    return path

@@ -1,0 +1,178 @@
+"""When to stop before the job's end: as late as the measured save allows, at a step boundary.
+
+Two ways to know the end is near: a deadline signal (`--signal B:USR1@N`: Slurm sends it N to
+N+30 s early) and `exit_before_end` (auto or a fixed margin). Either gives a **stop time**:
+the job's end minus the **lead**, the time the save and the exit need. The lead is learned:
+
+    lead = safety_factor x longest measured save + EXIT_SLACK
+
+(the longest save of this run, or of the previous run from its heartbeat). Until a save was
+measured the older, wider margins stand: `max(min_margin, 2 x (step + save) + poll + sync)` for
+`exit_before_end = "auto"`, at least DEADLINE_MIN_MARGIN after a deadline signal. A fixed
+`exit_before_end` is the lead as given.
+
+The stop is then made at the **last step boundary that leaves the lead**: when the stop time
+comes within one poll interval plus two steps, the thread hands it to the step path
+(`Sources.deadline_at`), which from then on reads the clock at every step (and, with
+torch.distributed, agrees at every step) and stops at the boundary after which one more step
+(the longest seen) would run past it. The thread stops the run itself when the stop time
+passed and no step came (a step longer than all before it).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from rtool.shim import slurm as _shim_slurm
+
+if TYPE_CHECKING:
+    from rtool.shim.monitor import MonitorConfig, Sources, Timing
+
+log = logging.getLogger("rtool.shim")
+
+#: Least margin before the job's end when a deadline signal defers the stop and no save was
+#: measured yet (exit + requeue).
+DEADLINE_MIN_MARGIN = 10.0
+#: What the exit after the save needs (process exit, the batch script's requeue), seconds.
+EXIT_SLACK = 3.0
+
+
+class Deadline:
+    """The stop time of one Guard; `poll()` runs in the monitor thread every round."""
+
+    def __init__(
+        self, config: MonitorConfig, sources: Sources, timing: Timing, wake: Callable[[], None]
+    ) -> None:
+        self.config, self.sources, self.timing, self._wake = config, sources, timing, wake
+        self.step_age: Callable[[float], float] = lambda mono: 0.0  # the current step so far
+        self._end_checked = float("-inf")
+        self._signal_seen = False
+        self.signal_stop_at: float | None = None  # wall time to stop at after a deadline signal
+        self.stop_at: float | None = None  # the stop time in force (the earliest of both ways)
+        self._boundary: float | None = None  # the step path's previous boundary, once near
+
+    @property
+    def knows_end_time(self) -> bool:
+        """The job's end can be known (a job id to ask Slurm, or a given end time)."""
+        return bool(self.config.job_id) or self.config.end_time is not None
+
+    # -- the lead ---------------------------------------------------------------------------
+
+    def step_estimate(self) -> float:
+        """How long one more step may take: the longest step seen (the recent one if none)."""
+        t = self.timing
+        return max(t.longest_step, t.recent_step or 0.0)
+
+    def measured(self) -> bool:
+        return self.timing.longest_save > 0
+
+    def lead(self, floor: float, mono: float | None = None) -> float:
+        """Seconds before the end at which the save must start (`floor`: the margin while no
+        save was measured)."""
+        c, t = self.config, self.timing
+        if self.measured():
+            return c.safety_factor * t.longest_save + EXIT_SLACK
+        step = t.longest_step if mono is None else max(t.longest_step, self.step_age(mono))
+        need = c.safety_factor * (step + t.longest_save) + c.poll_interval + c.extra_latency
+        return max(floor, need)
+
+    def margin(self, mono: float | None = None) -> float:
+        """The `exit_before_end` margin: fixed, or the learned lead (floor `min_margin`)."""
+        c = self.config
+        if isinstance(c.exit_before_end, (int, float)):
+            return float(c.exit_before_end)
+        return self.lead(c.min_margin, mono)
+
+    # -- the thread's round ------------------------------------------------------------------
+
+    def refresh_end_time(self, mono: float, force: bool = False) -> None:
+        c = self.config
+        if c.job_id and (force or mono - self._end_checked >= c.end_time_refresh):
+            self._end_checked = mono
+            end = _shim_slurm.job_end_time(c.job_id)
+            if end is not None:
+                c.end_time = end
+
+    def poll(self, mono: float, wall: float) -> None:
+        if self.sources.time_up is not None:
+            return
+        self._deadline_signal(mono, wall)
+        stops: list[float] = []
+        if self.signal_stop_at is not None:
+            self.signal_stop_at = self._signal_stop(mono)
+            if self.signal_stop_at is not None:
+                stops.append(self.signal_stop_at)
+        if self.config.exit_before_end is not None:
+            self.refresh_end_time(mono)
+            if self.config.end_time is not None:
+                stops.append(self.config.end_time - self.margin(mono))
+        self.stop_at = min(stops) if stops else None
+        if self.stop_at is None:
+            return
+        if wall >= self.stop_at:  # no step boundary came in time: stop at the next one
+            self.sources.time_up = self.detail(wall)
+            self._wake()
+        elif wall >= self.stop_at - self._window():
+            if self.sources.deadline_at != self.stop_at:
+                self.sources.deadline_at = self.stop_at  # the step path reads the clock now
+                self._wake()
+        else:
+            self.sources.deadline_at = None  # moved away (a longer TimeLimit): not near
+
+    def _window(self) -> float:
+        return self.config.poll_interval + 2 * self.step_estimate() + 0.5
+
+    def _signal_stop(self, mono: float) -> float | None:
+        end = self.config.end_time
+        return None if end is None else end - max(self.lead(DEADLINE_MIN_MARGIN, mono), 1.0)
+
+    def _deadline_signal(self, mono: float, wall: float) -> None:
+        """A signal announced the job's end: train on until the end minus the lead."""
+        c, s = self.config, self.sources
+        name = s.deadline_signal
+        if name is None or self._signal_seen:
+            return
+        self._signal_seen = True
+        self.refresh_end_time(mono, force=True)
+        stop = self._signal_stop(mono)
+        left = None if c.end_time is None else c.end_time - wall
+        if stop is None or left is None or wall >= stop or left > c.deadline_window:
+            why = "no end time" if left is None else f"{left:.0f}s left"
+            log.warning("rtool.shim: %s (%s): stopping now", name, why)
+            if s.signal is None:
+                s.signal = name
+            self._wake()
+            return
+        self.signal_stop_at = stop
+        log.warning(
+            "rtool.shim: %s: the job ends in %.0fs; training on until %.1fs before it",
+            name,
+            left,
+            left - (stop - wall),
+        )
+
+    def detail(self, wall: float) -> str:
+        """Why the run stops now (the heartbeat's stop_detail)."""
+        c, s = self.config, self.sources
+        left = (c.end_time or wall) - wall
+        if self.signal_stop_at is not None and self.stop_at == self.signal_stop_at:
+            return (
+                f"{s.deadline_signal} announced the end: stopped {left:.1f}s before it "
+                f"(measured save {self.timing.longest_save:.1f}s)"
+            )
+        margin = (c.end_time or wall) - (self.stop_at or wall)
+        return f"{left:.0f}s left of the time limit (exit margin {margin:.0f}s)"
+
+    def at_boundary(self, wall: float) -> bool:
+        """In the step path, once near: stop now, as one more step would pass the stop time."""
+        at = self.sources.deadline_at
+        if at is None or self.sources.time_up is not None:
+            return False
+        last, self._boundary = self._boundary, wall
+        step = max(self.step_estimate(), wall - last if last is not None else 0.0)
+        if wall + step < at:
+            return False
+        self.sources.time_up = self.detail(wall)
+        return True

@@ -1,0 +1,184 @@
+"""Hangs caught inside the training process, and the ranks of one launch telling each other.
+
+The monitor thread sees every step (and every `guard.alive()`, called by the framework
+adapters during evaluation). When none came for `hang_after` seconds (`auto`: max(HANG_MIN,
+10 x the longest step)) while no save runs and no stop was decided, the process is hung: the
+thread writes the stacks of all threads to stderr (faulthandler, then `py-spy dump` where
+installed), writes the **abort file** so the other ranks end too, records why in the heartbeat
+and ends the process with HANG_EXIT_CODE (89); the batch script restarts the training in place
+(docs/runs.md). A rank that finds another rank's abort file (or whose training crashed: the
+crash hook writes it) ends the same way at once, instead of waiting in a collective for a
+peer that is gone. Nothing is saved: the last checkpoint stays.
+
+The abort file (`RTOOL_ABORT_FILE`, set by the batch script on a shared folder, removed before
+each launch) holds one JSON object: rank, host, pid, launch, reason, detail. Only a regular
+file of yours (or root's) of this launch counts.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import faulthandler
+import json
+import os
+import shutil
+import socket
+import stat
+import subprocess
+import sys
+import sysconfig
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from rtool.core.identity import trusted_uid
+
+if TYPE_CHECKING:
+    from rtool.shim.monitor import Timing
+
+#: The least threshold of `hang_after = "auto"` (seconds), and how many longest steps it is.
+HANG_MIN, HANG_STEPS = 300.0, 10
+#: Seconds `py-spy dump` may take.
+PY_SPY_TIMEOUT = 10.0
+_MAX_ABORT = 4096
+
+
+@dataclass(frozen=True)
+class Abort:
+    """What one rank wrote into the abort file."""
+
+    rank: int
+    host: str
+    pid: int
+    launch: int
+    reason: str  # hung, crashed
+    detail: str
+
+    def text(self) -> str:
+        return f"rank {self.rank} on {self.host} {self.reason}: {self.detail}"
+
+
+def write_abort(path: str | None, abort: Abort) -> None:
+    """Write the abort file (first writer wins; never follows a link)."""
+    if not path:
+        return
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    with contextlib.suppress(OSError):
+        fd = os.open(path, flags, 0o600)
+        try:
+            os.write(fd, json.dumps(abort.__dict__).encode()[:_MAX_ABORT])
+        finally:
+            os.close(fd)
+
+
+def read_abort(path: str | None, launch: int, pid: int) -> Abort | None:
+    """Another process's abort of this launch, or None (missing, foreign, stale, ours)."""
+    if not path:
+        return None
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or not trusted_uid(st.st_uid):
+            return None
+        d: Any = json.loads(os.read(fd, _MAX_ABORT))
+        got = Abort(**{k: d[k] for k in Abort.__dataclass_fields__})
+    except (OSError, ValueError, TypeError, KeyError):
+        return None
+    finally:
+        os.close(fd)
+    return got if got.launch == launch and got.pid != pid else None
+
+
+def py_spy() -> str | None:
+    beside = os.path.join(sysconfig.get_path("scripts"), "py-spy")
+    if os.path.isfile(beside) and os.access(beside, os.X_OK):
+        return beside
+    return shutil.which("py-spy")
+
+
+def dump_stacks(header: str) -> None:
+    """Every thread's stack to stderr: faulthandler (always), py-spy (where installed)."""
+    with contextlib.suppress(Exception):
+        sys.stderr.write(f"rtool.shim: {header}; the stacks of all threads:\n")
+        sys.stderr.flush()
+    with contextlib.suppress(Exception):
+        faulthandler.dump_traceback(all_threads=True)
+    spy = py_spy()
+    if spy is None:
+        return
+    with contextlib.suppress(Exception):
+        res = subprocess.run(
+            [spy, "dump", "--pid", str(os.getpid())],
+            capture_output=True,
+            text=True,
+            timeout=PY_SPY_TIMEOUT,
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
+        sys.stderr.write(f"rtool.shim: py-spy dump:\n{(res.stdout + res.stderr)[-20000:]}\n")
+        sys.stderr.flush()
+
+
+class HangWatch:
+    """One round per poll: `check(mono)`; `fire(idle, step)` once a hang was seen, or
+    `peer(abort)` when another rank of this launch failed."""
+
+    def __init__(
+        self,
+        after: float | str | None,
+        abort_file: str | None,
+        launch: int,
+        timing: Timing,
+    ) -> None:
+        self.after, self.abort_file, self.launch, self.timing = after, abort_file, launch, timing
+        self.fire: Callable[[float], None] = lambda idle: None
+        self.peer: Callable[[Abort], None] = lambda abort: None
+        self.settled = False  # a stop was decided (or the hang acted): nothing more to do
+        self._last: tuple[int | None, int] | None = None
+        self._since = 0.0
+
+    def threshold(self) -> float | None:
+        if self.after is None:
+            return None
+        if isinstance(self.after, (int, float)):
+            return float(self.after)
+        return max(HANG_MIN, HANG_STEPS * self.timing.longest_step)
+
+    def check(self, mono: float, step: int | None, alive: int) -> None:
+        if self.settled:
+            return
+        abort = read_abort(self.abort_file, self.launch, os.getpid())
+        if abort is not None:
+            self.settled = True
+            self.peer(abort)
+            return
+        limit = self.threshold()
+        if limit is None or step is None:  # counted from the first step: start-up is free
+            return
+        if (step, alive) != self._last or self.timing.saving_since is not None:
+            self._last, self._since = (step, alive), mono
+            return
+        idle = mono - self._since
+        if idle >= limit:
+            self.settled = True
+            self.fire(idle)
+
+    def abort(self, rank: int, reason: str, detail: str) -> None:
+        """Tell the other ranks of this launch (the abort file)."""
+        host = os.environ.get("SLURMD_NODENAME") or socket.gethostname()
+        write_abort(
+            self.abort_file, Abort(rank, host, os.getpid(), self.launch, reason, detail[:500])
+        )
+
+
+def end(code: int) -> None:
+    """End the process now (after the stacks and the heartbeat were written)."""
+    with contextlib.suppress(Exception):
+        sys.stderr.flush()
+        sys.stdout.flush()
+    time.sleep(0)  # let a pending heartbeat write thread run
+    os._exit(code)

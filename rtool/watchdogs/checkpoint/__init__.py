@@ -1,0 +1,1 @@
+"""The checkpoint watchdog (`rtool watch checkpoint`): spec, model, verdict, watchdog."""

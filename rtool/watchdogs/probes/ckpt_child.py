@@ -1,0 +1,256 @@
+"""Child-process checkpoint probe (stdlib only, run as a script, never imported by rtool).
+
+    python -I -S ckpt_child.py scan '{"path": ..., "pattern": ..., "files": [...], ...}'
+    python -I -S ckpt_child.py prune '{"folder": ..., "names": [...]}'
+
+`scan` lists the checkpoints of one folder by NAME and lstat only (it never opens a
+checkpoint, never follows a symlink: a symlink is not a checkpoint) and prints one JSON object:
+the folder's owner and mode, its statvfs, each checkpoint (name, step, folder or file, owner,
+mtime) and, for the newest `detail` ones, their total size, file count, newest mtime and the
+required files or completion marker they lack; the heartbeat's JSON if one is named. Every
+listing is bounded (`LIMIT` entries). `prune` removes the named checkpoints of a folder, each
+only when it is not a symlink and it and everything in it is owned by this user; it prints what
+it removed and why it refused the rest. rtool runs this in its own session with stdout/stderr on
+pipes (see child.py), so a hung filesystem holds only this process.
+"""
+
+import fnmatch
+import json
+import os
+import re
+import shutil
+import stat
+import sys
+import time
+
+#: At most this many names of one folder, and this many files inside one checkpoint.
+LIMIT = 100000
+#: At most this many checkpoints are looked into (sizes, files) in one scan.
+DETAIL_CAP = 64
+#: Names with a step number that are checkpoints: step_000123, step-5, global_step7,
+#: checkpoint-500 (Hugging Face), epoch=3-step=1200.ckpt (Lightning), iter_0001000
+#: (Megatron), ckpt_12.pt. The last number after such a word is the step.
+_STEP = re.compile(
+    r"(?:^|[-_=.])(?:global_step|step|checkpoint|iter|ckpt)[-_=]?([0-9]{1,18})", re.IGNORECASE
+)
+#: Names that are never a checkpoint: hidden, temporary or being written under another name.
+_SCRATCH = re.compile(r"^(?:\.|tmp|temp)|\.(?:tmp|temp|partial|incomplete|lock)$", re.I)
+_KEYS = ("frsize", "blocks", "bfree", "bavail", "files", "ffree", "favail")
+
+
+def step_of(name):
+    found = _STEP.findall(name)
+    return int(found[-1]) if found else None
+
+
+def _listed(path, pattern):
+    """(name, lstat) of the checkpoint candidates in `path`, at most LIMIT; symlinks skipped."""
+    out: list = []
+    more = False
+    with os.scandir(path) as it:
+        for entry in it:
+            if len(out) >= LIMIT:
+                more = True
+                break
+            name = entry.name
+            if _SCRATCH.search(name):
+                continue
+            if pattern and not fnmatch.fnmatchcase(name, pattern):
+                continue
+            if not pattern and step_of(name) is None:
+                continue
+            st = entry.stat(follow_symlinks=False)
+            if stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode):
+                out.append((name, st))
+    return out, more
+
+
+def _walk(top):
+    """(size, files, newest mtime, relative paths, truncated) of a checkpoint folder."""
+    size, count, newest, stack = 0, 0, os.lstat(top).st_mtime, [("", top)]
+    names: set = set()
+    while stack:
+        rel, where = stack.pop()
+        with os.scandir(where) as it:
+            for entry in it:
+                if count >= LIMIT:
+                    return size, count, newest, names, True
+                st = entry.stat(follow_symlinks=False)
+                sub = rel + entry.name
+                newest = max(newest, st.st_mtime)
+                if stat.S_ISDIR(st.st_mode):
+                    stack.append((sub + "/", entry.path))
+                    names.add(sub)
+                elif not stat.S_ISLNK(st.st_mode):
+                    size += st.st_size
+                    count += 1
+                    names.add(sub)
+    return size, count, newest, names, False
+
+
+#: The Hugging Face Trainer writes trainer_state.json last: without `files` or a `marker`,
+#: a `checkpoint-N/` folder is complete when it holds one.
+_HF = re.compile(r"checkpoint-[0-9]+")
+HF_FILES = ["trainer_state.json"]
+
+
+def _detail(folder, name, st, req):
+    out = {"size": st.st_size, "files": 1, "newest": st.st_mtime, "truncated": False}
+    inside = set()
+    is_dir = stat.S_ISDIR(st.st_mode)
+    if is_dir:
+        size, count, newest, inside, cut = _walk(os.path.join(folder, name))
+        out.update(size=size, files=count, newest=newest, truncated=cut)
+    files, marker = req.get("files") or [], req.get("marker")
+    if is_dir and not files and not marker and _HF.fullmatch(name):
+        files = HF_FILES
+    wanted = files if is_dir else []
+    missing = [f for f in wanted if not any(fnmatch.fnmatchcase(n, f) for n in inside)]
+    if marker:
+        where = marker.replace("{NAME}", name)
+        try:
+            os.lstat(os.path.join(folder, where))
+        except FileNotFoundError:
+            missing.append(where)
+    out["missing"] = missing
+    return out
+
+
+def _details(path, entries, req):
+    """{index: detail} of the newest entries: back until `detail` of them are settled (not
+    written within `settle` seconds) and one of those looks whole (files there, not empty),
+    at most DETAIL_CAP (a full disk leaves a trail of empty saves behind the last good one)."""
+    want, settle, now = int(req.get("detail", 4)), float(req.get("settle", 0)), time.time()
+    found: dict = {}
+    settled, whole = 0, False
+    for i in reversed(range(len(entries))):
+        if len(found) >= DETAIL_CAP or (settled >= want and whole):
+            break
+        name, st = entries[i]
+        try:
+            d = _detail(path, name, st, req)
+        except FileNotFoundError:  # removed while we looked
+            continue
+        found[i] = d
+        if d["newest"] <= now - settle:
+            settled += 1
+            whole = whole or (d["size"] > 0 and not d["missing"])
+    return found
+
+
+def _order(entries):
+    """Oldest first: by step when every entry has one, else by mtime."""
+    if all(step_of(n) is not None for n, _ in entries):
+        return sorted(entries, key=lambda e: (step_of(e[0]), e[1].st_mtime, e[0]))
+    return sorted(entries, key=lambda e: (e[1].st_mtime, e[0]))
+
+
+def _read_json(path, limit=65536):
+    """A FIFO or device never blocks this (O_NONBLOCK, regular files only); at most `limit`."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return {"_invalid": True, "why": "not a regular file"}
+        data = os.read(fd, limit + 1)
+    except OSError as exc:
+        return {"_invalid": True, "why": exc.strerror}
+    finally:
+        os.close(fd)
+    if len(data) > limit:
+        return {"_invalid": True, "why": f"larger than {limit} bytes"}
+    try:
+        value = json.loads(data)
+    except ValueError:
+        return {"_invalid": True}
+    return value if isinstance(value, dict) else {"_invalid": True}
+
+
+def scan(req):
+    path = req["path"]
+    st = os.stat(path)
+    if not stat.S_ISDIR(st.st_mode):
+        return {"ok": False, "error": "not a folder"}
+    vfs = os.statvfs(path)
+    entries, more = _listed(path, req.get("pattern"))
+    entries = _order(entries)
+    details = _details(path, entries, req)
+    out = []
+    for i, (name, est) in enumerate(entries):
+        item = {
+            "name": name,
+            "step": step_of(name),
+            "dir": stat.S_ISDIR(est.st_mode),
+            "uid": est.st_uid,
+            "mtime": est.st_mtime,
+        }
+        if i in details:
+            item["detail"] = details[i]
+        out.append(item)
+    result = {
+        "ok": True,
+        "folder": {"uid": st.st_uid, "mode": stat.S_IMODE(st.st_mode), "mtime": st.st_mtime},
+        "statvfs": {k: getattr(vfs, "f_" + k) for k in _KEYS},
+        "entries": out,
+        "more": more,
+    }
+    if req.get("heartbeat"):
+        result["heartbeat"] = _read_json(req["heartbeat"])
+    return result
+
+
+def _foreign(top, uid):
+    """The first path under `top` not owned by `uid` (never following a symlink), else None."""
+    for root, dirs, files, rootfd in os.fwalk(top, follow_symlinks=False):
+        for name in dirs + files:
+            if os.lstat(name, dir_fd=rootfd).st_uid != uid:
+                return os.path.join(root, name)
+    return None
+
+
+def prune_one(folder, name, uid):
+    if "/" in name or name in ("", ".", ".."):
+        return "not a name in the folder"
+    path = os.path.join(folder, name)
+    st = os.lstat(path)
+    if stat.S_ISLNK(st.st_mode):
+        return "a symlink"
+    if st.st_uid != uid:
+        return f"owned by uid {st.st_uid}"
+    if stat.S_ISDIR(st.st_mode):
+        other = _foreign(path, uid)
+        if other is not None:
+            return f"{other} is another user's"
+        shutil.rmtree(path)  # fd-based on Linux: never follows a symlink inside
+    else:
+        os.unlink(path)
+    return None
+
+
+def prune(req):
+    folder, uid, done = req["folder"], os.getuid(), []
+    for name in req["names"]:
+        try:
+            why = prune_one(folder, name, uid)
+        except OSError as exc:
+            why = exc.strerror or str(exc)
+        done.append({"name": name, "ok": why is None, "why": why})
+    return {"ok": True, "pruned": done}
+
+
+def main(argv):
+    modes = {"scan": scan, "prune": prune}
+    try:
+        result = modes[argv[0]](json.loads(argv[1]))
+    except OSError as exc:
+        result = {"ok": False, "error": exc.strerror or str(exc)}
+    except (KeyError, IndexError, ValueError) as exc:
+        result = {"ok": False, "error": f"bad request: {exc}"}
+    sys.stdout.write(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

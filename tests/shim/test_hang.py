@@ -1,0 +1,159 @@
+"""Hangs caught inside the process: no step for `hang_after` -> every thread's stack in the
+log, the other ranks told (the abort file), the heartbeat says why, exit 89; a save, an
+evaluation (`alive()`) or the start-up before the first step is never a hang."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from rtool.core.heartbeat import RunState, read_heartbeat
+from rtool.shim import HANG_EXIT_CODE, Guard
+from rtool.shim.hang import Abort, read_abort, write_abort
+from tests.helpers import wait_for
+from tests.shim.conftest import ROOT, start_toy, toy_env
+
+MakeGuard = Callable[..., Guard]
+
+
+def test_a_hung_loop_dumps_its_stacks_tells_the_others_and_exits_89(tmp_path: Path) -> None:
+    hb, abort = tmp_path / "hb.json", tmp_path / "abort"
+    proc = start_toy(
+        tmp_path,
+        *("--steps", "1000", "--step-seconds", "0.05", "--hang-at", "20"),
+        RTOOL_HEARTBEAT=str(hb),
+        RTOOL_POLL_INTERVAL="0.1",
+        RTOOL_HANG_AFTER="1s",
+        RTOOL_ABORT_FILE=str(abort),
+        RTOOL_LAUNCH="2",
+    )
+    try:
+        assert proc.stdout is not None
+        wait_for(lambda: "hanging at step" in proc.stdout.readline(), 30, 0, "the hang")
+        t0 = time.monotonic()
+        out, _ = proc.communicate(timeout=60)
+        waited = time.monotonic() - t0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == HANG_EXIT_CODE, out
+    assert 0.9 < waited < 1.0 + 3.0, waited  # the threshold, a poll, the dumps
+    # every thread's stack: faulthandler's, then py-spy's (installed with rtool)
+    assert "HUNG at step 19" in out and "in main" in out and "Thread 0x" in out, out[-3000:]
+    assert "py-spy dump" in out and ("(idle)" in out or "(active)" in out), out[-3000:]
+    got = read_heartbeat(hb)
+    assert got is not None and got.state is RunState.STOPPED and got.stop_reason == "hung"
+    assert got.exit_code == HANG_EXIT_CODE and got.step == 19 and got.launch == 2
+    assert "no step for" in str(got.stop_detail) and got.first_step_time is not None
+    told = read_abort(str(abort), launch=2, pid=0)
+    assert told is not None and told.reason == "hung" and told.rank == 0
+
+
+def test_saves_evaluation_and_start_up_are_not_hangs(make_guard: MakeGuard, tmp_path: Path) -> None:
+    fired: list[float] = []
+    switch = tmp_path / "save"
+    g = make_guard(lambda s: time.sleep(1.0), hang_after="0.4s", save_switch=switch)
+    g._hang.fire = fired.append  # record instead of ending the test process
+    time.sleep(0.8)  # model loading: no first step yet
+    assert not fired
+    g.step(0)
+    switch.touch()
+    wait_for(lambda: g.step(1).saved, 5, 0.05, "the save")  # 1 s inside step(): not a hang
+    assert not fired
+    for _ in range(8):  # an evaluation of 1.2 s, one alive() per batch
+        g.alive()
+        time.sleep(0.15)
+    assert not fired
+    wait_for(lambda: fired, 3, 0.05, "the hang once nothing moves")
+    assert 0.4 <= fired[0] < 1.0
+
+
+def test_auto_threshold_is_ten_longest_steps_at_least_five_minutes(make_guard: MakeGuard) -> None:
+    g = make_guard(lambda s: None, hang_after="auto")
+    assert g._hang.threshold() == 300.0
+    g._timing.longest_step = 45.0
+    assert g._hang.threshold() == 450.0
+    assert make_guard(lambda s: None)._hang.threshold() is None  # off by default
+
+
+PEER = """
+import sys, time
+from rtool.shim import Guard
+guard = Guard(lambda s: None, poll_interval=0.05, hang_after=sys.argv[1],
+              abort_file=sys.argv[2], heartbeat=sys.argv[3])
+for step in range(100000):
+    if sys.argv[4] == "crash" and step == 20:
+        raise RuntimeError("boom")
+    if sys.argv[4] == "hang" and step == 20:
+        time.sleep(3600)
+    time.sleep(0.02)
+    guard.step(step)
+"""
+
+
+def _rank(tmp: Path, rank: int, *args: str) -> subprocess.Popen[str]:
+    env = toy_env(tmp, PYTHONPATH=str(ROOT), RANK=str(rank), RTOOL_LAUNCH="1")
+    return subprocess.Popen(
+        [sys.executable, "-c", PEER, *args],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
+def test_one_rank_hung_or_crashed_ends_the_others_at_once(tmp_path: Path) -> None:
+    for fault in ("hang", "crash"):
+        abort = tmp_path / f"abort-{fault}"
+        faulty = _rank(tmp_path, 1, "0.5s", str(abort), str(tmp_path / f"hb1-{fault}"), fault)
+        other = _rank(tmp_path, 0, "60s", str(abort), str(tmp_path / f"hb0-{fault}"), "run")
+        try:
+            faulty.communicate(timeout=60)
+            t0 = time.monotonic()
+            out, _ = other.communicate(timeout=60)
+            waited = time.monotonic() - t0
+        finally:
+            for p in (faulty, other):
+                if p.poll() is None:
+                    p.kill()
+        assert faulty.returncode == (HANG_EXIT_CODE if fault == "hang" else 1)
+        assert other.returncode == HANG_EXIT_CODE and waited < 2.0, (fault, waited, out)
+        got = read_heartbeat(tmp_path / f"hb0-{fault}")
+        assert got is not None and got.stop_reason == "peer_failed", got
+        word = "hung" if fault == "hang" else "crashed: RuntimeError: boom"
+        assert "rank 1 on " in str(got.stop_detail) and word in str(got.stop_detail)
+
+
+def test_an_abort_file_of_another_launch_or_user_is_ignored(tmp_path: Path) -> None:
+    path = tmp_path / "abort"
+    write_abort(str(path), Abort(1, "n2", 4242, 0, "hung", "no step for 9s"))
+    assert read_abort(str(path), launch=1, pid=1) is None  # an older launch's
+    assert read_abort(str(path), launch=0, pid=4242) is None  # its own
+    got = read_abort(str(path), launch=0, pid=1)
+    assert got is not None and got.text() == "rank 1 on n2 hung: no step for 9s"
+    path.unlink()
+    path.write_text(json.dumps({"rank": 1}))  # not rtool's
+    assert read_abort(str(path), launch=0, pid=1) is None
+    link = tmp_path / "link"
+    link.symlink_to(path)
+    assert read_abort(str(link), launch=0, pid=1) is None
+
+
+def test_without_hang_after_a_hung_loop_is_left_to_the_watchdogs(tmp_path: Path) -> None:
+    proc = start_toy(
+        tmp_path,
+        *("--steps", "100", "--step-seconds", "0.01", "--hang-at", "5"),
+        RTOOL_POLL_INTERVAL="0.05",
+    )
+    try:
+        assert proc.stdout is not None
+        wait_for(lambda: "hanging at step" in proc.stdout.readline(), 30, 0, "the hang")
+        time.sleep(2.0)
+        assert proc.poll() is None  # off by default: the log/heartbeat watchdog's job
+    finally:
+        proc.kill()
+        proc.communicate(timeout=30)
