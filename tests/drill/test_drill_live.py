@@ -115,17 +115,16 @@ def test_a_drill_catches_a_save_slower_than_the_lead(
 def test_a_drill_catches_a_signal_that_never_reaches_the_training(
     here: Path, cli: Callable[..., Any], slurm: Slurm, job_name: str
 ) -> None:
+    # A hand-written batch script sent by plain sbatch (rtool submit would send it as B:): its
+    # USR1 goes to the job steps, and the training runs in the batch shell, not in a step.
     run = here / "run"
-    script = here / "mine.slurm"
-    script.write_text(
+    script = (
         "#!/bin/bash\n#SBATCH --signal=USR1@10\n#SBATCH --time=20:00\n"
+        f"#SBATCH --job-name={job_name}\n"
+        f"export RTOOL_HEARTBEAT={run}/hb.json RTOOL_AUTO_REQUEUE=1\n"
         f"{sys.executable} {TOY} --steps 100000 --step-seconds 0.2 --dir {run}\n"
     )
-    sub = cli(
-        "--config", str(here / "rtool.toml"), "submit", str(script), "--job-name", job_name,
-        "--auto-requeue", "--heartbeat", str(run / "hb.json"), "--parsable",
-    )  # fmt: skip
-    assert sub.code == 0, sub.err
+    sub = slurm.sbatch([f"--output={here}/mine.out"], script=script, cwd=str(here))
     r = drill(cli, here, job_name, "--no-requeue")
     assert r.code == 2, r.out + r.err
     s = steps(r.out)
@@ -133,5 +132,5 @@ def test_a_drill_catches_a_signal_that_never_reaches_the_training(
     assert s["reached"].startswith("CRITICAL") and "never reached the training" in s["reached"]
     assert "use --signal=B:USR1@10" in s["reached"]
     assert all(s[k].startswith("-") for k in ("save", "lead", "exit", "requeue", "resume"))
-    [job] = slurm.squeue(job_ids=[sub.out.strip()])
+    [job] = slurm.squeue(job_ids=[sub.job_id])
     assert job.state == "RUNNING"  # the drill left the run alone: it still trains

@@ -180,8 +180,8 @@ def _submit_real(
     if submit_cmd._check_switches(real):
         raise RtoolError(f"kill switch {real.kill_switch} is present: not submitting")
     text = submit_cmd.prepare(app_ctx, req, real)
-    submit_cmd.send(app_ctx, real, text, req.extra_args, parsable=False)
-    _say(f"the drill passed: {real.job_name} submitted")
+    job_id = submit_cmd.send(app_ctx, real, text, req.extra_args)
+    _say(f"the drill passed: submitted job {job_id} ({real.job_name})")
 
 
 def _cancel(app_ctx: AppContext, job_id: str, folder: Path) -> None:

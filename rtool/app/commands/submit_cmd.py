@@ -47,7 +47,7 @@ def submit(ctx: typer.Context, **given: Any) -> int:
         raise RtoolError(
             f"kill switch {job.kill_switch} is present: the job would exit at once; remove it first"
         )
-    return send(app_ctx, job, text, req.extra_args, req.parsable)
+    return _said(job, send(app_ctx, job, text, req.extra_args), req.parsable)
 
 
 def prepare(app_ctx: AppContext, req: SubmitRequest, job: TrainingJob) -> str:
@@ -236,8 +236,8 @@ def _run_state(records: list[SqueueJob]) -> str:
     return f"array: {running} running, {pending} pending"
 
 
-def send(app_ctx: AppContext, job: TrainingJob, text: str, extra: list[str], parsable: bool) -> int:
-    """sbatch the script and record the submission (rtool.runs.names)."""
+def send(app_ctx: AppContext, job: TrainingJob, text: str, extra: list[str]) -> str:
+    """sbatch the script and record the submission (rtool.runs.names); the job id."""
     import time
 
     from rtool.runs import names
@@ -260,12 +260,16 @@ def send(app_ctx: AppContext, job: TrainingJob, text: str, extra: list[str], par
         names.save(app_ctx.state, record)
     except (OSError, RtoolError) as exc:
         typer.echo(f"rtool: warning: submission not recorded: {exc}", err=True)
+    return result.job_id
+
+
+def _said(job: TrainingJob, job_id: str, parsable: bool) -> int:
     if parsable:
-        typer.echo(result.job_id)
+        typer.echo(job_id)
     else:
         array = f", array {job.array}" if job.array else ""
         run = "" if job.run == job.job_name else f", run {job.run}"
-        typer.echo(f"Submitted job {result.job_id}{array} ({job.job_name}{run})")
+        typer.echo(f"Submitted job {job_id}{array} ({job.job_name}{run})")
     return 0
 
 
