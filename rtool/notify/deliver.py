@@ -45,8 +45,9 @@ def flush(
     # the fallback channel goes last: it may receive what the others refused permanently
     order = [*sorted(pending - {cfg.fallback}), cfg.fallback]
     budget = Budget(cfg.max_per_run, time.monotonic() + cfg.run_deadline)
+    run = _Run(cfg, state, outbox, now, force, report, budget)
     for name in order:
-        _flush_channel(name, cfg, state, outbox, now, force, report, budget)
+        _flush_channel(name, run)
     report.queued = outbox.counts()
     return report
 
@@ -77,37 +78,33 @@ def _channel_lock(state: StateDir, name: str, timeout: float) -> Iterator[bool]:
         time.sleep(0.05)
 
 
-def _flush_channel(
-    name: str,
-    cfg: NotifyConfig,
-    state: StateDir,
-    outbox: Outbox,
-    now: float,
-    force: bool,
-    report: Report,
-    budget: Budget,
-) -> None:
-    with _channel_lock(state, name, cfg.lock_timeout) as got:
-        items = outbox.items(name)
+@dataclass
+class _Run:
+    """One flush: what every channel's delivery shares."""
+
+    cfg: NotifyConfig
+    state: StateDir
+    outbox: Outbox
+    now: float
+    force: bool
+    report: Report
+    budget: Budget
+
+
+def _flush_channel(name: str, run: _Run) -> None:
+    with _channel_lock(run.state, name, run.cfg.lock_timeout) as got:
+        items = run.outbox.items(name)
         if not got:
             for item in items:
-                report.deliveries.append(_row(item, "busy", "another run is sending"))
+                run.report.deliveries.append(_row(item, "busy", "another run is sending"))
             return
         if items:
-            _deliver_items(name, items, cfg, state, outbox, now, force, report, budget)
+            _deliver_items(name, items, run)
 
 
-def _deliver_items(
-    name: str,
-    items: list[Item],
-    cfg: NotifyConfig,
-    state: StateDir,
-    outbox: Outbox,
-    now: float,
-    force: bool,
-    report: Report,
-    budget: Budget,
-) -> None:
+def _deliver_items(name: str, items: list[Item], run: _Run) -> None:
+    cfg, state, outbox, now = run.cfg, run.state, run.outbox, run.now
+    force, report, budget = run.force, run.report, run.budget
     channel: Channel | None = None
     broken: DeliveryError | None = None
     try:

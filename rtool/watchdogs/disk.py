@@ -14,11 +14,12 @@ from typing import TYPE_CHECKING, Any
 
 from rtool.core.alert import Status
 from rtool.core.proc import ProcError, ProcTimeout, run
-from rtool.core.units import format_duration, format_size
+from rtool.core.units import format_size
 from rtool.watchdogs import history
 from rtool.watchdogs.base import CheckResult, ProbeEnv, SpecWatchdog
 from rtool.watchdogs.config import DiskWatch
 from rtool.watchdogs.probes import child
+from rtool.watchdogs.probes.failure import probe_failure
 
 if TYPE_CHECKING:
     from rtool.watchdogs.quota import Quota
@@ -154,23 +155,6 @@ def inodes(st: dict[str, int]) -> tuple[int, float] | None:
 Problem = tuple[Status, str]
 
 
-def _failure(o: DiskObservation, now: float) -> CheckResult | None:
-    path, bad = o.spec.path, Status[o.spec.on_timeout.upper()]
-    if o.stuck:
-        ago = format_duration(now - float(o.stuck.get("since", now)))
-        text = (
-            f"{path} probe still hung since {ago} ago (pid {o.stuck.get('pid')}), not probed again"
-        )
-        return CheckResult("disk", path, bad, text, {"mount": o.mount, "error": "stuck"})
-    if o.timed_out:
-        text = f"{path} probe timed out after {o.timeout:g}s (mount {o.mount} hung?)"
-        return CheckResult("disk", path, bad, text, {"mount": o.mount, "error": "timeout"})
-    if o.error or o.statvfs is None:
-        why = o.error or "no data"
-        return CheckResult("disk", path, Status.UNKNOWN, f"{path}: {why}", {"error": why})
-    return None
-
-
 def _space_problems(spec: DiskWatch, st: dict[str, int]) -> list[Problem]:
     _, free, pct = space(st, spec.usable)
     out: list[Problem] = []
@@ -239,7 +223,7 @@ def _runway_problem(o: DiskObservation, free: int) -> list[Problem]:
 
 
 def check_one(o: DiskObservation, now: float) -> CheckResult:
-    failed = _failure(o, now)
+    failed = probe_failure("disk", o.spec.path, o.spec.on_timeout, o, now)
     if failed is not None:
         return failed
     spec, st = o.spec, o.statvfs or {}

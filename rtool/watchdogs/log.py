@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rtool.core.alert import Cause, Status
-from rtool.core.heartbeat import Heartbeat, HeartbeatFormatError, RunState
+from rtool.core.heartbeat import Heartbeat, RunState
 from rtool.core.identity import is_mine
 from rtool.core.proc import ProcError
 from rtool.core.slurm import RUNNING_STATES, SqueueJob
@@ -147,7 +147,7 @@ def _observe(env: ProbeEnv, o: LogObservation, data: dict[str, Any]) -> None:
 
     now = time.time()
     o.path, o.size, o.done = data.get("path"), data.get("size"), bool(data.get("done"))
-    o.heartbeat, o.heartbeat_error = parse_heartbeat(data.get("heartbeat"))
+    o.heartbeat, o.heartbeat_error = child.parse_heartbeat(data.get("heartbeat"))
     if o.path is None:
         return
     rel = f"watch/log/{slug(o.spec.path)}.json"
@@ -155,18 +155,6 @@ def _observe(env: ProbeEnv, o: LogObservation, data: dict[str, Any]) -> None:
         nxt = advance(env.state.read_json(rel), data, now)
         env.state.write_json(rel, nxt)
     o.last_activity = float(nxt["changed_at"])
-
-
-def parse_heartbeat(raw: Any) -> tuple[Heartbeat | None, str | None]:
-    """The heartbeat the probe child read (a decoded JSON object), or why it is not one."""
-    if raw is None:
-        return None, None
-    if isinstance(raw, dict) and raw.get("_invalid"):
-        return None, f"heartbeat: {raw.get('why') or 'not JSON'}"
-    try:
-        return Heartbeat.from_dict(raw), None
-    except HeartbeatFormatError as exc:
-        return None, str(exc)
 
 
 def _job_state(env: ProbeEnv, o: LogObservation) -> None:

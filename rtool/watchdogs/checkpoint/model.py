@@ -8,7 +8,8 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from rtool.core.heartbeat import Heartbeat, HeartbeatFormatError
+from rtool.core.heartbeat import Heartbeat
+from rtool.watchdogs.probes.child import parse_heartbeat
 
 if TYPE_CHECKING:
     from rtool.watchdogs.checkpoint.spec import CheckpointWatch
@@ -136,15 +137,3 @@ class Observation:
         self.more = bool(data.get("more"))
         self.entries = [Ckpt.from_json(raw) for raw in data.get("entries") or []]
         self.heartbeat, self.heartbeat_error = parse_heartbeat(data.get("heartbeat"))
-
-
-def parse_heartbeat(raw: Any) -> tuple[Heartbeat | None, str | None]:
-    """The heartbeat the child read (a decoded JSON object), or why it is not one."""
-    if raw is None:
-        return None, None
-    if isinstance(raw, dict) and raw.get("_invalid"):
-        return None, f"heartbeat: {raw.get('why') or 'not JSON'}"
-    try:
-        return Heartbeat.from_dict(raw), None
-    except HeartbeatFormatError as exc:
-        return None, str(exc)

@@ -22,6 +22,7 @@ from rtool.watchdogs.checkpoint.model import Ckpt, Observation, Phase
 from rtool.watchdogs.checkpoint.spec import CheckpointWatch
 from rtool.watchdogs.history import slug
 from rtool.watchdogs.probes import child
+from rtool.watchdogs.probes.failure import probe_failure
 
 #: The newest checkpoints whose files are counted and sized (at least; keep_last adds).
 DETAIL = 4
@@ -100,27 +101,10 @@ def _request(spec: CheckpointWatch) -> str:
     return json.dumps(req)
 
 
-def _failure(o: Observation, now: float) -> CheckResult | None:
-    path = o.spec.path
-    bad = Status[o.spec.on_timeout.upper()]
-    if o.stuck:
-        ago = format_duration(now - float(o.stuck.get("since", now)))
-        pid = o.stuck.get("pid")
-        text = f"{path} probe still hung since {ago} ago (pid {pid}), not probed again"
-        return CheckResult("checkpoint", path, bad, text, {"mount": o.mount, "error": "stuck"})
-    if o.timed_out:
-        text = f"{path} probe timed out after {o.timeout:g}s (mount {o.mount} hung?)"
-        return CheckResult("checkpoint", path, bad, text, {"mount": o.mount, "error": "timeout"})
-    if o.error or o.statvfs is None:
-        why = o.error or "no data"
-        return CheckResult("checkpoint", path, Status.UNKNOWN, f"{path}: {why}", {"error": why})
-    return None
-
-
 def check_one(o: Observation, now: float) -> CheckResult:
     """The verdict of one folder: the worst of overdue, incomplete and room, and retention's
     deletes as an action."""
-    failed = _failure(o, now)
+    failed = probe_failure("checkpoint", o.spec.path, o.spec.on_timeout, o, now)
     if failed is not None:
         return failed
     spec, hb = o.spec, o.heartbeat

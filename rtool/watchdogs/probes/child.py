@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rtool.core.heartbeat import Heartbeat, HeartbeatFormatError
 from rtool.core.state import StateDir
 
 CHILD = str(Path(__file__).with_name("statfs_child.py"))
@@ -258,3 +259,15 @@ def read_mount_points() -> list[str]:
         return mount_points(Path("/proc/self/mountinfo").read_text())
     except OSError:
         return []
+
+
+def parse_heartbeat(raw: Any) -> tuple[Heartbeat | None, str | None]:
+    """The heartbeat a probe child read (a decoded JSON object), or why it is not one."""
+    if raw is None:
+        return None, None
+    if isinstance(raw, dict) and raw.get("_invalid"):
+        return None, f"heartbeat: {raw.get('why') or 'not JSON'}"
+    try:
+        return Heartbeat.from_dict(raw), None
+    except HeartbeatFormatError as exc:
+        return None, str(exc)
