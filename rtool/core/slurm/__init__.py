@@ -25,6 +25,7 @@ if TYPE_CHECKING:
         parse_slurm_timestamp,
         parse_squeue,
     )
+    from rtool.core.slurm.hostlist import compress_hostlist
     from rtool.core.slurm.sacct import SacctRecord, parse_sacct
 
 __all__ = [
@@ -40,6 +41,7 @@ __all__ = [
     "SlurmTimeout",
     "SqueueJob",
     "SubmitResult",
+    "compress_hostlist",
     "expand_hostlist",
     "format_slurm_duration",
     "parse_sacct",
@@ -62,6 +64,7 @@ _WHERE = {
     "ParseError": "rtool.core.slurm.parse",
     "SqueueJob": "rtool.core.slurm.parse",
     "SubmitResult": "rtool.core.slurm.parse",
+    "compress_hostlist": "rtool.core.slurm.hostlist",
     "expand_hostlist": "rtool.core.slurm.parse",
     "format_slurm_duration": "rtool.core.slurm.parse",
     "parse_scontrol_show_job": "rtool.core.slurm.parse",
