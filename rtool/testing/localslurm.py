@@ -32,7 +32,7 @@ from pathlib import Path
 from rtool.testing import nodeops, releases
 from rtool.testing.cluster import ClusterFiles
 from rtool.testing.daemons import LocalSlurmError, read_pid, sh, stop_pid, tail
-from rtool.testing.slurmconf import Layout, system_program, write_slurm_conf
+from rtool.testing.slurmconf import MAX_NODES, Layout, system_program, write_slurm_conf
 from rtool.testing.slurmdb import accounting_pids, start_database, start_slurmdbd
 
 __all__ = ["DEFAULT_DIR", "Cluster", "LocalSlurmError", "down", "main", "status", "up"]
@@ -273,8 +273,8 @@ def main(argv: list[str] | None = None) -> int:
         help="default scheduler intervals (as on real clusters) instead of the fast test settings",
     )
     args = p.parse_args(argv)
-    if not 1 <= args.nodes <= 16:
-        p.error("--nodes must be between 1 and 16")
+    if not 1 <= args.nodes <= MAX_NODES:
+        p.error(f"--nodes must be between 1 and {MAX_NODES}")
     try:
         if args.action == "up":
             start = time.monotonic()

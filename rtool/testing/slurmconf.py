@@ -21,6 +21,8 @@ CLUSTER_NAME = "rtoollocal"
 DEFAULT_RELEASE = "22.05"  # = releases.DEFAULT (cluster.json written before releases existed)
 DB_NAME = "slurm_acct"
 DB_USER = "slurm"
+#: slurmd processes one host runs for a local cluster (about 5.5 MiB each: docs/local-slurm.md).
+MAX_NODES = 256
 
 
 @dataclass
@@ -59,8 +61,8 @@ class Layout:
         extra: Sequence[str] = (),
         release: str = DEFAULT_RELEASE,
     ) -> Layout:
-        if not 1 <= nodes <= 16:
-            raise ValueError(f"--nodes must be 1..16, not {nodes}")
+        if not 1 <= nodes <= MAX_NODES:
+            raise ValueError(f"--nodes must be 1..{MAX_NODES}, not {nodes}")
         names = [f"n{i}" for i in range(1, nodes + 1)]
         ports = free_ports(nodes + 3)
         return cls(

@@ -17,6 +17,7 @@ from rtool.core.heartbeat import HeartbeatFormatError, RunState, read_heartbeat
 from rtool.core.identity import is_mine
 from rtool.core.proc import ProcError, run
 from rtool.core.slurm import ACTIVE_STATES, QUEUED_STATES, RUNNING_STATES, SqueueJob
+from rtool.core.slurm.hostlist import compress_hostlist
 from rtool.core.units import format_duration
 from rtool.nodes.config import NodesConfig
 from rtool.nodes.store import SuspectStore
@@ -52,6 +53,18 @@ class JobObservation:
     #: Names whose run finished (heartbeat done marker or state finished).
     finished: set[str] = field(default_factory=set)
     nodes: jobnodes.NodeView | None = None
+    #: The jobs by name (made once from the snapshot) and each spec's matches (made once).
+    _by_name: dict[str, list[SqueueJob]] | None = field(default=None, repr=False)
+    _matched: dict[tuple[Any, ...], list[SqueueJob]] = field(default_factory=dict, repr=False)
+
+    def by_name(self) -> dict[str, list[SqueueJob]]:
+        """The snapshot's jobs by job name: one pass over the queue, then dict lookups."""
+        if self._by_name is None:
+            index: dict[str, list[SqueueJob]] = {}
+            for j in self.jobs or []:
+                index.setdefault(j.name, []).append(j)
+            self._by_name = index
+        return self._by_name
 
 
 def own_job_ids(env: dict[str, str]) -> frozenset[str]:
@@ -132,9 +145,9 @@ class JobWatchdog(SpecWatchdog[JobWatch]):
                 obs.finished.add(s.name)
         if obs.error is not None:
             return obs
-        seen = [j for s in self.specs for j in matching(s, obs)]
+        seen = list({id(j): j for s in self.specs for j in matching(s, obs)}.values())
         names = sorted({s.name for s in self.specs if not s.regex})
-        obs.nodes = jobnodes.observe(env.slurm, seen, names, self.nodes_cfg)
+        obs.nodes = jobnodes.observe(env.slurm, env.state, seen, names, self.nodes_cfg)
         mine = [j for j in seen if is_mine(j.user)]  # other users' jobs: watched, never touched
         if self.act and mine:
             try:
@@ -163,17 +176,30 @@ def heartbeat_finished(path: str) -> bool:
 
 
 def matching(spec: JobWatch, obs: JobObservation) -> list[SqueueJob]:
-    """The jobs `spec` watches: yours, or (read-only) those of its `users` and `group`."""
-    pattern = spec.pattern()
+    """The jobs `spec` watches: yours, or (read-only) those of its `users` and `group`.
+
+    A plain name is one dict lookup; a regex is matched once per distinct job name."""
+    key = (spec.name, spec.regex, tuple(spec.users), spec.group, spec.partition)
+    if key in obs._matched:
+        return obs._matched[key]
+    index = obs.by_name()
+    if spec.regex:
+        pattern = spec.pattern()
+        named = [j for name, jobs in index.items() if pattern.fullmatch(name) for j in jobs]
+    else:
+        named = index.get(spec.name, [])
     users = set(spec.users) | set(obs.members.get(spec.group or "", []))
-    return [
+    others = bool(spec.users or spec.group)
+    mine = {u: is_mine(u) for u in {j.user for j in named}}
+    found = [
         j
-        for j in obs.jobs or []
-        if pattern.fullmatch(j.name)
-        and j.job_id not in obs.own_ids
-        and (j.user in users if (spec.users or spec.group) else is_mine(j.user))
+        for j in named
+        if j.job_id not in obs.own_ids
+        and (j.user in users if others else mine[j.user])
         and (spec.partition is None or j.partition == spec.partition)
     ]
+    obs._matched[key] = found
+    return found
 
 
 def pending_status(
@@ -247,7 +273,7 @@ def check_one(spec: JobWatch, obs: JobObservation, now: float) -> CheckResult:
         if note:
             fields["nodes"] = note
         elif led is not None and led.last is not None and led.last.nodes:
-            fields["nodes"] = ",".join(led.last.nodes)  # where the run last ran
+            fields["nodes"] = compress_hostlist(led.last.nodes)  # where the run last ran
         return CheckResult("job", name, status, f"{name} {text}", fields)
     gone = [j for j in jobs if j.state not in ACTIVE_STATES]
     last = f" (last seen {gone[0].state}, job {gone[0].job_id})" if gone else ""
@@ -260,7 +286,8 @@ def check_one(spec: JobWatch, obs: JobObservation, now: float) -> CheckResult:
 
 
 def failed_nodes(specs: list[JobWatch], obs: JobObservation) -> list[CheckResult]:
-    """One WARNING per node that failed under a watched run (NODE_FAIL), naming the node."""
+    """One WARNING per node that failed under a watched run (NODE_FAIL), naming the node Slurm
+    recorded (rtool/nodes/nodefail.py); one per attempt whose failed node Slurm does not name."""
     if obs.nodes is None:
         return []
     out = []
@@ -268,10 +295,19 @@ def failed_nodes(specs: list[JobWatch], obs: JobObservation) -> list[CheckResult
         if not any(s.pattern().fullmatch(f.run) for s in specs):
             continue
         why = f" ({f.reason})" if f.reason else ""
-        summary = (
-            f"{f.run}: node {f.node} failed under attempt {f.job_id} (NODE_FAIL){why}; "
-            "suspect, kept off the next attempts (rtool nodes)"
-        )
-        fields = {"node": f.node, "nodes": f.node, "job_id": f.job_id, "run": f.run}
-        out.append(CheckResult("job", f"{f.run}@{f.node}", Status.WARNING, summary, fields))
+        fields = {"job_id": f.job_id, "run": f.run, "nodes": compress_hostlist(f.nodes)}
+        if f.node is None:
+            summary = (
+                f"{f.run}: attempt {f.job_id} ended NODE_FAIL on {len(f.nodes)} nodes "
+                f"({fields['nodes']}); Slurm names no failed node: none made suspect"
+            )
+            what = f"{f.run}@{f.job_id}"
+        else:
+            summary = (
+                f"{f.run}: node {f.node} failed under attempt {f.job_id} (NODE_FAIL){why}; "
+                "suspect, kept off the next attempts (rtool nodes)"
+            )
+            fields.update(node=f.node, nodes=f.node)
+            what = f"{f.run}@{f.node}"
+        out.append(CheckResult("job", what, Status.WARNING, summary, fields))
     return out

@@ -7,10 +7,12 @@ if TYPE_CHECKING:
     from rtool.core.slurm.cmd import (
         AccountingDisabled,
         ForeignJob,
+        NoFailedNode,
         Slurm,
         SlurmError,
         SlurmTimeout,
     )
+    from rtool.core.slurm.hostlist import compress_hostlist
     from rtool.core.slurm.parse import (
         ACTIVE_STATES,
         QUEUED_STATES,
@@ -25,7 +27,6 @@ if TYPE_CHECKING:
         parse_slurm_timestamp,
         parse_squeue,
     )
-    from rtool.core.slurm.hostlist import compress_hostlist
     from rtool.core.slurm.sacct import SacctRecord, parse_sacct
 
 __all__ = [
@@ -34,6 +35,7 @@ __all__ = [
     "RUNNING_STATES",
     "AccountingDisabled",
     "ForeignJob",
+    "NoFailedNode",
     "ParseError",
     "SacctRecord",
     "Slurm",
@@ -55,6 +57,7 @@ __all__ = [
 _WHERE = {
     "AccountingDisabled": "rtool.core.slurm.cmd",
     "ForeignJob": "rtool.core.slurm.cmd",
+    "NoFailedNode": "rtool.core.slurm.cmd",
     "Slurm": "rtool.core.slurm.cmd",
     "SlurmError": "rtool.core.slurm.cmd",
     "SlurmTimeout": "rtool.core.slurm.cmd",
