@@ -31,7 +31,7 @@ from pathlib import Path
 
 from rtool.testing import nodeops, releases
 from rtool.testing.cluster import ClusterFiles
-from rtool.testing.daemons import LocalSlurmError, read_pid, sh, stop_pid, tail
+from rtool.testing.daemons import LocalSlurmError, read_pid, sh, stop_pid, stop_pids, tail
 from rtool.testing.slurmconf import MAX_NODES, Layout, system_program, write_slurm_conf
 from rtool.testing.slurmdb import accounting_pids, start_database, start_slurmdbd
 
@@ -237,13 +237,10 @@ def down(directory: Path = DEFAULT_DIR) -> None:
     """
     d = Path(directory).resolve()
     cluster = Cluster(d)
-    for node in cluster.nodes:
-        nodeops.kill_node_processes(cluster, node)
-    pidfiles = [(p, "slurmd") for p in sorted(d.glob("slurmd*.pid"))] + [
-        (d / f"{daemon}.pid", daemon) for daemon in ("slurmctld", "slurmdbd", "mariadbd")
-    ]
-    for path, program in pidfiles:
-        stop_pid(read_pid(path), program, grace=15)
+    nodeops.kill_nodes_processes(cluster, cluster.nodes)
+    stop_pids([(read_pid(p), "slurmd") for p in sorted(d.glob("slurmd*.pid"))], grace=15)
+    for daemon in ("slurmctld", "slurmdbd", "mariadbd"):
+        stop_pid(read_pid(d / f"{daemon}.pid"), daemon, grace=15)
 
 
 def main(argv: list[str] | None = None) -> int:

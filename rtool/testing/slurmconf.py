@@ -147,6 +147,8 @@ def write_slurm_conf(directory: Path, layout: Layout, slurmd: str) -> Path:
         "KillWait=5",
         "MinJobAge=600",
         "MaxArraySize=10001",
+        # bench/scale.py queues 10,000 jobs beside the tests' own (the default limit is 10,000)
+        "MaxJobCount=50000",
         # A requeued job waits cred_expire seconds before it may start again (default 120).
         "AuthInfo=cred_expire=10",
     ]

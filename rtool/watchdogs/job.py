@@ -134,6 +134,8 @@ class JobWatchdog(SpecWatchdog[JobWatch]):
                 obs.members[group] = group_members(group, self.timeout)
             except ProcError as exc:
                 obs.group_errors[group] = str(exc)
+        names = sorted({s.name for s in self.specs if not s.regex})
+        lookup = jobnodes.start_lookup(env.slurm, env.state, names, self.nodes_cfg)
         try:
             obs.jobs = env.jobs()
         except ProcError as exc:  # SlurmError, SlurmTimeout
@@ -146,10 +148,9 @@ class JobWatchdog(SpecWatchdog[JobWatch]):
         if obs.error is not None:
             return obs
         seen = list({id(j): j for s in self.specs for j in matching(s, obs)}.values())
-        names = sorted({s.name for s in self.specs if not s.regex})
-        obs.nodes = jobnodes.observe(env.slurm, env.state, seen, names, self.nodes_cfg)
+        obs.nodes = jobnodes.observe(env.slurm, seen, lookup)
         mine = [j for j in seen if is_mine(j.user)]  # other users' jobs: watched, never touched
-        if self.act and mine:
+        if self.act and (mine or obs.nodes.failed):
             try:
                 suspects = SuspectStore(env.state, self.nodes_cfg.expiry)
                 attempts = [a for led in obs.runs.values() for a in led.attempts]

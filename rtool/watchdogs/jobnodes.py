@@ -16,6 +16,7 @@ status` only looks).
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -69,30 +70,60 @@ def job_nodes(job: SqueueJob) -> list[str]:
         return []
 
 
-def observe(
-    slurm: object,
-    state: StateDir | None,
-    jobs: list[SqueueJob],
-    names: list[str],
-    cfg: NodesConfig,
-) -> NodeView:
-    """Probe (I/O): the node states, the nodes each pending job waits for, NODE_FAIL attempts."""
+class FailLookup:
+    """A sweep's NODE_FAIL lookup (rtool/nodes/blame.py: one sacct, new attempts judged), run
+    in a thread beside the sweep's squeue and sinfo: the verdicts kept for the watched names."""
+
+    def __init__(self, slurm: Slurm, state: StateDir, names: list[str], cfg: NodesConfig):
+        # Waited for as long as one Slurm call may take: a lookup that also judges (sacctmgr,
+        # sinfo) and runs late is used by the next sweep (its verdicts are kept meanwhile).
+        self.timeout = slurm.timeout
+        self._found: list[FailedNode] = []
+        self._thread = threading.Thread(
+            target=lambda: self._found.extend(_node_fails(slurm, state, names, cfg)),
+            name="nodefail-lookup",
+            daemon=True,
+        )
+        self._thread.start()
+
+    def result(self) -> tuple[list[FailedNode], str | None]:
+        """(the failed nodes, why there are none when the lookup did not finish)."""
+        self._thread.join(self.timeout)
+        if self._thread.is_alive():
+            return [], f"NODE_FAIL lookup did not finish in {self.timeout:g}s"
+        return list(self._found), None
+
+
+def start_lookup(
+    slurm: object, state: StateDir | None, names: list[str], cfg: NodesConfig
+) -> FailLookup | None:
+    """Start the NODE_FAIL lookup of `names` (None when there is nothing to look up)."""
+    from rtool.core.slurm import Slurm
+
+    if not names or state is None or not isinstance(slurm, Slurm):
+        return None
+    return FailLookup(slurm, state, names, cfg)
+
+
+def observe(slurm: object, jobs: list[SqueueJob], lookup: FailLookup | None = None) -> NodeView:
+    """Probe (I/O): the node states (when a watched job is queued), the nodes each pending job
+    waits for, and the failed nodes of the sweep's NODE_FAIL lookup."""
     from rtool.core.slurm import Slurm
 
     view = NodeView()
-    if not jobs or not isinstance(slurm, Slurm):
-        return view
-    try:
-        view.lines = slurm.sinfo_nodes()
-    except (ProcError, ParseError) as exc:
-        view.error = f"sinfo failed: {exc}"
-    for s in view.lines:
-        view.states.setdefault(s.name, s)
-    waiting = [j for j in jobs if j.state == "PENDING" and waits_for_nodes(j.reason)]
-    for j in waiting[:MAX_SHOW]:
-        view.unavailable[j.job_id] = _pending_on(slurm, j, view.lines)
-    if names and state is not None:
-        view.failed = _node_fails(slurm, state, names, cfg, view)
+    if jobs and isinstance(slurm, Slurm):
+        try:
+            view.lines = slurm.sinfo_nodes()
+        except (ProcError, ParseError) as exc:
+            view.error = f"sinfo failed: {exc}"
+        for s in view.lines:
+            view.states.setdefault(s.name, s)
+        waiting = [j for j in jobs if j.state == "PENDING" and waits_for_nodes(j.reason)]
+        for j in waiting[:MAX_SHOW]:
+            view.unavailable[j.job_id] = _pending_on(slurm, j, view.lines)
+    if lookup is not None:
+        view.failed, error = lookup.result()
+        view.error = view.error or error
     return view
 
 
@@ -110,13 +141,13 @@ def _pending_on(slurm: Slurm, job: SqueueJob, lines: list[NodeState]) -> list[st
 
 
 def _node_fails(
-    slurm: Slurm, state: StateDir, names: list[str], cfg: NodesConfig, view: NodeView
+    slurm: Slurm, state: StateDir, names: list[str], cfg: NodesConfig
 ) -> list[FailedNode]:
     """The kept NODE_FAIL verdicts of the watched names (new attempts judged first)."""
     from rtool.nodes.blame import refresh
 
     try:
-        lookup = refresh(slurm, state, names, cfg.expiry, states=view.lines or None)
+        lookup = refresh(slurm, state, names, cfg.expiry)
     except (ProcError, ParseError, ValueError, OSError) as exc:
         log.info("no NODE_FAIL lookup: %s", exc)
         return []
@@ -177,7 +208,7 @@ def act(
                 (f.node, Evidence(EvidenceKind.NODE_FAIL, detail, f.when, f.run, f.job_id))
             )
     store.record_many(evidence + _drains(jobs, view, now))
-    if not (cfg.exclude and isinstance(slurm, Slurm) and view.lines):
+    if not (jobs and cfg.exclude and isinstance(slurm, Slurm) and view.lines):
         return
     from rtool.nodes.exclude import Cap
     from rtool.nodes.upkeep import keep_off

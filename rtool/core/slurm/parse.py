@@ -168,24 +168,24 @@ def parse_squeue_line(line: str) -> SqueueJob:
     parts = line.split(SQUEUE_DELIM, len(SQUEUE_FIELDS) - 1)
     if len(parts) != len(SQUEUE_FIELDS):
         raise ParseError(f"squeue line has {len(parts)} fields, expected {len(SQUEUE_FIELDS)}")
-    raw = dict(zip([name for name, _ in SQUEUE_FIELDS], parts, strict=True))
-    task = _opt(raw["array_task"])
-    nodes = raw["nodes"].strip()
+    # positional, in SQUEUE_FIELDS order (a 10,000-job queue is parsed on every sweep)
+    job, array, task, state, reason, user, part, nodes, used, limit, start, submit, nl, name = parts
+    nodes = nodes.strip()
     return SqueueJob(
-        job_id=raw["job_id"].strip(),
-        array_job_id=raw["array_job_id"].strip(),
-        array_task=task,
-        state=raw["state"].strip(),
-        reason=_opt(raw["reason"]),
-        user=raw["user"].strip(),
-        partition=raw["partition"].strip(),
-        nodes=int(nodes) if nodes.isdigit() else 0,
-        time_used=parse_slurm_duration(raw["time_used"]),
-        time_limit=parse_slurm_duration(raw["time_limit"]),
-        start_time=parse_slurm_timestamp(raw["start_time"]),
-        submit_time=parse_slurm_timestamp(raw["submit_time"]),
-        nodelist=raw["nodelist"].strip(),
-        name=raw["name"].rstrip("\n"),
+        job.strip(),
+        array.strip(),
+        _opt(task),
+        state.strip(),
+        _opt(reason),
+        user.strip(),
+        part.strip(),
+        int(nodes) if nodes.isdigit() else 0,
+        parse_slurm_duration(used),
+        parse_slurm_duration(limit),
+        parse_slurm_timestamp(start),
+        parse_slurm_timestamp(submit),
+        nl.strip(),
+        name.rstrip("\n"),
     )
 
 
