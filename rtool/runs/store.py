@@ -48,4 +48,4 @@ def load(state: StateDir, run: str) -> Ledger | None:
 
 def save(state: StateDir, ledger: Ledger) -> None:
     ledger.rtool_version = __version__  # which rtool watched the run
-    state.write_json(ledger_file(ledger.run), ledger.to_json())
+    state.write_json(ledger_file(ledger.run), ledger.to_json(compact=True))
