@@ -29,6 +29,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from rtool.core.slurm.hostlist import compress_hostlist
 from rtool.testing import nodeops, releases
 from rtool.testing.cluster import ClusterFiles
 from rtool.testing.daemons import LocalSlurmError, read_pid, sh, stop_pid, stop_pids, tail
@@ -163,11 +164,15 @@ def ready(cluster: Cluster) -> bool:
 
 
 def status(cluster: Cluster) -> str | None:
-    """`n1 idle, n2 idle, n3 idle; accounting on; Slurm 24.11` or None when it is not up."""
+    """`n[1-2] idle, n3 drained; accounting on; Slurm 24.11` (nodes grouped by state, in
+    Slurm's compressed form) or None when it is not up."""
     if not (cluster.conf.exists() and cluster.alive("slurmctld") and _is_ours(cluster)):
         return None
     states = cluster.node_states()
-    nodes = ", ".join(f"{n} {states.get(n, 'unknown')}" for n in cluster.nodes)
+    by_state: dict[str, list[str]] = {}
+    for n in cluster.nodes:
+        by_state.setdefault(states.get(n, "unknown"), []).append(n)
+    nodes = ", ".join(f"{compress_hostlist(ns)} {st}" for st, ns in by_state.items())
     if not cluster.accounting:
         acct = "accounting off"
     else:
