@@ -15,12 +15,14 @@ SEP = "\x1f"  # between the arguments of one logged call (never in what rtool pa
 
 
 def wrapper_script(real: str, log: Path) -> str:
-    """A /bin/sh wrapper that appends `name SEP arg SEP arg ...` to `log`, then execs `real`."""
+    """A /bin/sh wrapper that appends `name SEP arg SEP arg ...` to `log` in one write (calls
+    run side by side must not interleave), then execs `real`."""
     return (
         "#!/bin/sh\n"
-        f"{{ printf '%s' {shlex.quote(Path(real).name)}; "
-        "for a in \"$@\"; do printf '\\037%s' \"$a\"; done; printf '\\n'; "
-        f"}} >> {shlex.quote(str(log))}\n"
+        f"line={shlex.quote(Path(real).name)}\n"
+        "sep=$(printf '\\037')\n"
+        'for a in "$@"; do line="$line$sep$a"; done\n'
+        f"printf '%s\\n' \"$line\" >> {shlex.quote(str(log))}\n"
         f'exec {shlex.quote(real)} "$@"\n'
     )
 

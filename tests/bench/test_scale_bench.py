@@ -27,6 +27,17 @@ def test_the_path_wrapper_logs_each_call_and_runs_the_real_program(tmp_path: Pat
     subprocess.run([str(wrapper)], check=True, capture_output=True)
     assert lib.parse_call_log(log.read_text()) == [["squeue", *args], ["squeue"]]
 
+    # calls run side by side (squeue beside sacct in a sweep) write whole lines
+    log.write_text("")
+    procs = [
+        subprocess.Popen([str(wrapper), f"--n={i}", *["x"] * 100], stdout=subprocess.DEVNULL)
+        for i in range(30)
+    ]
+    assert all(p.wait(timeout=60) == 0 for p in procs)
+    logged = lib.parse_call_log(log.read_text())
+    assert sorted(c[1] for c in logged) == sorted(f"--n={i}" for i in range(30))
+    assert all(c == ["squeue", c[1], *["x"] * 100] for c in logged)
+
 
 def test_calls_counted_by_command_and_reads_told_from_writes() -> None:
     calls = [
