@@ -77,7 +77,8 @@ class Memory:
             self.looked[k] = max(t, self.looked.get(k, 0.0))
         for k, v in other.verdicts.items():
             self.verdicts.setdefault(k, v)
-        self.no_failed_node = self.no_failed_node or other.no_failed_node
+        # the sacct this lookup ran wins: an upgraded one is not asked twice on every sweep
+        self.no_failed_node = other.no_failed_node or self.no_failed_node
         cutoff = now - window
         self.looked = {k: t for k, t in self.looked.items() if t > cutoff}
         self.verdicts = {k: v for k, v in self.verdicts.items() if v.when > cutoff}
