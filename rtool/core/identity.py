@@ -8,6 +8,7 @@ counted or acted on as yours, and another user's switch file never stops your ru
 
 from __future__ import annotations
 
+import functools
 import os
 import pwd
 import stat
@@ -19,7 +20,12 @@ def current_uid() -> int:
 
 def current_user() -> str:
     """The user name of this process's uid (its number when the passwd database has none)."""
-    uid = current_uid()
+    return _user_of(current_uid())
+
+
+@functools.lru_cache(maxsize=8)
+def _user_of(uid: int) -> str:
+    # Asked once per uid: `is_mine` runs for every job of a 10,000-job queue.
     try:
         return pwd.getpwuid(uid).pw_name
     except KeyError:
@@ -31,7 +37,8 @@ def is_mine(user: str | None) -> bool:
     if not user:
         return False
     text = user.strip()
-    return text == current_user() or text == str(current_uid())
+    uid = current_uid()
+    return text == _user_of(uid) or text == str(uid)
 
 
 def trusted_uid(uid: int) -> bool:

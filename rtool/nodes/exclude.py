@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from rtool.core.errors import RtoolError
 from rtool.core.slurm import Slurm, SqueueJob
+from rtool.core.slurm.hostlist import compress_hostlist, sort_hosts
+from rtool.core.slurm.nodes import NodeState
 from rtool.core.slurm.parse import ParseError, expand_hostlist
 
 log = logging.getLogger(__name__)
@@ -85,18 +87,29 @@ def partition_nodes(slurm: Slurm, partition: str | None) -> tuple[str, list[str]
     return partition, sorted({s.name for s in states})
 
 
-def node_lists(slurm: Slurm, job_id: str) -> tuple[list[str], list[str]]:
-    """(the nodes a job excludes now, the nodes it requires), over every record of an array."""
+def members_of(lines: Iterable[NodeState], partition: str) -> list[str]:
+    """Pure: the nodes of `partition` (the first of a job's `a,b` partitions) in sinfo's lines."""
+    part = partition.split(",")[0]
+    return sort_hosts(s.name for s in lines if s.partition == part)
+
+
+def lists_of(records: list[dict[str, str]]) -> tuple[list[str], list[str]]:
+    """(excluded, required) nodes over `scontrol show job` records (of an array: every one)."""
     out: dict[str, list[str]] = {"ExcNodeList": [], "ReqNodeList": []}
-    for rec in slurm.show_job(job_id):
+    for rec in records:
         for key, names in out.items():
             raw = rec.get(key, "")
             try:
                 names.extend(expand_hostlist(raw))
             except ParseError:
-                log.warning("job %s: cannot read %s %r", job_id, key, raw)
+                log.warning("job %s: cannot read %s %r", rec.get("JobId", "?"), key, raw)
     excluded, required = out["ExcNodeList"], out["ReqNodeList"]
     return list(dict.fromkeys(excluded)), list(dict.fromkeys(required))
+
+
+def node_lists(slurm: Slurm, job_id: str) -> tuple[list[str], list[str]]:
+    """(the nodes a job excludes now, the nodes it requires), over every record of an array."""
+    return lists_of(slurm.show_job(job_id))
 
 
 @dataclass
@@ -104,6 +117,7 @@ class Applied:
     job_id: str
     plan: Plan
     error: str | None = None
+    removed: list[str] = field(default_factory=list)  # rtool's own exclusions dropped
 
 
 def target_id(job: SqueueJob) -> str:
@@ -123,11 +137,12 @@ def apply_to_pending(
         try:
             if job.partition not in sizes:
                 sizes[job.partition] = partition_nodes(slurm, job.partition.split(",")[0])[1]
-            existing, required = node_lists(slurm, tid)
+            records = slurm.show_job(tid)
+            existing, required = lists_of(records)
             p = plan(suspects, existing, sizes[job.partition], job.nodes or 1, cap, required)
             if p.changed:
-                slurm.set_excluded(tid, p.excluded)
-                log.info("job %s: excluded %s", tid, ",".join(p.added))
+                slurm.set_excluded(tid, p.excluded, records=records)
+                log.info("job %s: excluded %s", tid, compress_hostlist(p.added, sort=True))
             done.append(Applied(tid, p))
         except (RtoolError, ParseError) as exc:
             done.append(Applied(tid, Plan(excluded=[]), str(exc)))

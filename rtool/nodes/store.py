@@ -8,7 +8,9 @@ it by hand. Evidence is deduplicated (the same kind, job and detail is kept once
 
 from __future__ import annotations
 
+import dataclasses
 import time
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from enum import Enum
 from typing import Any
@@ -103,6 +105,24 @@ class Suspect:
         }
 
 
+def _valid_node(node: str) -> bool:
+    try:
+        validate.node(node)
+    except validate.ArgvError:
+        return False
+    return True
+
+
+def _bounded(evidence: Evidence) -> Evidence:
+    """At most MAX_OUTPUT of output (its end) and MAX_DETAIL of detail."""
+    detail = evidence.detail
+    if len(detail) > MAX_DETAIL:
+        detail = detail[: MAX_DETAIL - 1] + "…"
+    if len(evidence.output) <= MAX_OUTPUT and detail == evidence.detail:
+        return evidence
+    return dataclasses.replace(evidence, detail=detail, output=evidence.output[-MAX_OUTPUT:])
+
+
 class SuspectStore:
     """Read and update the suspects of one state dir."""
 
@@ -143,36 +163,33 @@ class SuspectStore:
 
     def record(self, node: str, evidence: Evidence) -> bool:
         """Add evidence against `node`; False when the same evidence was already kept."""
-        try:
-            validate.node(node)
-        except validate.ArgvError:
-            return False
-        if len(evidence.output) > MAX_OUTPUT or len(evidence.detail) > MAX_DETAIL:
-            detail = evidence.detail
-            if len(detail) > MAX_DETAIL:
-                detail = detail[: MAX_DETAIL - 1] + "…"
-            evidence = Evidence(
-                evidence.kind,
-                detail,
-                evidence.time,
-                evidence.run,
-                evidence.job_id,
-                evidence.output[-MAX_OUTPUT:],
-            )
+        return bool(self.record_many([(node, evidence)]))
+
+    def record_many(self, items: Iterable[tuple[str, Evidence]]) -> list[tuple[str, Evidence]]:
+        """Add evidence against nodes in one read and at most one write (none when nothing is
+        new); returns the (node, evidence) pairs that were new."""
+        wanted = [(node, _bounded(ev)) for node, ev in items if _valid_node(node)]
+        if not wanted:
+            return []
         with self.state.lock(LOCK):
             forgotten = self._forgotten()
-            if evidence.time <= forgotten.get(node, 0.0):
-                return False
-            data = self._prune(self._load(), time.time())
-            if evidence.time + self.expiry <= time.time():
-                return False  # already expired (an old sacct record seen again)
-            items = data.setdefault(node, [])
-            if any(e.identity == evidence.identity for e in items):
-                return False
-            items.append(evidence)
-            data[node] = sorted(items, key=lambda e: e.time)[-MAX_EVIDENCE:]
-            self._save(data, forgotten)
-        return True
+            now = time.time()
+            data = self._prune(self._load(), now)
+            new = []
+            for node, evidence in wanted:
+                if evidence.time <= forgotten.get(node, 0.0):
+                    continue
+                if evidence.time + self.expiry <= now:
+                    continue  # already expired (an old sacct record seen again)
+                items_ = data.setdefault(node, [])
+                if any(e.identity == evidence.identity for e in items_):
+                    continue
+                items_.append(evidence)
+                data[node] = sorted(items_, key=lambda e: e.time)[-MAX_EVIDENCE:]
+                new.append((node, evidence))
+            if new:
+                self._save(data, forgotten)
+        return new
 
     def forget(self, node: str) -> bool:
         """Clear a node by hand; False when it was not suspect."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rtool.core.slurm.hostlist import compress_hostlist
 from rtool.runs.model import Attempt
 
 #: Lines and characters of a log tail in an alert field (Slack caps a field at 2000).
@@ -44,7 +45,7 @@ def fields(a: Attempt) -> dict[str, str]:
     out = {
         "attempt": str(a.number),
         "job_id": a.job_id + (f" (restart {a.restart})" if a.restart else ""),
-        "nodes": ",".join(a.nodes) or "?",
+        "nodes": compress_hostlist(a.nodes) or "?",
         "state": a.state,
         "exit_code": exit_text(a) if a.is_over else "-",
         "signature": a.signature.label if a.signature else (a.error or "none"),

@@ -10,6 +10,9 @@ import enum
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
+from rtool.core.slurm.hostlist import compress_hostlist
+from rtool.core.slurm.parse import expand_hostlist
+
 #: Slurm states of an attempt that ended.
 ENDED_STATES = frozenset(
     {
@@ -29,7 +32,9 @@ ENDED_STATES = frozenset(
     }
 )
 #: The ledger's layout (`format` in its JSON; an unmarked ledger, from rtool 0.1, is format 1).
-LEDGER_FORMAT = 1
+#: Format 2 writes each attempt's nodes in Slurm's compressed form (`n[1-1000]`, a string) in
+#: the stored file; format 1 (a list of names) is still read.
+LEDGER_FORMAT = 2
 #: States where Slurm (not the training) ended the attempt on purpose.
 LIMIT_STATES = frozenset({"TIMEOUT", "PREEMPTED", "DEADLINE"})
 
@@ -112,9 +117,10 @@ class Attempt:
     def with_(self, **changes: Any) -> Attempt:
         return replace(self, **changes)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, compact: bool = False) -> dict[str, Any]:
+        """`compact`: the nodes as one compressed host list (the stored ledger), else a list."""
         d = asdict(self)
-        d["nodes"] = list(self.nodes)
+        d["nodes"] = compress_hostlist(self.nodes) if compact else list(self.nodes)
         d["log_tail"] = list(self.log_tail)
         d["source"] = self.source.value
         d["queue_wait"] = self.queue_wait
@@ -124,7 +130,8 @@ class Attempt:
     def from_json(d: dict[str, Any]) -> Attempt:
         known = {f.name for f in fields(Attempt)}
         values = {k: v for k, v in d.items() if k in known}
-        values["nodes"] = tuple(values.get("nodes") or ())
+        nodes = values.get("nodes") or ()
+        values["nodes"] = tuple(expand_hostlist(nodes) if isinstance(nodes, str) else nodes)
         values["log_tail"] = tuple(values.get("log_tail") or ())
         values["source"] = Source(values.get("source", Source.SACCT.value))
         sig = values.get("signature")
@@ -320,7 +327,8 @@ class Ledger:
     def last(self) -> Attempt | None:
         return self.attempts[-1] if self.attempts else None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, compact: bool = False) -> dict[str, Any]:
+        """`compact`: the stored form (node lists compressed), else `rtool history --json`'s."""
         return {
             "format": LEDGER_FORMAT,
             "run": self.run,
@@ -336,7 +344,7 @@ class Ledger:
             "rtool_version": self.rtool_version,
             "shim_version": self.shim_version,
             "folded": self.folded.to_json() if self.folded else None,
-            "attempts": [a.to_json() for a in self.attempts],
+            "attempts": [a.to_json(compact) for a in self.attempts],
             "restarts": [r.to_json() for r in self.restarts],
         }
 

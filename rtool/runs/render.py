@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+from rtool.core.slurm.hostlist import compress_hostlist
 from rtool.core.units import format_duration
 from rtool.runs.describe import exit_text
 from rtool.runs.model import Attempt, InPlaceRestart, Ledger, Totals
@@ -39,7 +40,7 @@ def row(a: Attempt, now: float) -> list[str]:
     return [
         str(a.number),
         a.job_id + (f"+{a.restart}" if a.restart else ""),
-        ",".join(a.nodes) or "-",
+        compress_hostlist(a.nodes) or "-",
         _dur(a.queue_wait),
         started,
         _dur(ran),

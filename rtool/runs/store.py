@@ -64,6 +64,6 @@ def save(state: StateDir, ledger: Ledger) -> None:
         if len(attempts) == len(led.attempts):
             return None
         current[0] = dataclasses.replace(led, attempts=attempts, folded=folded)
-        return current[0].to_json()
+        return current[0].to_json(compact=True)
 
-    state.write_json(ledger_file(ledger.run), ledger.to_json(), shrink=shrink)
+    state.write_json(ledger_file(ledger.run), ledger.to_json(compact=True), shrink=shrink)

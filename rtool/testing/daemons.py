@@ -91,6 +91,22 @@ def stop_pid(pid: int | None, program: str, grace: float = 10.0, sig: int = sign
     wait_until(lambda: not pid_alive(pid), 5)
 
 
+def stop_pids(pids: list[tuple[int | None, str]], grace: float = 10.0) -> None:
+    """`stop_pid` for many at once: SIGTERM to every one, then wait for them together (64
+    slurmd stop in about the time of one), SIGKILL what is left after `grace` s."""
+    mine = [pid for pid, program in pids if pid is not None and pid_is(pid, program)]
+    for pid in mine:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+    if wait_until(lambda: not any(pid_alive(p) for p in mine), grace):
+        return
+    for pid in mine:
+        if pid_alive(pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+    wait_until(lambda: not any(pid_alive(p) for p in mine), 5)
+
+
 def wait_until(cond: Callable[[], object], timeout: float, step: float = 0.2) -> bool:
     """Poll `cond` until true or `timeout` seconds pass; True when it became true."""
     deadline = time.monotonic() + timeout

@@ -29,10 +29,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from rtool.core.slurm.hostlist import compress_hostlist
 from rtool.testing import nodeops, releases
 from rtool.testing.cluster import ClusterFiles
-from rtool.testing.daemons import LocalSlurmError, read_pid, sh, stop_pid, tail
-from rtool.testing.slurmconf import Layout, system_program, write_slurm_conf
+from rtool.testing.daemons import LocalSlurmError, read_pid, sh, stop_pid, stop_pids, tail
+from rtool.testing.slurmconf import MAX_NODES, Layout, system_program, write_slurm_conf
 from rtool.testing.slurmdb import accounting_pids, start_database, start_slurmdbd
 
 __all__ = ["DEFAULT_DIR", "Cluster", "LocalSlurmError", "down", "main", "status", "up"]
@@ -163,11 +164,15 @@ def ready(cluster: Cluster) -> bool:
 
 
 def status(cluster: Cluster) -> str | None:
-    """`n1 idle, n2 idle, n3 idle; accounting on; Slurm 24.11` or None when it is not up."""
+    """`n[1-2] idle, n3 drained; accounting on; Slurm 24.11` (nodes grouped by state, in
+    Slurm's compressed form) or None when it is not up."""
     if not (cluster.conf.exists() and cluster.alive("slurmctld") and _is_ours(cluster)):
         return None
     states = cluster.node_states()
-    nodes = ", ".join(f"{n} {states.get(n, 'unknown')}" for n in cluster.nodes)
+    by_state: dict[str, list[str]] = {}
+    for n in cluster.nodes:
+        by_state.setdefault(states.get(n, "unknown"), []).append(n)
+    nodes = ", ".join(f"{compress_hostlist(ns)} {st}" for st, ns in by_state.items())
     if not cluster.accounting:
         acct = "accounting off"
     else:
@@ -237,13 +242,10 @@ def down(directory: Path = DEFAULT_DIR) -> None:
     """
     d = Path(directory).resolve()
     cluster = Cluster(d)
-    for node in cluster.nodes:
-        nodeops.kill_node_processes(cluster, node)
-    pidfiles = [(p, "slurmd") for p in sorted(d.glob("slurmd*.pid"))] + [
-        (d / f"{daemon}.pid", daemon) for daemon in ("slurmctld", "slurmdbd", "mariadbd")
-    ]
-    for path, program in pidfiles:
-        stop_pid(read_pid(path), program, grace=15)
+    nodeops.kill_nodes_processes(cluster, cluster.nodes)
+    stop_pids([(read_pid(p), "slurmd") for p in sorted(d.glob("slurmd*.pid"))], grace=15)
+    for daemon in ("slurmctld", "slurmdbd", "mariadbd"):
+        stop_pid(read_pid(d / f"{daemon}.pid"), daemon, grace=15)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -273,8 +275,8 @@ def main(argv: list[str] | None = None) -> int:
         help="default scheduler intervals (as on real clusters) instead of the fast test settings",
     )
     args = p.parse_args(argv)
-    if not 1 <= args.nodes <= 16:
-        p.error("--nodes must be between 1 and 16")
+    if not 1 <= args.nodes <= MAX_NODES:
+        p.error(f"--nodes must be between 1 and {MAX_NODES}")
     try:
         if args.action == "up":
             start = time.monotonic()

@@ -76,26 +76,30 @@ def wait_ready(cluster: C, timeout: float, ready: Callable[[C], bool]) -> bool:
     return False
 
 
-def _spool_socket_inodes(cluster: Cluster, name: str) -> set[str]:
-    """Inodes of the unix sockets the node's slurmstepd processes listen on (spool-<node>/)."""
-    prefix = f"{cluster.dir / f'spool-{name}'}/"
-    inodes = set()
+def _spool_socket_inodes(cluster: Cluster, names: Iterable[str]) -> dict[str, str]:
+    """{socket inode: node} of the unix sockets the nodes' slurmstepd processes listen on
+    (spool-<node>/), read once for all the nodes."""
+    prefixes = {f"{cluster.dir / f'spool-{name}'}/": name for name in names}
+    inodes = {}
     try:
         with open("/proc/net/unix", encoding="utf-8", errors="replace") as f:
             for line in f:
                 parts = line.split()
-                if len(parts) >= 8 and parts[7].startswith(prefix):
-                    inodes.add(parts[6])
+                if len(parts) >= 8:
+                    head = parts[7].rsplit("/", 1)[0] + "/"
+                    if head in prefixes:
+                        inodes[parts[6]] = prefixes[head]
     except OSError:
         pass
     return inodes
 
 
-def _stepds(cluster: Cluster, name: str) -> list[psutil.Process]:
-    """The node's slurmstepd processes: by their step socket under spool-<node>/ or, while
+def _stepds(cluster: Cluster, names: Iterable[str]) -> list[psutil.Process]:
+    """The nodes' slurmstepd processes: by their step socket under spool-<node>/ or, while
     slurmstepd has not yet overwritten it with its title, by their environment."""
+    wanted = set(names)
     conf = str(cluster.conf)
-    sockets = {f"socket:[{i}]" for i in _spool_socket_inodes(cluster, name)}
+    sockets = {f"socket:[{i}]" for i in _spool_socket_inodes(cluster, wanted)}
     found = []
     for proc in psutil.process_iter(["name"]):
         if proc.info["name"] != "slurmstepd":
@@ -108,7 +112,7 @@ def _stepds(cluster: Cluster, name: str) -> list[psutil.Process]:
             }
         except (psutil.Error, OSError):
             continue
-        mine = env.get("SLURM_CONF") == conf and env.get("SLURMD_NODENAME") == name
+        mine = env.get("SLURM_CONF") == conf and env.get("SLURMD_NODENAME") in wanted
         if mine or fds & sockets:
             found.append(proc)
     return found
@@ -116,12 +120,20 @@ def _stepds(cluster: Cluster, name: str) -> list[psutil.Process]:
 
 def kill_node_processes(cluster: Cluster, name: str) -> list[int]:
     """SIGKILL the node's slurmd, its slurmstepd processes and everything under them."""
+    return kill_nodes_processes(cluster, [name])
+
+
+def kill_nodes_processes(cluster: Cluster, names: Iterable[str]) -> list[int]:
+    """`kill_node_processes` for many nodes at once: one scan of the processes, one wait (64
+    nodes go down in about the time of one)."""
+    names = list(names)
     victims: list[psutil.Process] = []
-    slurmd = cluster.pid(f"slurmd-{name}")
-    if pid_is(slurmd, "slurmd"):
-        with contextlib.suppress(psutil.Error):
-            victims.append(psutil.Process(slurmd))
-    for stepd in _stepds(cluster, name):
+    for name in names:
+        slurmd = cluster.pid(f"slurmd-{name}")
+        if pid_is(slurmd, "slurmd"):
+            with contextlib.suppress(psutil.Error):
+                victims.append(psutil.Process(slurmd))
+    for stepd in _stepds(cluster, names):
         victims.append(stepd)
         with contextlib.suppress(psutil.Error):
             victims.extend(stepd.children(recursive=True))

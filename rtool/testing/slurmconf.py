@@ -25,6 +25,8 @@ DEFAULT_RELEASE = "22.05"  # = releases.DEFAULT (cluster.json written before rel
 FAKE_GPUS = 8
 DB_NAME = "slurm_acct"
 DB_USER = "slurm"
+#: slurmd processes one host runs for a local cluster (about 5.5 MiB each: docs/local-slurm.md).
+MAX_NODES = 256
 
 
 @dataclass
@@ -63,8 +65,8 @@ class Layout:
         extra: Sequence[str] = (),
         release: str = DEFAULT_RELEASE,
     ) -> Layout:
-        if not 1 <= nodes <= 16:
-            raise ValueError(f"--nodes must be 1..16, not {nodes}")
+        if not 1 <= nodes <= MAX_NODES:
+            raise ValueError(f"--nodes must be 1..{MAX_NODES}, not {nodes}")
         names = [f"n{i}" for i in range(1, nodes + 1)]
         ports = free_ports(nodes + 3)
         return cls(
@@ -150,6 +152,8 @@ def write_slurm_conf(directory: Path, layout: Layout, slurmd: str) -> Path:
         "KillWait=5",
         "MinJobAge=600",
         "MaxArraySize=10001",
+        # bench/scale.py queues 10,000 jobs beside the tests' own (the default limit is 10,000)
+        "MaxJobCount=50000",
         # A requeued job waits cred_expire seconds before it may start again (default 120).
         "AuthInfo=cred_expire=10",
     ]

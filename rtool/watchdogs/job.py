@@ -16,6 +16,7 @@ from rtool.core.errors import RtoolError
 from rtool.core.identity import is_mine
 from rtool.core.proc import ProcError, run
 from rtool.core.slurm import ACTIVE_STATES, QUEUED_STATES, RUNNING_STATES, Slurm, SqueueJob
+from rtool.core.slurm.hostlist import compress_hostlist
 from rtool.core.units import format_duration
 from rtool.nodes.config import NodesConfig
 from rtool.nodes.store import SuspectStore
@@ -51,6 +52,18 @@ class JobObservation:
     #: The run behind each watched name: its ledger and done marker (rtool/watchdogs/jobdone.py).
     views: dict[str, jobdone.RunView] = field(default_factory=dict)
     nodes: jobnodes.NodeView | None = None
+    #: The jobs by name (made once from the snapshot) and each spec's matches (made once).
+    _by_name: dict[str, list[SqueueJob]] | None = field(default=None, repr=False)
+    _matched: dict[tuple[Any, ...], list[SqueueJob]] = field(default_factory=dict, repr=False)
+
+    def by_name(self) -> dict[str, list[SqueueJob]]:
+        """The snapshot's jobs by job name: one pass over the queue, then dict lookups."""
+        if self._by_name is None:
+            index: dict[str, list[SqueueJob]] = {}
+            for j in self.jobs or []:
+                index.setdefault(j.name, []).append(j)
+            self._by_name = index
+        return self._by_name
 
 
 def own_job_ids(env: dict[str, str]) -> frozenset[str]:
@@ -120,6 +133,8 @@ class JobWatchdog(SpecWatchdog[JobWatch]):
                 obs.members[group] = group_members(group, self.timeout)
             except ProcError as exc:
                 obs.group_errors[group] = str(exc)
+        names = sorted({s.name for s in self.specs if not s.regex})
+        lookup = jobnodes.start_lookup(env.slurm, env.state, names, self.nodes_cfg)
         try:
             obs.jobs = env.jobs()
         except ProcError as exc:  # SlurmError, SlurmTimeout
@@ -130,11 +145,10 @@ class JobWatchdog(SpecWatchdog[JobWatch]):
         obs.runs = {n: v.ledger for n, v in obs.views.items() if v.ledger is not None}
         if obs.error is not None:
             return obs
-        seen = [j for s in self.specs for j in matching(s, obs)]
-        names = sorted({s.name for s in self.specs if not s.regex})
-        obs.nodes = jobnodes.observe(env.slurm, seen, names, self.nodes_cfg, env.nodes)
+        seen = list({id(j): j for s in self.specs for j in matching(s, obs)}.values())
+        obs.nodes = jobnodes.observe(env.slurm, seen, lookup, env.nodes)
         mine = [j for j in seen if is_mine(j.user)]  # other users' jobs: watched, never touched
-        if self.act and mine:
+        if self.act and (mine or obs.nodes.failed):
             try:
                 suspects = SuspectStore(env.state, self.nodes_cfg.expiry)
                 attempts = [a for led in obs.runs.values() for a in led.attempts]
@@ -149,17 +163,30 @@ class JobWatchdog(SpecWatchdog[JobWatch]):
 
 
 def matching(spec: JobWatch, obs: JobObservation) -> list[SqueueJob]:
-    """The jobs `spec` watches: yours, or (read-only) those of its `users` and `group`."""
-    pattern = spec.pattern()
+    """The jobs `spec` watches: yours, or (read-only) those of its `users` and `group`.
+
+    A plain name is one dict lookup; a regex is matched once per distinct job name."""
+    key = (spec.name, spec.regex, tuple(spec.users), spec.group, spec.partition)
+    if key in obs._matched:
+        return obs._matched[key]
+    index = obs.by_name()
+    if spec.regex:
+        pattern = spec.pattern()
+        named = [j for name, jobs in index.items() if pattern.fullmatch(name) for j in jobs]
+    else:
+        named = index.get(spec.name, [])
     users = set(spec.users) | set(obs.members.get(spec.group or "", []))
-    return [
+    others = bool(spec.users or spec.group)
+    mine = {u: is_mine(u) for u in {j.user for j in named}}
+    found = [
         j
-        for j in obs.jobs or []
-        if pattern.fullmatch(j.name)
-        and j.job_id not in obs.own_ids
-        and (j.user in users if (spec.users or spec.group) else is_mine(j.user))
+        for j in named
+        if j.job_id not in obs.own_ids
+        and (j.user in users if others else mine[j.user])
         and (spec.partition is None or j.partition == spec.partition)
     ]
+    obs._matched[key] = found
+    return found
 
 
 def pending_status(
@@ -261,7 +288,7 @@ def _check_one(spec: JobWatch, obs: JobObservation, now: float) -> CheckResult:
         if note:
             fields["nodes"] = note
         elif led is not None and led.last is not None and led.last.nodes:
-            fields["nodes"] = ",".join(led.last.nodes)  # where the run last ran
+            fields["nodes"] = compress_hostlist(led.last.nodes)  # where the run last ran
         return CheckResult("job", name, status, f"{name} {text}", fields)
     gone = [j for j in jobs if j.state not in ACTIVE_STATES]
     done, step = jobdone.finished_step(obs.views.get(name), gone)
@@ -278,7 +305,8 @@ def _check_one(spec: JobWatch, obs: JobObservation, now: float) -> CheckResult:
 
 
 def failed_nodes(specs: list[JobWatch], obs: JobObservation) -> list[CheckResult]:
-    """One WARNING per node that failed under a watched run (NODE_FAIL), naming the node."""
+    """One WARNING per node that failed under a watched run (NODE_FAIL), naming the node Slurm
+    recorded (rtool/nodes/nodefail.py); one per attempt whose failed node Slurm does not name."""
     if obs.nodes is None:
         return []
     out = []
@@ -286,12 +314,22 @@ def failed_nodes(specs: list[JobWatch], obs: JobObservation) -> list[CheckResult
         if not any(s.pattern().fullmatch(f.run) for s in specs):
             continue
         why = f" ({f.reason})" if f.reason else ""
-        summary = (
-            f"{f.run}: node {f.node} failed under attempt {f.job_id} (NODE_FAIL){why}; "
-            "suspect, kept off the next attempts (rtool nodes)"
-        )
-        fields = {"node": f.node, "nodes": f.node, "job_id": f.job_id, "run": f.run}
-        r = CheckResult("job", f"{f.run}@{f.node}", Status.WARNING, summary, fields)
-        r.depends = (Cause.node(f.node),)
+        fields = {"job_id": f.job_id, "run": f.run, "nodes": compress_hostlist(f.nodes)}
+        if f.node is None:
+            summary = (
+                f"{f.run}: attempt {f.job_id} ended NODE_FAIL on {len(f.nodes)} nodes "
+                f"({fields['nodes']}); Slurm names no failed node: none made suspect"
+            )
+            what = f"{f.run}@{f.job_id}"
+        else:
+            summary = (
+                f"{f.run}: node {f.node} failed under attempt {f.job_id} (NODE_FAIL){why}; "
+                "suspect, kept off the next attempts (rtool nodes)"
+            )
+            fields.update(node=f.node, nodes=f.node)
+            what = f"{f.run}@{f.node}"
+        r = CheckResult("job", what, Status.WARNING, summary, fields)
+        if f.node is not None:
+            r.depends = (Cause.node(f.node),)
         out.append(r)
     return out

@@ -4,17 +4,21 @@ Slurm's reason), nodes that failed under a run (NODE_FAIL), and keeping the run 
 Extra Slurm calls, only when a watched job is in the queue: one `sinfo` per sweep (shared with
 the sweep: `ProbeEnv.nodes`), one `scontrol show job` per job pending on unavailable nodes or
 maybe on a reservation (at most MAX_SHOW), one `scontrol show reservation` when such a job
-exists, one `sacct` per sweep for the watched names (a cluster without accounting: skipped,
-noted). The nodes a job pends on are the bad ones (sinfo) among those it requires or may use
-(scontrol show job: ReqNodeList, partition, ExcNodeList); the reason text names them on 22.05
-only. A job whose usable nodes are held by reservations waits until one ends
-(`rtool.core.slurm.reservations`). The probe records evidence in the suspect store and adds
-suspects to the run's pending jobs, unless `act` is off (`rtool status` only looks).
+exists, one `sacct` per sweep for the NODE_FAIL attempts of the watched names that ended since
+the last sweep (rtool/nodes/blame.py; a cluster without accounting: skipped, noted). A NODE_FAIL
+attempt is judged once, when first seen (one `sacctmgr list events` then), and its verdict kept.
+The nodes a job pends on are the bad ones (sinfo) among those it requires or may use (scontrol
+show job: ReqNodeList, partition, ExcNodeList); the reason text names them on 22.05 only. A job
+whose usable nodes are held by reservations waits until one ends
+(`rtool.core.slurm.reservations`). The probe records evidence in the suspect store and keeps
+the run's pending jobs off the suspects (rtool/nodes/upkeep.py: Slurm is called only for what
+changed), unless `act` is off (`rtool status` only looks).
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -44,6 +48,7 @@ from rtool.nodes.store import Evidence, EvidenceKind, SuspectStore
 
 if TYPE_CHECKING:
     from rtool.core.slurm import Slurm
+    from rtool.core.state import StateDir
     from rtool.runs.model import Attempt
 
 log = logging.getLogger(__name__)
@@ -53,15 +58,17 @@ MAX_SHOW = 5
 @dataclass(frozen=True)
 class FailedNode:
     run: str
-    node: str
+    node: str | None  # None: Slurm names no failed node of the attempt (nobody blamed)
     job_id: str
     when: float
     reason: str | None
+    nodes: tuple[str, ...] = ()  # the attempt's nodes
 
 
 @dataclass
 class NodeView:
     states: dict[str, NodeState] = field(default_factory=dict)
+    lines: list[NodeState] = field(default_factory=list)  # sinfo: one per node and partition
     unavailable: dict[str, list[str]] = field(default_factory=dict)  # job id -> nodes
     failed: list[FailedNode] = field(default_factory=list)
     #: job id -> the reservation a pending job waits for
@@ -76,44 +83,80 @@ def job_nodes(job: SqueueJob) -> list[str]:
         return []
 
 
+class FailLookup:
+    """A sweep's NODE_FAIL lookup (rtool/nodes/blame.py: one sacct, new attempts judged), run
+    in a thread beside the sweep's squeue and sinfo: the verdicts kept for the watched names."""
+
+    def __init__(self, slurm: Slurm, state: StateDir, names: list[str], cfg: NodesConfig):
+        # Waited for as long as one Slurm call may take: a lookup that also judges (sacctmgr,
+        # sinfo) and runs late is used by the next sweep (its verdicts are kept meanwhile).
+        self.timeout = slurm.timeout
+        self._found: list[FailedNode] = []
+        self._thread = threading.Thread(
+            target=lambda: self._found.extend(_node_fails(slurm, state, names, cfg)),
+            name="nodefail-lookup",
+            daemon=True,
+        )
+        self._thread.start()
+
+    def result(self) -> tuple[list[FailedNode], str | None]:
+        """(the failed nodes, why there are none when the lookup did not finish)."""
+        self._thread.join(self.timeout)
+        if self._thread.is_alive():
+            return [], f"NODE_FAIL lookup did not finish in {self.timeout:g}s"
+        return list(self._found), None
+
+
+def start_lookup(
+    slurm: object, state: StateDir | None, names: list[str], cfg: NodesConfig
+) -> FailLookup | None:
+    """Start the NODE_FAIL lookup of `names` (None when there is nothing to look up)."""
+    from rtool.core.slurm import Slurm
+
+    if not names or state is None or not isinstance(slurm, Slurm):
+        return None
+    return FailLookup(slurm, state, names, cfg)
+
+
 def observe(
     slurm: object,
     jobs: list[SqueueJob],
-    names: list[str],
-    cfg: NodesConfig,
+    lookup: FailLookup | None = None,
     nodes: Callable[[], list[NodeState]] | None = None,
 ) -> NodeView:
-    """Probe (I/O): the node states (`nodes`: the sweep's sinfo, else one call), the nodes or
-    reservation each pending job waits for, NODE_FAIL attempts."""
+    """Probe (I/O): the node states (when a watched job is queued; `nodes`: the sweep's sinfo,
+    else one call), the nodes or reservation each pending job waits for, and the failed nodes
+    of the sweep's NODE_FAIL lookup."""
     from rtool.core.slurm import Slurm
 
     view = NodeView()
-    if not jobs or not isinstance(slurm, Slurm):
-        return view
-    lines: list[NodeState] = []
-    try:
-        lines = nodes() if nodes is not None else slurm.sinfo_nodes()
-    except (ProcError, ParseError) as exc:
-        view.error = f"sinfo failed: {exc}"
-    for s in lines:
-        view.states.setdefault(s.name, s)
-    pending = [j for j in jobs if j.state == "PENDING"]
-    waiting = [
-        j for j in pending if waits_for_nodes(j.reason) or may_wait_for_reservation(j.reason)
-    ]
+    if jobs and isinstance(slurm, Slurm):
+        try:
+            view.lines = nodes() if nodes is not None else slurm.sinfo_nodes()
+        except (ProcError, ParseError) as exc:
+            view.error = f"sinfo failed: {exc}"
+        for s in view.lines:
+            view.states.setdefault(s.name, s)
+        _pending(slurm, jobs, view)
+    if lookup is not None:
+        view.failed, error = lookup.result()
+        view.error = view.error or error
+    return view
+
+
+def _pending(slurm: Slurm, jobs: list[SqueueJob], view: NodeView) -> None:
+    """The bad nodes or the reservation each pending job waits for."""
+    waiting = [j for j in jobs if j.state == "PENDING" and _may_wait(j.reason)]
     reservations = _Reservations(slurm)
     for j in waiting[:MAX_SHOW]:
         rec = _pending_record(slurm, j)
         if rec is None:
             continue
         if waits_for_nodes(j.reason):
-            view.unavailable[j.job_id] = _safe(pending_unavailable, rec, lines, j.partition)
-        wait = _reservation_wait(j, rec, lines, reservations)
+            view.unavailable[j.job_id] = _safe(pending_unavailable, rec, view.lines, j.partition)
+        wait = _reservation_wait(j, rec, view.lines, reservations)
         if wait is not None:
             view.reserved[j.job_id] = wait
-    if names:
-        view.failed = _node_fails(slurm, names, cfg, view)
-    return view
 
 
 def _may_wait(reason: str | None) -> bool:
@@ -177,26 +220,26 @@ def _reservation_wait(
 
 
 def _node_fails(
-    slurm: object, names: list[str], cfg: NodesConfig, view: NodeView
+    slurm: Slurm, state: StateDir, names: list[str], cfg: NodesConfig
 ) -> list[FailedNode]:
-    from rtool.core.slurm import Slurm
-    from rtool.nodes.nodefail import node_fails
+    """The kept NODE_FAIL verdicts of the watched names (new attempts judged first)."""
+    from rtool.nodes.blame import refresh
 
-    assert isinstance(slurm, Slurm)
     try:
-        records = slurm.sacct(names=names, since=time.time() - cfg.expiry)
-    except (ProcError, ParseError, ValueError) as exc:
+        lookup = refresh(slurm, state, names, cfg.expiry)
+    except (ProcError, ParseError, ValueError, OSError) as exc:
         log.info("no NODE_FAIL lookup: %s", exc)
         return []
     out = []
-    for f in node_fails(records, list(view.states.values())):
-        when = f.record.end or f.record.start or time.time()
-        out.append(FailedNode(f.record.name, f.node, f.record.job_id, when, f.reason))
+    for v in lookup.verdicts:
+        for node in v.blamed or (None,):
+            out.append(FailedNode(v.run, node, v.job_id, v.when, v.reason, v.nodes))
     return out
 
 
-def record_signatures(store: SuspectStore, attempts: list[Attempt]) -> None:
+def record_signatures(attempts: list[Attempt]) -> list[tuple[str, Evidence]]:
     """Node-level log signatures of the runs' attempts (XID, ECC, NCCL timeout) as evidence."""
+    out = []
     for a in attempts:
         sig = a.signature
         if sig is None:
@@ -204,9 +247,22 @@ def record_signatures(store: SuspectStore, attempts: list[Attempt]) -> None:
         for node in blamed(a.nodes, sig.name, sig.line):
             detail = f"{sig.label} in attempt {a.job_id}" + (f": {sig.line}" if sig.line else "")
             when = a.ended or a.started or time.time()
-            store.record(
-                node, Evidence(EvidenceKind.SIGNATURE, detail, when, a.run, a.job_id, sig.line)
+            out.append(
+                (node, Evidence(EvidenceKind.SIGNATURE, detail, when, a.run, a.job_id, sig.line))
             )
+    return out
+
+
+def _drains(jobs: list[SqueueJob], view: NodeView, now: float) -> list[tuple[str, Evidence]]:
+    out = []
+    for j in jobs:
+        for node in job_nodes(j) + view.unavailable.get(j.job_id, []):
+            s = view.states.get(node)
+            if s is not None and s.is_bad and s.reason:
+                when = s.reason_time.timestamp() if s.reason_time else now
+                detail = f"{s.state}: {s.reason}"
+                out.append((node, Evidence(EvidenceKind.DRAIN, detail, when, j.name, j.job_id)))
+    return out
 
 
 def act(
@@ -217,33 +273,30 @@ def act(
     cfg: NodesConfig,
     attempts: list[Attempt] | None = None,
 ) -> None:
-    """Record the evidence and keep each run's pending jobs off its suspects."""
+    """Record the evidence (one read of the store, a write only when something is new) and keep
+    each run's pending jobs off its suspects (a Slurm call only where something changed)."""
     from rtool.core.slurm import Slurm
 
     now = time.time()
-    record_signatures(store, attempts or [])
+    evidence = record_signatures(attempts or [])
     for f in view.failed:
-        detail = f"attempt {f.job_id} ended NODE_FAIL on {f.node}" + (
-            f" ({f.reason})" if f.reason else ""
-        )
-        store.record(f.node, Evidence(EvidenceKind.NODE_FAIL, detail, f.when, f.run, f.job_id))
-    for j in jobs:
-        for node in job_nodes(j) + view.unavailable.get(j.job_id, []):
-            s = view.states.get(node)
-            if s is not None and s.is_bad and s.reason:
-                when = s.reason_time.timestamp() if s.reason_time else now
-                detail = f"{s.state}: {s.reason}"
-                store.record(node, Evidence(EvidenceKind.DRAIN, detail, when, j.name, j.job_id))
-    suspects = [s.node for s in store.suspects(now)]
-    if not (suspects and cfg.exclude and isinstance(slurm, Slurm)):
+        if f.node is not None:
+            why = f" ({f.reason})" if f.reason else ""
+            detail = f"attempt {f.job_id} ended NODE_FAIL on {f.node}{why}"
+            evidence.append(
+                (f.node, Evidence(EvidenceKind.NODE_FAIL, detail, f.when, f.run, f.job_id))
+            )
+    store.record_many(evidence + _drains(jobs, view, now))
+    if not (jobs and cfg.exclude and isinstance(slurm, Slurm) and view.lines):
         return
-    from rtool.nodes.exclude import Cap, apply_to_pending  # only when there is something to exclude
+    from rtool.nodes.exclude import Cap
+    from rtool.nodes.upkeep import keep_off
 
-    for name in sorted({j.name for j in jobs if j.state == "PENDING"}):
-        mine = [j for j in jobs if j.name == name]
-        for applied in apply_to_pending(slurm, mine, suspects, Cap(cfg.max_excluded, cfg.min_left)):
-            if applied.error:
-                log.warning("job %s: suspects not excluded: %s", applied.job_id, applied.error)
+    suspects = [s.node for s in store.suspects(now)]
+    cap = Cap(cfg.max_excluded, cfg.min_left)
+    for applied in keep_off(slurm, store.state, jobs, suspects, view.lines, cap, cfg.expiry):
+        if applied.error:
+            log.warning("job %s: suspects not excluded: %s", applied.job_id, applied.error)
 
 
 def node_note(job: SqueueJob, view: NodeView | None) -> str | None:

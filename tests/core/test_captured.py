@@ -26,7 +26,7 @@ from rtool.core.slurm.parse import (
     parse_squeue,
 )
 from rtool.core.slurm.sacct import SacctRecord, parse_sacct
-from rtool.nodes.nodefail import node_fails
+from rtool.nodes.nodefail import Basis, judge
 from rtool.shim.slurm import parse_end_time
 
 CAPTURED = Path(__file__).parent / "captured"
@@ -159,8 +159,8 @@ def test_sacct_states_exit_codes_and_attempts(release: str) -> None:
     assert failed.state == "NODE_FAIL" and failed.nodes == ("n2",) and again.state == "CANCELLED"
     # NODE_FAIL's exit code is 0:0 on 22.05, 1:0 on 24.11: rtool judges by the state
     assert failed.exit_code == {"22.05": 0, "24.11": 1}[release]
-    blamed = node_fails(recs["cap-nodefail"], parse_sinfo_nodes(text(release, "sinfo.txt")))
-    assert [f.node for f in blamed] == ["n2"]
+    verdict = judge(failed, (), parse_sinfo_nodes(text(release, "sinfo.txt")))
+    assert verdict.blamed == ("n2",) and verdict.basis is Basis.ONLY_NODE
     assert "cap-held" not in recs  # never eligible (held): sacct lists nothing on both
 
 

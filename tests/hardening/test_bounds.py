@@ -125,8 +125,10 @@ def test_the_ledger_keeps_the_last_attempts_in_full_plus_totals(tmp_path: Path) 
     tot = totals(led, now)
     assert tot.attempts == 250 and tot.computing_s == 250 * 100.0 and tot.queued_s == 250 * 10.0
     assert not _corrupt(state)
-    # an absurd ledger (4000 nodes an attempt) still fits: fewer attempts kept, none lost
-    wide = [a.with_(nodes=tuple(f"node{n:05d}" for n in range(4000))) for a in led.attempts]
+    # an absurd ledger (4000 nodes an attempt, names no host list range can shorten) still
+    # fits: fewer attempts kept, none lost
+    names = tuple(f"{chr(97 + n % 26)}node{n:05d}" for n in range(4000))
+    wide = [a.with_(nodes=names) for a in led.attempts]
     store.save(state, Ledger(run="wide", attempts=wide, folded=led.folded))
     back = store.load(state, "wide")
     assert back is not None and back.folded is not None and not _corrupt(state)

@@ -65,12 +65,12 @@ def test_a_healthy_node_is_not_made_suspect_by_ordinary_text(tmp_path: Path) -> 
     for i, line in enumerate(NEAR):
         a = Attempt(run="r", number=i, job_id=f"{i + 1}", nodes=("n1",), state="FAILED")
         (signed,) = ledger._signatures([a.with_(log_tail=(line,), ended=now)], None, ())
-        record_signatures(store, [signed])
+        store.record_many(record_signatures([signed]))
     assert store.suspects() == []
     xid = Attempt(run="r", number=1, job_id="77", nodes=("n2",), state="FAILED", ended=now)
     xid_line = next(line for name, line in REAL if name == "xid")
     (signed,) = ledger._signatures([xid.with_(log_tail=(xid_line,))], None, ())
-    record_signatures(store, [signed])
+    store.record_many(record_signatures([signed]))
     assert [s.node for s in store.suspects()] == ["n2"]
 
 

@@ -95,7 +95,7 @@ def forget(ctx: typer.Context, node: str = typer.Argument(..., help="The node to
 
 def refresh_node_fails(app_ctx: AppContext, store: SuspectStore) -> str | None:
     """Record the NODE_FAIL attempts sacct knows of (your jobs, within the expiry)."""
-    from rtool.nodes.nodefail import record_node_fails
+    from rtool.nodes.blame import record_node_fails
 
     try:
         record_node_fails(app_ctx.slurm, store, names=None, window=app_ctx.config.nodes.expiry)

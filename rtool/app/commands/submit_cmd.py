@@ -142,9 +142,10 @@ def preflight_base(app_ctx: AppContext, job: TrainingJob) -> list[str]:
 
 def exclude_suspect_nodes(app_ctx: AppContext, job: TrainingJob) -> None:
     """Add the suspect nodes (rtool nodes) to the job's --exclude, within the cap."""
+    from rtool.core.slurm.hostlist import compress_hostlist
     from rtool.core.slurm.parse import ParseError, expand_hostlist
+    from rtool.nodes.blame import record_node_fails
     from rtool.nodes.exclude import Cap, partition_nodes, plan
-    from rtool.nodes.nodefail import record_node_fails
     from rtool.nodes.store import SuspectStore
     from rtool.slurm_templates.batchfile import override, sbatch_option
     from rtool.slurm_templates.renderer import ShellCode
@@ -168,13 +169,15 @@ def exclude_suspect_nodes(app_ctx: AppContext, job: TrainingJob) -> None:
         typer.echo(f"rtool: warning: suspect nodes not excluded: {exc}", err=True)
         return
     if p.added:
-        job.exclude = ",".join(p.excluded)
+        job.exclude = compress_hostlist(p.excluded)
         if job.header_lines:  # the script's own --exclude is merged into rtool's line
             job.header_lines = [ShellCode(x) for x in override(job.header_lines, {"exclude"})]
-        typer.echo(f"rtool: excluding suspect node(s) {','.join(p.added)} (rtool nodes)", err=True)
+        added = compress_hostlist(p.added, sort=True)
+        typer.echo(f"rtool: excluding suspect node(s) {added} (rtool nodes)", err=True)
     if p.skipped:
         typer.echo(
-            f"rtool: warning: not excluding suspect node(s) {','.join(p.skipped)}: at most "
+            f"rtool: warning: not excluding suspect node(s) {compress_hostlist(p.skipped)}: "
+            "at most "
             f"{cfg.max_excluded:g}% of partition {partition} may be excluded",
             err=True,
         )

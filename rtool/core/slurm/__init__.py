@@ -7,10 +7,12 @@ if TYPE_CHECKING:
     from rtool.core.slurm.cmd import (
         AccountingDisabled,
         ForeignJob,
+        NoFailedNode,
         Slurm,
         SlurmError,
         SlurmTimeout,
     )
+    from rtool.core.slurm.hostlist import compress_hostlist
     from rtool.core.slurm.parse import (
         ACTIVE_STATES,
         QUEUED_STATES,
@@ -33,6 +35,7 @@ __all__ = [
     "RUNNING_STATES",
     "AccountingDisabled",
     "ForeignJob",
+    "NoFailedNode",
     "ParseError",
     "SacctRecord",
     "Slurm",
@@ -40,6 +43,7 @@ __all__ = [
     "SlurmTimeout",
     "SqueueJob",
     "SubmitResult",
+    "compress_hostlist",
     "expand_hostlist",
     "format_slurm_duration",
     "parse_sacct",
@@ -53,6 +57,7 @@ __all__ = [
 _WHERE = {
     "AccountingDisabled": "rtool.core.slurm.cmd",
     "ForeignJob": "rtool.core.slurm.cmd",
+    "NoFailedNode": "rtool.core.slurm.cmd",
     "Slurm": "rtool.core.slurm.cmd",
     "SlurmError": "rtool.core.slurm.cmd",
     "SlurmTimeout": "rtool.core.slurm.cmd",
@@ -62,6 +67,7 @@ _WHERE = {
     "ParseError": "rtool.core.slurm.parse",
     "SqueueJob": "rtool.core.slurm.parse",
     "SubmitResult": "rtool.core.slurm.parse",
+    "compress_hostlist": "rtool.core.slurm.hostlist",
     "expand_hostlist": "rtool.core.slurm.parse",
     "format_slurm_duration": "rtool.core.slurm.parse",
     "parse_scontrol_show_job": "rtool.core.slurm.parse",

@@ -22,16 +22,31 @@ from rtool.core import validate as v
 from rtool.core.identity import current_user
 from rtool.core.proc import ProcError, ProcTimeout, Result, run
 from rtool.core.slurm import owner
-from rtool.core.slurm.nodes import SINFO_FORMAT, NodeState, exclusion_applied, parse_sinfo_nodes
+from rtool.core.slurm.argv import reads_only, squeue_argv
+from rtool.core.slurm.hostlist import compress_hostlist
+from rtool.core.slurm.nodes import (
+    EVENTS_FORMAT,
+    SINFO_FORMAT,
+    NodeEvent,
+    NodeState,
+    exclusion_applied,
+    parse_node_events,
+    parse_sinfo_nodes,
+)
 from rtool.core.slurm.parse import (
-    SQUEUE_FORMAT,
     SqueueJob,
     SubmitResult,
     parse_sbatch_parsable,
     parse_scontrol_show_job,
     parse_squeue,
 )
-from rtool.core.slurm.sacct import DISABLED_MESSAGE, SacctRecord, parse_sacct, sacct_argv
+from rtool.core.slurm.sacct import (
+    DISABLED_MESSAGE,
+    NO_FAILED_NODE,
+    SacctRecord,
+    parse_sacct,
+    sacct_argv,
+)
 
 log = logging.getLogger(__name__)
 
@@ -51,13 +66,17 @@ class AccountingDisabled(SlurmError):
     """The cluster has no accounting storage: sacct cannot tell how jobs ended."""
 
 
+class NoFailedNode(SlurmError):
+    """This sacct has no FailedNode field (Slurm before 24.11)."""
+
+
 class ForeignJob(SlurmError):
     """A job that is not the user's own (or whose owner Slurm does not say): rtool never acts
     on it, whoever it runs as (root and Slurm operators included)."""
 
 
-class Slurm:
-    """Thin, typed access to the Slurm commands. One instance per process is enough.
+class SlurmReads:
+    """The read-only half of `Slurm`: the command runner, queue and accounting queries.
     `look_only` (`--dry-run`): only commands that read run (`withhold`)."""
 
     def __init__(self, timeout: float = 30.0, *, look_only: bool = False) -> None:
@@ -145,26 +164,36 @@ class Slurm:
         names: Iterable[str] = (),
         since: float | None = None,
         all_attempts: bool = True,
+        states: Iterable[str] = (),
+        failed_node: bool = False,
     ) -> list[SacctRecord]:
-        """Accounting records of this user's jobs (one per attempt with `all_attempts`).
-
-        Always `--user=<you>` (root's sacct, or one given job ids, answers for every user).
-        `job_ids` are `15` or `12_3` (an array's own id gives all its tasks); `since` is an
-        epoch time (without it and without job ids Slurm's default applies: since midnight).
-        Raises AccountingDisabled on a cluster without accounting, SlurmError when sacct
-        cannot answer (slurmdbd down...), ValueError on a bad job id or name.
-        """
-        argv = sacct_argv(job_ids=job_ids, names=names, since=since, all_attempts=all_attempts)
+        """Accounting records of your jobs (one per attempt with `all_attempts`), always with
+        `--user=<you>`. `job_ids`: `15`, `12_3` (an array's id: all its tasks); `since`: epoch
+        time (else Slurm's default, midnight); `states`: only attempts in those states since
+        then (`NODE_FAIL`); `failed_node`: with FailedNode (24.11+; NoFailedNode where sacct
+        lacks it). AccountingDisabled on a cluster without accounting, SlurmError when sacct
+        cannot answer (slurmdbd down...), ValueError on a bad job id or name."""
+        argv = sacct_argv(
+            job_ids=job_ids,
+            names=names,
+            since=since,
+            all_attempts=all_attempts,
+            states=states,
+            failed_node=failed_node,
+        )
         argv.append(f"--user={self.user}")
         try:
             res = self._run(argv)
         except SlurmTimeout:
             raise
         except SlurmError as exc:
-            if DISABLED_MESSAGE in (exc.stderr or "").lower():
+            err = (exc.stderr or "").lower()
+            if DISABLED_MESSAGE in err:
                 raise AccountingDisabled(argv, "Slurm accounting storage is disabled") from None
+            if failed_node and NO_FAILED_NODE in err:
+                raise NoFailedNode(argv, "this sacct has no FailedNode field") from None
             raise
-        return parse_sacct(res.stdout)
+        return parse_sacct(res.stdout, failed_node)
 
     def accounting_available(self) -> bool:
         """False when the cluster has no accounting storage; raises SlurmError when sacct
@@ -174,6 +203,23 @@ class Slurm:
         except AccountingDisabled:
             return False
         return True
+
+    def node_events(self, nodes: Iterable[str], since: float, until: float) -> list[NodeEvent]:
+        """slurmdbd's events of `nodes` (DOWN, DRAIN... with their reason) that overlap the
+        window from `since` to `until` (epoch seconds): `sacctmgr list events event=node`.
+        [] where slurmdbd keeps them private (PrivateData=events); SlurmError when it fails."""
+        names = compress_hostlist([v.node(n) for n in nodes], sort=True)
+        if not names:
+            return []
+        stamp = "%Y-%m-%dT%H:%M:%S"
+        argv = ["sacctmgr", "-n", "-P", "list", "events", "event=node", f"nodes={names}"]
+        argv += [f"start={time.strftime(stamp, time.localtime(since))}"]
+        argv += [f"end={time.strftime(stamp, time.localtime(until))}", f"format={EVENTS_FORMAT}"]
+        return parse_node_events(self._run(argv).stdout)
+
+
+class Slurm(SlurmReads):
+    """Thin, typed access to the Slurm commands. One instance per process is enough."""
 
     # -- actions -----------------------------------------------------------------------------
     def sbatch(
@@ -285,18 +331,27 @@ class Slurm:
         """`srun ARGS` inside a job (the pre-flight step); its exit code is not checked."""
         return self._run(["srun", *args], check=False, timeout=timeout)
 
-    def set_excluded(self, job_id: str, nodes: Iterable[str]) -> str:
-        """`scontrol update jobid=ID ExcNodeList=a,b`: the job's (or the pending tasks of an
-        array's) excluded nodes become exactly `nodes`. Returns scontrol's messages; raises
-        SlurmError when no pending job took the new list.
-
-        An array with a running task: the running task refuses and scontrol exits 1 on both
-        releases (22.05 also prints `No error` for the pending tasks, 24.11 prints only the
-        refusal), so a failure is judged by reading the pending tasks back."""
+    def set_excluded(
+        self,
+        job_id: str,
+        nodes: Iterable[str],
+        *,
+        records: list[dict[str, str]] | None = None,
+    ) -> str:
+        """`scontrol update jobid=ID ExcNodeList=n[1-3,7]`: the job's (an array's pending
+        tasks') excluded nodes become exactly `nodes`, in Slurm's compressed form. Returns
+        scontrol's messages; SlurmError when no pending job took the list. `records`: its
+        `scontrol show job` records, read by the caller just before (the owner is checked on
+        them). An array with a running task: that task refuses and scontrol exits 1 on both
+        releases (22.05 also prints `No error` for the pending tasks, 24.11 only the refusal),
+        so a failure is judged by reading the pending tasks back."""
         names = [v.node(n) for n in nodes]
         argv = ["scontrol", "update", f"jobid={v.job_id(job_id)}"]
-        argv.append("ExcNodeList=" + ",".join(names))
-        check_owner(self, [job_id])
+        argv.append("ExcNodeList=" + compress_hostlist(names, sort=True))
+        if records:
+            check_records(records, job_id, self.user)
+        else:
+            check_owner(self, [job_id])
         res = self._run(argv, check=False)
         text = (res.stdout + res.stderr).strip()
         if res.returncode == 0 or exclusion_applied(self.show_job(job_id), names):
@@ -304,45 +359,13 @@ class Slurm:
         raise SlurmError(argv, f"exit code {res.returncode}", res.returncode, res.stderr)
 
 
-def withhold(slurm: Slurm, argv: Sequence[str]) -> Result:
+def withhold(slurm: SlurmReads, argv: Sequence[str]) -> Result:
     """Look-only: any command that is not `reads_only` (hold, requeue, an ExcNodeList update,
     scancel, sbatch, srun, scrontab changes) is recorded in `slurm.withheld`, not run, and
     answered with an empty success, whoever asks for it."""
     slurm.withheld.append(list(argv))
     log.info("look-only: not running %s", " ".join(argv))
     return Result(list(argv), 0, "", "")
-
-
-def reads_only(argv: Sequence[str]) -> bool:
-    """Whether a Slurm command only reads: squeue, sacct, sinfo, `scontrol show|ping`,
-    `scrontab -l`."""
-    tool, args = (argv[0], list(argv[1:])) if argv else ("", [])
-    if tool in ("squeue", "sacct", "sinfo"):
-        return True
-    if tool == "scontrol":
-        return bool(args) and args[0] in ("show", "ping")
-    return tool == "scrontab" and args == ["-l"]
-
-
-def squeue_argv(
-    states: str,
-    users: list[str],
-    names: Iterable[str] | None,
-    partition: str | None,
-    job_ids: list[str] | None,
-) -> list[str]:
-    """squeue's argv: every value validated (rtool.core.validate)."""
-    argv = ["squeue", "-h", "-o", SQUEUE_FORMAT, f"--states={v.states(states)}"]
-    if users:
-        argv.append("--user=" + ",".join(dict.fromkeys(users)))
-    name_list = [v.name(n, "job name") for n in names or []]
-    if name_list:
-        argv.append("--name=" + ",".join(name_list))
-    if partition:
-        argv.append(f"--partition={v.words(partition, 'partition')}")
-    if job_ids:
-        argv.append("--jobs=" + ",".join(job_ids))
-    return argv
 
 
 def check_owner(slurm: Slurm, job_ids: Iterable[str]) -> None:

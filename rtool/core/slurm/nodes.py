@@ -30,6 +30,10 @@ SINFO_FORMAT = "|".join(code for _, code in SINFO_FIELDS)
 #: takes no new job.
 BAD_STATE_WORDS = ("down", "drain", "fail", "not_responding", "no_respond", "inval")
 
+#: `sacctmgr list events` fields, in order; the reason is last so a `|` inside it is kept.
+EVENT_FIELDS = ("NodeName", "State", "TimeStart", "TimeEnd", "Reason")
+EVENTS_FORMAT = ",".join(EVENT_FIELDS)
+
 #: Pending reasons that mean "waiting for nodes that are down, drained or reserved".
 NODE_REASONS = ("reqnodenotavail", "nodes required for job are down", "nodedown")
 
@@ -55,6 +59,47 @@ class NodeState:
         """`n3 drained (GPU 3 ECC errors)`."""
         why = f" ({self.reason})" if self.reason else ""
         return f"{self.name} {self.state}{why}"
+
+
+@dataclass(frozen=True)
+class NodeEvent:
+    """One node event of slurmdbd (`sacctmgr list events event=node`): the node went DOWN,
+    DRAIN... at `start` (epoch seconds), with the reason it was given, until `end` (None while
+    it lasts)."""
+
+    node: str
+    state: str
+    start: float | None
+    end: float | None
+    reason: str | None
+
+    @property
+    def is_down(self) -> bool:
+        """The node went down (a drain alone ends no job)."""
+        return "DOWN" in self.state.upper()
+
+
+def _epoch(text: str) -> float | None:
+    try:
+        when = parse_slurm_timestamp(text)
+    except ParseError:
+        return None
+    return when.timestamp() if when is not None else None
+
+
+def parse_node_events(text: str) -> list[NodeEvent]:
+    """Every line of `sacctmgr -n -P list events format=EVENTS_FORMAT`, one event per node."""
+    out = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        parts = line.split("|", len(EVENT_FIELDS) - 1)
+        if len(parts) != len(EVENT_FIELDS):
+            raise ParseError(f"event line has {len(parts)} fields, expected {len(EVENT_FIELDS)}")
+        names, state, start, end, reason = (p.strip() for p in parts)
+        for node in expand_hostlist(names):
+            out.append(NodeEvent(node, state, _epoch(start), _epoch(end), _opt(reason)))
+    return out
 
 
 def _opt(text: str) -> str | None:

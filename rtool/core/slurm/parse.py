@@ -5,6 +5,7 @@ No subprocess here: everything is a function of text, unit tested on captured ou
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -41,6 +42,7 @@ QUEUED_STATES = frozenset(
 ACTIVE_STATES = RUNNING_STATES | QUEUED_STATES
 
 _TASK_RANGE = re.compile(r"(\d{1,9})(?:-(\d{1,9}))?(?::(\d{1,9}))?", re.ASCII)
+_TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}", re.ASCII)
 _NONE_WORDS = {"", "N/A", "NONE", "(NULL)", "UNKNOWN", "INVALID", "UNLIMITED", "NOT_SET"}
 
 
@@ -107,12 +109,16 @@ def parse_slurm_duration(text: str) -> float | None:
 
     `UNLIMITED`, `INVALID`, `N/A` give None.
     """
-    s = text.strip()
+    return _duration(text.strip())
+
+
+@functools.lru_cache(maxsize=4096)
+def _duration(s: str) -> float | None:
     if s.upper() in _NONE_WORDS:
         return None
     m = re.fullmatch(r"(?:(\d{1,6})-)?(\d{1,9})(?::(\d{1,9}))?(?::(\d{1,9}))?", s, re.ASCII)
     if not m:
-        raise ParseError(f"not a Slurm time: {text!r}")
+        raise ParseError(f"not a Slurm time: {s!r}")
     days, a, b, c = m.groups()
     nums = [int(x) for x in (a, b, c) if x is not None]
     if days is not None:  # D-HH[:MM[:SS]]
@@ -136,13 +142,21 @@ def format_slurm_duration(seconds: float) -> str:
 
 def parse_slurm_timestamp(text: str) -> datetime | None:
     """`2026-11-21T19:37:00` (local time, as Slurm prints it) or None for N/A/Unknown."""
-    s = text.strip()
+    return _timestamp(text.strip())
+
+
+@functools.lru_cache(maxsize=4096)
+def _timestamp(s: str) -> datetime | None:
+    # Cached: a queue of 10,000 jobs has few distinct submit and start times (strptime and
+    # the local-zone lookup were most of parsing it).
     if s.upper() in _NONE_WORDS:
         return None
+    if not _TIMESTAMP.fullmatch(s):
+        raise ParseError(f"not a Slurm timestamp: {s!r}")
     try:
-        return datetime.strptime(s, "%Y-%m-%dT%H:%M:%S").astimezone()
+        return datetime.fromisoformat(s).astimezone()
     except ValueError:
-        raise ParseError(f"not a Slurm timestamp: {text!r}") from None
+        raise ParseError(f"not a Slurm timestamp: {s!r}") from None
 
 
 def _opt(text: str) -> str | None:
@@ -154,24 +168,24 @@ def parse_squeue_line(line: str) -> SqueueJob:
     parts = line.split(SQUEUE_DELIM, len(SQUEUE_FIELDS) - 1)
     if len(parts) != len(SQUEUE_FIELDS):
         raise ParseError(f"squeue line has {len(parts)} fields, expected {len(SQUEUE_FIELDS)}")
-    raw = dict(zip([name for name, _ in SQUEUE_FIELDS], parts, strict=True))
-    task = _opt(raw["array_task"])
-    nodes = raw["nodes"].strip()
+    # positional, in SQUEUE_FIELDS order (a 10,000-job queue is parsed on every sweep)
+    job, array, task, state, reason, user, part, nodes, used, limit, start, submit, nl, name = parts
+    nodes = nodes.strip()
     return SqueueJob(
-        job_id=raw["job_id"].strip(),
-        array_job_id=raw["array_job_id"].strip(),
-        array_task=task,
-        state=raw["state"].strip(),
-        reason=_opt(raw["reason"]),
-        user=raw["user"].strip(),
-        partition=raw["partition"].strip(),
-        nodes=int(nodes) if nodes.isdigit() else 0,
-        time_used=parse_slurm_duration(raw["time_used"]),
-        time_limit=parse_slurm_duration(raw["time_limit"]),
-        start_time=parse_slurm_timestamp(raw["start_time"]),
-        submit_time=parse_slurm_timestamp(raw["submit_time"]),
-        nodelist=raw["nodelist"].strip(),
-        name=raw["name"].rstrip("\n"),
+        job.strip(),
+        array.strip(),
+        _opt(task),
+        state.strip(),
+        _opt(reason),
+        user.strip(),
+        part.strip(),
+        int(nodes) if nodes.isdigit() else 0,
+        parse_slurm_duration(used),
+        parse_slurm_duration(limit),
+        parse_slurm_timestamp(start),
+        parse_slurm_timestamp(submit),
+        nl.strip(),
+        name.rstrip("\n"),
     )
 
 

@@ -34,10 +34,17 @@ SACCT_FIELDS: tuple[str, ...] = (
     "JobName",
 )
 SACCT_FORMAT = ",".join(SACCT_FIELDS)
+#: The same with `FailedNode` (24.11 and newer: the node whose failure ended a NODE_FAIL
+#: attempt) before the job name; 22.05's sacct refuses the field (`Invalid field requested`).
+FAILED_NODE_FIELDS: tuple[str, ...] = (*SACCT_FIELDS[:-1], "FailedNode", SACCT_FIELDS[-1])
+FAILED_NODE_FORMAT = ",".join(FAILED_NODE_FIELDS)
+#: What sacct prints (stderr) when it does not know the FailedNode field.
+NO_FAILED_NODE = 'invalid field requested: "failednode"'
 #: What sacct prints (stderr) on a cluster without an accounting daemon.
 DISABLED_MESSAGE = "accounting storage is disabled"
 
 _JOB_ID = re.compile(r"[0-9]+(?:_[0-9]+)?")  # ASCII digits only
+_STATE = re.compile(r"[A-Z_]{1,20}", re.ASCII)
 _SHOWN_ID = re.compile(r"(\d+)(?:_(\d+|\[[^\]]*\]))?(?:\+\d+)?")
 
 
@@ -59,6 +66,9 @@ class SacctRecord:
     end: float | None
     elapsed_s: float | None
     partition: str
+    #: The node(s) Slurm recorded as the one whose failure ended a NODE_FAIL attempt
+    #: (sacct's FailedNode, 24.11 and newer; () when not asked or not known).
+    failed_node: tuple[str, ...] = ()
 
     @property
     def finished(self) -> bool:
@@ -86,11 +96,17 @@ def sacct_argv(
     names: Iterable[str] = (),
     since: float | None = None,
     all_attempts: bool = True,
+    states: Iterable[str] = (),
+    failed_node: bool = False,
 ) -> list[str]:
-    """The sacct command line (arguments validated; see `Slurm.sacct`)."""
+    """The sacct command line (arguments validated; see `Slurm.sacct`). `states`: only the
+    attempts that were in one of them between `since` and now (`--state`, with `--endtime=now`:
+    without it sacct's window ends at the start time); `failed_node`: ask FailedNode too."""
     ids = [validate_job_id(j) for j in job_ids]
     name_list = [validate_name(n) for n in names]
-    argv = ["sacct", "-P", "-n", "-X", f"--format={SACCT_FORMAT}"]
+    wanted = [validate_state(s) for s in states]
+    fmt = FAILED_NODE_FORMAT if failed_node else SACCT_FORMAT
+    argv = ["sacct", "-P", "-n", "-X", f"--format={fmt}"]
     if all_attempts:
         argv.append("-D")
     if ids:
@@ -99,7 +115,16 @@ def sacct_argv(
         argv.append("--name=" + ",".join(name_list))
     if since is not None:
         argv.append("--starttime=" + datetime.fromtimestamp(since).strftime("%Y-%m-%dT%H:%M:%S"))
+    if wanted:
+        argv += ["--state=" + ",".join(wanted), "--endtime=now"]
     return argv
+
+
+def validate_state(state: str) -> str:
+    """A job state sacct's `--state` takes (`NODE_FAIL`, `CD`)."""
+    if not isinstance(state, str) or not _STATE.fullmatch(state):
+        raise ArgvError(f"not a job state: {state!r}")
+    return state
 
 
 def _epoch(text: str) -> float | None:
@@ -118,11 +143,12 @@ def _exit(text: str) -> tuple[int | None, int | None]:
     return int(code), (signal or None)
 
 
-def parse_sacct_line(line: str) -> SacctRecord:
-    parts = line.split("|", len(SACCT_FIELDS) - 1)
-    if len(parts) != len(SACCT_FIELDS):
-        raise ParseError(f"sacct line has {len(parts)} fields, expected {len(SACCT_FIELDS)}")
-    raw = dict(zip(SACCT_FIELDS, (p.strip() for p in parts[:-1]), strict=False))
+def parse_sacct_line(line: str, failed_node: bool = False) -> SacctRecord:
+    fields = FAILED_NODE_FIELDS if failed_node else SACCT_FIELDS
+    parts = line.split("|", len(fields) - 1)
+    if len(parts) != len(fields):
+        raise ParseError(f"sacct line has {len(parts)} fields, expected {len(fields)}")
+    raw = dict(zip(fields, (p.strip() for p in parts[:-1]), strict=False))
     job_id = raw["JobID"]
     m = _SHOWN_ID.fullmatch(job_id)
     if not m:
@@ -148,9 +174,11 @@ def parse_sacct_line(line: str) -> SacctRecord:
         end=_epoch(raw["End"]),
         elapsed_s=float(elapsed) if elapsed.isdigit() else None,
         partition=raw["Partition"],
+        failed_node=tuple(expand_hostlist(raw.get("FailedNode", ""))),
     )
 
 
-def parse_sacct(text: str) -> list[SacctRecord]:
-    """Every record of `sacct -P -n --format=SACCT_FORMAT` output, in sacct's order."""
-    return [parse_sacct_line(line) for line in text.splitlines() if line.strip()]
+def parse_sacct(text: str, failed_node: bool = False) -> list[SacctRecord]:
+    """Every record of `sacct -P -n --format=SACCT_FORMAT` output (FAILED_NODE_FORMAT with
+    `failed_node`), in sacct's order."""
+    return [parse_sacct_line(line, failed_node) for line in text.splitlines() if line.strip()]

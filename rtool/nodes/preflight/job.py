@@ -27,6 +27,7 @@ from rtool.core.alert import Alert, AlertKey, Status
 from rtool.core.errors import RtoolError
 from rtool.core.proc import ProcError
 from rtool.core.slurm import Slurm
+from rtool.core.slurm.hostlist import compress_hostlist
 from rtool.core.slurm.parse import ParseError, expand_hostlist
 from rtool.nodes.exclude import Cap, apply_to_pending, node_lists, partition_nodes, plan
 from rtool.nodes.preflight.base import NodeReport, Outcome
@@ -121,7 +122,7 @@ def alerts(info: JobInfo, outcome: JobOutcome, now: float) -> list[Alert]:
         )
         fields = {
             "node": r.node,
-            "nodes": ",".join(info.nodes),
+            "nodes": compress_hostlist(info.nodes),
             "job_id": info.job_id,
             "run": info.name,
             "action": outcome.action,

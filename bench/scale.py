@@ -1,0 +1,348 @@
+"""Benchmark at scale: rtool's Slurm reads side by side with the bare Slurm calls they make.
+
+    python bench/scale.py [--quick] [--repeat 5] [--png docs/scale.png]
+
+Starts real local Slurm clusters with accounting (rtool.testing.localslurm) of 16, 32 and 64
+nodes, in turn, and measures in the same run (medians of --repeat runs, whole processes):
+  nodes     per cluster size, 20 watched names + 1,000 queued jobs: one in-process sweep of
+            `watch job` for the 20 names with suspects known (nothing changed since the last
+            sweep) against the same Slurm calls run bare; `rtool nodes --json` against
+            start-up + its Slurm calls run bare
+  queue     on the largest cluster, 1,000 / 5,000 / 10,000 queued jobs (held single jobs, one
+            `sbatch --hold` each, so squeue and `squeue -r` both list every one): the CLI
+            `rtool watch job` for 20 names against start-up (`rtool --version`) + its squeue
+            run bare; `squeue -r` of all jobs; the in-process sweep as above
+  attempts  `rtool history RUN --no-accounting` of a run whose batch-script records hold
+            50 / 200 / 500 attempts, against start-up + its squeue run bare
+Slurm calls are counted by a PATH wrapper that logs each call (the CLI) and by `Slurm.calls`
+(in-process). Prints each figure, its ratio, PASS/FAIL per goal of issue #31, and draws the
+cost curves into --png. --quick: 16/32 nodes, 500/1,000/2,000 jobs, 20/50/100 attempts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench import _scale_lib as lib  # noqa: E402
+from bench._common import median_seconds  # noqa: E402
+from bench._scale_plot import Axis, draw  # noqa: E402
+from rtool.core.selfcmd import rtool_argv  # noqa: E402
+from rtool.core.slurm import Slurm  # noqa: E402
+from rtool.core.slurm.cmd import SLURM_ENV  # noqa: E402
+from rtool.core.state import StateDir  # noqa: E402
+from rtool.nodes.config import NodesConfig  # noqa: E402
+from rtool.nodes.store import Evidence, EvidenceKind, SuspectStore  # noqa: E402
+from rtool.testing import localslurm  # noqa: E402
+from rtool.watchdogs.base import ProbeEnv  # noqa: E402
+from rtool.watchdogs.config import JobWatch  # noqa: E402
+from rtool.watchdogs.job import JobWatchdog  # noqa: E402
+from rtool.watchdogs.runner import query_for, sweep  # noqa: E402
+
+WATCHED = [f"scale-w{i}" for i in range(20)]
+FULL = {"nodes": [16, 32, 64], "jobs": [1000, 5000, 10000], "attempts": [50, 200, 500]}
+QUICK = {"nodes": [16, 32], "jobs": [500, 1000, 2000], "attempts": [20, 50, 100]}
+WATCH = ["watch", "job", *(a for n in WATCHED for a in ("--name", n)), "--no-notify"]
+FLOOR = "rtool --version"
+STARTUP = "start-up (watch job)"
+START_SQ = "start-up + its squeue bare"
+WATCH_CLI = "rtool watch job (20 names)"
+SQUEUE_ALL = "squeue -r (all jobs)"
+SWEEP = "in-process sweep"
+SWEEP_BARE = "the sweep's calls bare"
+
+
+class Bench:
+    """A temp folder with the PATH wrapper, the CLI's state/config dirs, and the helpers."""
+
+    def __init__(self, base: Path, repeat: int) -> None:
+        self.base, self.repeat = base, repeat
+        self.log = base / "slurm-calls.log"
+        self.wrappers = base / "wrappers"
+        self.queued = 0
+        self.floor = 0.0  # `rtool --version`: a process's start-up floor
+
+    def env(self, logged: bool = False) -> dict[str, str]:
+        # logged runs keep their own state dir: rtool remembers per sacct program whether it
+        # has FailedNode, and the wrapper is another program than the real sacct
+        state = self.base / ("state-logged" if logged else "state")
+        env = {**os.environ, "XDG_STATE_HOME": str(state)}
+        env["XDG_CONFIG_HOME"] = str(self.base / "config")
+        if logged:
+            env["PATH"] = f"{self.wrappers}:{env['PATH']}"
+        return env
+
+    def write_wrappers(self) -> None:
+        shutil.rmtree(self.wrappers, ignore_errors=True)
+        self.wrappers.mkdir()
+        for name in lib.CLIENTS:
+            real = shutil.which(name)
+            if real:
+                (self.wrappers / name).write_text(lib.wrapper_script(real, self.log))
+                (self.wrappers / name).chmod(0o755)
+
+    def rtool(self, *args: str, logged: bool = False, ok: Sequence[int] = (0, 1, 2)) -> str:
+        res = subprocess.run(
+            [*rtool_argv(), *args], env=self.env(logged), capture_output=True, text=True
+        )
+        if res.returncode not in ok or (res.returncode and args[0] not in ("watch", "nodes")):
+            raise SystemExit(f"rtool {' '.join(args)}: exit {res.returncode}\n{res.stderr}")
+        return res.stdout
+
+    def calls_of(self, *args: str, ok: Sequence[int] = (0, 1, 2)) -> list[list[str]]:
+        """The Slurm calls one run of `rtool ARGS` makes (logged by the PATH wrapper), after a
+        first run in the same state dir (a warm state dir, as from cron)."""
+        self.rtool(*args, logged=True, ok=ok)
+        self.log.write_text("")
+        self.rtool(*args, logged=True, ok=ok)
+        return lib.parse_call_log(self.log.read_text())
+
+    def bare(self, calls: Sequence[Sequence[str]]) -> float:
+        """Median wall time of running `calls` bare, one after the other."""
+        env = {**os.environ, **SLURM_ENV}
+
+        def run() -> None:
+            for argv in calls:
+                subprocess.run(argv, env=env, capture_output=True, check=False)
+
+        return median_seconds(run, self.repeat)
+
+    def timed(self, *args: str) -> float:
+        self.rtool(*args)  # warm-up (and the state dir's first sweep)
+        return median_seconds(lambda: self.rtool(*args), self.repeat)
+
+    def fill(self, total: int) -> None:
+        """Queue held jobs until `total` are queued (the 20 watched names first)."""
+        names = [*WATCHED, *(f"scale-bg{i % 50}" for i in range(max(0, total - 20)))]
+        todo = names[self.queued : total]
+        env = {**os.environ, **SLURM_ENV}
+
+        def submit(name: str) -> None:
+            argv = ["sbatch", "--hold", "-J", name, "-o", "/dev/null", "--time=10:00"]
+            subprocess.run([*argv, "--wrap", "sleep 1"], env=env, capture_output=True, check=True)
+
+        with ThreadPoolExecutor(4) as pool:
+            list(pool.map(submit, todo))
+        self.queued = max(self.queued, total)
+
+
+@contextlib.contextmanager
+def cluster(nodes: int) -> Iterator[localslurm.Cluster]:
+    directory = Path(tempfile.mkdtemp(prefix=f"rtool-bench-scale{nodes}-"))
+    saved = dict(os.environ)
+    t = time.perf_counter()
+    c = localslurm.up(directory, nodes=nodes, accounting=True)
+    print(f"-- {nodes}-node cluster with accounting up in {time.perf_counter() - t:.1f} s")
+    os.environ.update(c.env)
+    try:
+        yield c
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+        localslurm.down(directory)
+
+
+def suspect_sweep(b: Bench, tag: str) -> tuple[float, float, dict[str, int]]:
+    """(sweep s, its calls run bare s, its calls) for 20 names with 2 suspects known, after
+    a first sweep that put the exclusions in place: nothing changed since."""
+    state = StateDir(b.base / f"sweep-{tag}")
+    now = time.time()
+    for node, age in (("n5", 60), ("n9", 30)):
+        SuspectStore(state).record(
+            node, Evidence(EvidenceKind.PREFLIGHT, "gpus: 7 of 8", now - age)
+        )
+    wd = JobWatchdog([JobWatch(name=n) for n in WATCHED])
+    wd.nodes_cfg = NodesConfig()
+    last: list[Slurm] = []
+
+    def one() -> None:
+        s = Slurm(timeout=60)
+        sweep([wd], ProbeEnv(s, state, query_for([wd])), 120)
+        last[:] = [s]
+
+    one()  # the first: excludes the suspects from the 20 pending jobs
+    secs = median_seconds(one, b.repeat)
+    calls = last[0].calls
+    return secs, b.bare(calls), dict(lib.count_calls(calls))
+
+
+def nodes_axis(b: Bench, n: int, fill: int, out: dict[str, list[float]]) -> list[str]:
+    b.fill(fill)
+    sw, sw_bare, calls = suspect_sweep(b, f"nodes{n}")
+    nodes_calls = b.calls_of("nodes", "--json")
+    cli, cli_bare = b.timed("nodes", "--json"), b.bare(nodes_calls)
+    floor = out[FLOOR][-1]
+    for key, v in (
+        (SWEEP, sw),
+        (SWEEP_BARE, sw_bare),
+        ("rtool nodes --json", cli),
+        ("start-up + its calls bare", floor + cli_bare),
+    ):
+        out.setdefault(key, []).append(v)
+    print(
+        f"{n:3d} nodes: sweep (20 names, suspects known) {sw * 1000:7.1f} ms vs its calls bare "
+        f"{sw_bare * 1000:6.1f} ms (x{sw / sw_bare:4.2f}), calls {calls}; "
+        f"`rtool nodes --json` {cli * 1000:6.1f} ms vs start-up + its calls bare "
+        f"{(floor + cli_bare) * 1000:6.1f} ms {dict(lib.count_calls(nodes_calls))}"
+    )
+    ok = lib.reads_only(lib.Counter(calls))
+    return [lib.goal_line(f"{n} nodes, suspects known: no call beyond the reads", ok, str(calls))]
+
+
+def queue_point(b: Bench, q: int, out: dict[str, list[float]]) -> list[str]:
+    b.fill(q)
+    b.rtool(*WATCH)  # a warm state dir: a first lookup on 22.05 asks sacct twice
+    calls = b.calls_of(*WATCH)
+    counted = lib.count_calls(calls)
+    watch = b.timed(*WATCH)
+    squeue = b.bare([c for c in calls if c[0] == "squeue"])
+    reads = b.bare(calls)
+    every = b.bare([["squeue", "-h", "-r"]])
+    sw, sw_bare, sw_calls = suspect_sweep(b, f"queue{q}")
+    start = out[STARTUP][-1]
+    for key, v in (
+        (WATCH_CLI, watch),
+        (START_SQ, start + squeue),
+        ("its squeue bare (watch job)", squeue),
+        ("its calls bare (watch job)", reads),
+        (SQUEUE_ALL, every),
+        (SWEEP, sw),
+        (SWEEP_BARE, sw_bare),
+    ):
+        out.setdefault(key, []).append(v)
+    print(
+        f"{q:6d} jobs: `watch job` 20 names {watch * 1000:7.1f} ms vs start-up + its squeue "
+        f"{(start + squeue) * 1000:6.1f} ms (x{watch / (start + squeue):4.2f}), vs start-up + "
+        f"all its calls bare {(start + reads) * 1000:6.1f} ms (x{watch / (start + reads):4.2f}) "
+        f"{dict(counted)}; squeue -r (all) {every * 1000:6.1f} ms; in-process sweep with "
+        f"suspects {sw * 1000:6.1f} ms vs its calls bare {sw_bare * 1000:6.1f} ms {sw_calls}"
+    )
+    one = counted["squeue"] == 1 and counted["sacct"] <= 1 and lib.reads_only(counted)
+    known = lib.reads_only(lib.Counter(sw_calls))
+    return [
+        lib.goal_line(f"{q} jobs: one squeue, at most one sacct", one, str(dict(counted))),
+        lib.goal_line(f"{q} jobs, suspects known: no call beyond the reads", known, str(sw_calls)),
+    ]
+
+
+def queue_axis(b: Bench, sizes: list[int], out: dict[str, list[float]]) -> list[str]:
+    bad = [a if a != "--no-notify" else "--timeout=bogus" for a in WATCH] + ["--no-notify"]
+    b.rtool(*bad, ok=(3,))
+    start = median_seconds(partial(b.rtool, *bad, ok=(3,)), b.repeat)
+    assert not b.calls_of(*bad, ok=(3,)), "a rejected option must ask Slurm nothing"
+    print(
+        f"start-up of `watch job` (20 names, a rejected --timeout: no Slurm call) "
+        f"{start * 1000:.1f} ms"
+    )
+    goals = []
+    for q in sizes:
+        out.setdefault(STARTUP, []).append(start)
+        goals += queue_point(b, q, out)
+    last = out[WATCH_CLI][-1] / out[START_SQ][-1]
+    goal = f"`watch job` 20 names at {sizes[-1]} jobs <= 1.5x (start-up + bare squeue)"
+    goals.append(lib.goal_line(goal, last <= 1.5, f"x{last:.2f}"))
+    return goals
+
+
+def attempts_axis(b: Bench, sizes: list[int], out: dict[str, list[float]]) -> list[str]:
+    excess = []
+    for n in sizes:
+        hb = b.base / f"hb-{n}.json"
+        Path(f"{hb}.attempts").write_text(lib.attempt_records(n))
+        args = ["history", f"scale-run-{n}", "--heartbeat", str(hb), "--no-accounting"]
+        shown = len(json.loads(b.rtool(*args, "--json"))["ledger"]["attempts"])
+        calls = b.calls_of(*args)
+        secs, bare = b.timed(*args), b.bare(calls)
+        base = b.floor + bare
+        out.setdefault("rtool history", []).append(secs)
+        out.setdefault("start-up + its calls bare", []).append(base)
+        excess.append(max(secs - base, 0.0))
+        print(
+            f"{n:4d} attempts ({shown} in the ledger): `rtool history` {secs * 1000:7.1f} ms vs "
+            f"start-up + its calls bare {base * 1000:6.1f} ms (x{secs / base:4.2f}) "
+            f"{dict(lib.count_calls(calls))}"
+        )
+    g = lib.growth(sizes, excess, floor=0.005)
+    detail = f"cost above start-up + its calls grew x{g.cost:.1f} for x{g.work:.0f} the attempts"
+    return [lib.goal_line("history <= linear in attempts", g.ok, detail)]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="a smaller sweep (about 2 minutes)")
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--png", type=Path, default=ROOT / "docs" / "scale.png")
+    args = ap.parse_args()
+    sizes = QUICK if args.quick else FULL
+    nodes_out: dict[str, list[float]] = {}
+    queue_out: dict[str, list[float]] = {}
+    hist_out: dict[str, list[float]] = {}
+    goals: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="rtool-bench-scale-") as tmp:
+        for n in sizes["nodes"]:
+            b = Bench(Path(tmp) / f"c{n}", args.repeat)
+            b.base.mkdir()
+            with cluster(n):
+                b.write_wrappers()
+                b.floor = median_seconds(partial(b.rtool, "--version"), args.repeat)
+                nodes_out.setdefault(FLOOR, []).append(b.floor)
+                print(f"start-up floor (`rtool --version`) {b.floor * 1000:.1f} ms")
+                goals += nodes_axis(b, n, sizes["jobs"][0], nodes_out)
+                if n == sizes["nodes"][-1]:
+                    goals += queue_axis(b, sizes["jobs"], queue_out)
+                    goals += attempts_axis(b, sizes["attempts"], hist_out)
+                    hist_out[FLOOR] = [b.floor] * len(sizes["attempts"])
+    summary(sizes, (nodes_out, queue_out, hist_out), goals, args.png)
+    return 0 if all(not g.startswith("FAIL") for g in goals) else 1
+
+
+def summary(
+    sizes: dict[str, list[int]],
+    outs: tuple[dict[str, list[float]], dict[str, list[float]], dict[str, list[float]]],
+    goals: list[str],
+    png: Path,
+) -> None:
+    nodes_out, queue_out, hist_out = outs
+    jobs = sizes["jobs"]
+    above = [w - s for w, s in zip(queue_out[WATCH_CLI], queue_out[STARTUP], strict=True)]
+    for label, sz, costs in (
+        ("`watch job` above its start-up, over queued jobs", jobs, above),
+        ("in-process sweep, over queued jobs", jobs, queue_out[SWEEP]),
+        ("in-process sweep, over nodes", sizes["nodes"], nodes_out[SWEEP]),
+        ("`rtool nodes --json`, over nodes", sizes["nodes"], nodes_out["rtool nodes --json"]),
+    ):
+        g = lib.growth(sz, costs, floor=0.005)
+        detail = f"x{g.cost:.2f} for x{g.work:.0f}"
+        goals.append(lib.goal_line(f"{label}: no faster than the work", g.ok, detail))
+    goals.append(
+        "TEST  a 16-node attempt losing one node -> 1 suspect: tests/nodes/test_scale.py::"
+        "test_a_16_node_attempt_losing_one_node_blames_that_node_alone (64-node cluster)"
+    )
+    print("\n".join(["", *goals]))
+    axes = [
+        Axis("queue: 20 watched names among N queued jobs", "queued jobs", jobs, queue_out),
+        Axis("nodes: 20 names, 2 suspects, nothing changed", "nodes", sizes["nodes"], nodes_out),
+        Axis("attempts: rtool history (from records)", "attempts", sizes["attempts"], hist_out),
+    ]
+    for axis, ref in zip(axes, (SQUEUE_ALL, SWEEP_BARE, "rtool history"), strict=True):
+        axis.reference = ref
+    draw(png, axes, "bench/scale.py on a shared 2-core host; local Slurm with accounting")
+    print(f"wrote {png}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

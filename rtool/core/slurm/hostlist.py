@@ -1,0 +1,116 @@
+"""Slurm's compressed host list, written: the inverse of `parse.expand_hostlist`.
+
+`compress_hostlist(["n1", "n2", "n3", "gpu01"])` is `n[1-3],gpu01`, exactly what
+`scontrol show hostlist n1,n2,n3,gpu01` prints (property-tested against it on both releases):
+the names keep their order and repeats (`n3,n1,n2` -> `n[3,1-2]`), a run of consecutive numbers
+with the same prefix becomes a range, zero padding is kept (`n[09-10]`; `n1` and `n01` stay
+apart) and neighbouring ranges of one prefix share a bracket. `sort=True` first drops repeats
+and sorts naturally (`n2` before `n10`), the form rtool writes for sets of nodes (exclusions,
+suspects, alert fields). Pure; no subprocess.
+
+As in Slurm (hostlist.c: hostname_create, hostlist_push_range, _width_equiv,
+_get_bracketed_list), a name's numeric suffix is its trailing digits and the rest its prefix; a
+name without one stands alone. Suffixes longer than 18 digits (beyond what Slurm reads as a
+number) stand alone too.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+_NAME = re.compile(r"(.*?)(\d*)", re.ASCII | re.DOTALL)
+_CHUNK = re.compile(r"(\d+)", re.ASCII)
+MAX_DIGITS = 18
+
+
+@dataclass
+class _Range:
+    prefix: str
+    lo: int
+    hi: int
+    width: int  # digits written (zero padding included); 0 for a name without a number
+    single: bool  # a name without a numeric suffix
+
+    def numbers(self) -> str:
+        lo = f"{self.lo:0{self.width}d}"
+        return lo if self.hi == self.lo else f"{lo}-{self.hi:0{self.width}d}"
+
+
+def _range(name: str) -> _Range:
+    m = _NAME.fullmatch(name)
+    assert m is not None  # the pattern matches any string
+    prefix, digits = m.group(1), m.group(2)
+    if not digits or len(digits) > MAX_DIGITS:
+        return _Range(name, 0, 0, 0, True)
+    n = int(digits)
+    return _Range(prefix, n, n, len(digits), False)
+
+
+def _pad(num: int, width: int) -> int:
+    return max(0, width - len(str(num)))
+
+
+def _width_equiv(a: _Range, b: _Range) -> bool:
+    """Slurm's `_width_equiv`: may `a` and `b` share a range (padding unchanged either way)?
+    Adjusts the width of one of them when they may."""
+    if a.width == b.width:
+        return True
+    apad, abpad = _pad(a.lo, a.width), _pad(a.lo, b.width)
+    bpad, bapad = _pad(b.lo, b.width), _pad(b.lo, a.width)
+    if apad != abpad and bpad != bapad:
+        return False
+    if apad != abpad:
+        b.width = a.width
+    else:
+        a.width = b.width
+    return True
+
+
+def _joins(tail: _Range, r: _Range) -> bool:
+    return (
+        not tail.single
+        and not r.single
+        and tail.prefix == r.prefix
+        and tail.hi == r.lo - 1
+        and _width_equiv(tail, r)
+    )
+
+
+def _natural(name: str) -> tuple[tuple[object, ...], ...]:
+    """A sort key: `n2` before `n10`, `gpu01` by its number, text before numbers."""
+    parts = _CHUNK.split(name)
+    return tuple((0, p, 0) if i % 2 == 0 else (1, int(p), len(p)) for i, p in enumerate(parts))
+
+
+def sort_hosts(names: Iterable[str]) -> list[str]:
+    """The names once each, in natural order (`n2` before `n10`)."""
+    return sorted(set(names), key=_natural)
+
+
+def compress_hostlist(names: Iterable[str], *, sort: bool = False) -> str:
+    """Slurm's compressed form of `names` ("" for none); `sort`: once each, natural order."""
+    ranges: list[_Range] = []
+    for name in sort_hosts(names) if sort else names:
+        r = _range(name)
+        if ranges and _joins(ranges[-1], r):
+            ranges[-1].hi = r.hi
+        else:
+            ranges.append(r)
+    out: list[str] = []
+    i = 0
+    while i < len(ranges):
+        head = ranges[i]
+        j = i + 1
+        if not head.single:
+            while j < len(ranges) and not ranges[j].single and ranges[j].prefix == head.prefix:
+                j += 1
+        if head.single:
+            out.append(head.prefix)
+        elif j - i > 1 or head.hi > head.lo:
+            out.append(f"{head.prefix}[{','.join(r.numbers() for r in ranges[i:j])}]")
+        else:
+            out.append(head.prefix + head.numbers())
+        i = j
+    return ",".join(out)
