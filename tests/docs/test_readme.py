@@ -67,6 +67,7 @@ def rules() -> list[Rule]:
         Rule(r"scripts/test\b", skip="the whole suite, which this test is part of"),
         Rule(r"pip install ", skip="installing: tests/install builds and installs the wheel"),
         Rule(r"rtool history llama-7b\b", before=_until_done("llama-7b")),
+        Rule(r"rtool --config bad\.toml config check$", codes=(2,)),
         Rule(r"rtool watch ", codes=(0, 1, 2)),
         Rule(r"rtool (submit|save|stop|cron|nodes|silence)\b"),
         Rule(r"(cat|chmod) "),
