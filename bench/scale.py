@@ -145,15 +145,16 @@ def cluster(nodes: int) -> Iterator[localslurm.Cluster]:
     directory = Path(tempfile.mkdtemp(prefix=f"rtool-bench-scale{nodes}-"))
     saved = dict(os.environ)
     t = time.perf_counter()
-    c = localslurm.up(directory, nodes=nodes, accounting=True)
-    print(f"-- {nodes}-node cluster with accounting up in {time.perf_counter() - t:.1f} s")
-    os.environ.update(c.env)
     try:
+        c = localslurm.up(directory, nodes=nodes, accounting=True)
+        print(f"-- {nodes}-node cluster with accounting up in {time.perf_counter() - t:.1f} s")
+        os.environ.update(c.env)
         yield c
     finally:
         os.environ.clear()
         os.environ.update(saved)
         localslurm.down(directory)
+        shutil.rmtree(directory, ignore_errors=True)  # its database and spool: ~300 MB
 
 
 def suspect_sweep(b: Bench, tag: str) -> tuple[float, float, dict[str, int]]:

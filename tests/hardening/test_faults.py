@@ -169,8 +169,10 @@ def test_corrupt_heartbeat_is_reported_not_a_traceback(
 )
 def test_quota_failure_is_unknown_never_ok(cli: Any, tmp_path: Path, cmd: str, needle: str) -> None:
     start = time.monotonic()
+    # the quota's verdict alone: however full the host's disk under tmp_path is
     res = cli(
         "watch", "disk", str(tmp_path), "--quota-cmd", cmd, "--timeout", "2s", "--no-notify",
+        "--max-used", "100%", "--warn-used", "100%",
     )  # fmt: skip
     no_traceback(res.err)
     assert time.monotonic() - start < 20
