@@ -32,6 +32,7 @@ from rtool.core.slurm import expand_hostlist
 from rtool.core.slurm.parse import ParseError
 from rtool.runs.logtail import read_tail
 from rtool.runs.model import InPlaceRestart
+from rtool.runs.records import shown_id
 
 RESTARTS_BYTES = 256 * 1024
 MAX_LINE = 16 * 1024
@@ -58,9 +59,7 @@ class RestartRecord:
 
     @property
     def shown_id(self) -> str:
-        if self.array_job_id and self.array_task_id is not None:
-            return f"{self.array_job_id}_{self.array_task_id}"
-        return self.job_id
+        return shown_id(self.job_id, self.array_job_id, self.array_task_id) or self.job_id
 
     @property
     def nodes(self) -> tuple[str, ...]:

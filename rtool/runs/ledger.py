@@ -18,7 +18,7 @@ from rtool.runs import inplace, signatures
 from rtool.runs.finish import Claim
 from rtool.runs.inplace import RestartRecord
 from rtool.runs.model import Attempt, Ledger, Source
-from rtool.runs.records import BatchRecord
+from rtool.runs.records import BatchRecord, shown_id
 from rtool.runs.totals import fold
 
 if TYPE_CHECKING:
@@ -58,12 +58,6 @@ class Inputs:
     keep: int = KEEP_ATTEMPTS
     #: The restart records: the training restarted inside an allocation (rtool.runs.inplace).
     restarts: list[RestartRecord] = field(default_factory=list)
-
-
-def shown_id(job_id: str | None, array_job_id: str | None, task: object) -> str | None:
-    if array_job_id and task not in (None, ""):
-        return f"{array_job_id}_{task}"
-    return job_id
 
 
 def _end(r: SacctRecord) -> float | None:

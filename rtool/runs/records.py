@@ -44,6 +44,13 @@ HOSTLIST = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-\[\],]{0,4095}", re.ASCII)
 _BAD_CHARS = re.compile(r"[\x00-\x1f\x7f\u0085\u2028\u2029]")
 
 
+def shown_id(job_id: str | None, array_job_id: str | None, task: object) -> str | None:
+    """The id squeue and sacct show: `88_3` for an array task, else the job id."""
+    if array_job_id and task not in (None, ""):
+        return f"{array_job_id}_{task}"
+    return job_id
+
+
 class RecordError(ValueError):
     """A record line that rtool did not write (one line naming the problem)."""
 
@@ -64,9 +71,7 @@ class BatchRecord:
     @property
     def shown_id(self) -> str:
         """The id squeue and sacct show: `88_3` for an array task, else the job id."""
-        if self.array_job_id and self.array_task_id is not None:
-            return f"{self.array_job_id}_{self.array_task_id}"
-        return self.job_id
+        return shown_id(self.job_id, self.array_job_id, self.array_task_id) or self.job_id
 
     @property
     def nodes(self) -> tuple[str, ...]:
