@@ -87,7 +87,10 @@ def test_three_broken_writers_on_the_cluster(
 
     def all_critical() -> dict[str, dict] | None:  # type: ignore[type-arg]
         found = sweep()
-        return found if all(r["status"] == "CRITICAL" for r in found.values()) else None
+        settled = "newest complete" in found.get("dies", {}).get(
+            "summary", ""
+        )  # its last save seen
+        return found if settled and all(r["status"] == "CRITICAL" for r in found.values()) else None
 
     try:
         found = wait_for(all_critical, timeout=150, interval=2, what="three CRITICAL results")
