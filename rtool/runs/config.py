@@ -2,7 +2,7 @@
 
 ```toml
 [runs]
-log_tail = "64KiB"                  # bytes read from the end of an attempt's log
+log_tail = "1MiB"                   # bytes read from the end of an attempt's log
 keep_attempts = 100                 # attempts kept in full; older ones summed up in the totals
 
 [[runs.signature]]                  # tried before the defaults
@@ -13,7 +13,7 @@ pattern = "No space left on device"
 [[watch.run]]
 name = "llama-7b"                   # the run (rtool submit --run; default the job name)
 heartbeat = "ckpt/heartbeat.json"   # the shim's heartbeat (steps, stop reasons, errors)
-log = "logs/llama-7b-%A_%a.out"     # the attempt's log (%j %A %a %x %%)
+log = "logs/llama-7b-%A_%a.out"     # the attempt's log (%j %A %a %x %%; %t %N: per task/node)
 total_steps = 100000                # enables the budget check
 crash_loop = 2                      # K bad launches in a row (in-place restarts too) -> CRITICAL
 on_crash_loop = "hold"              # hold the rest of the array (scontrol hold)
@@ -64,7 +64,7 @@ class SignatureEntry(Section):
 
 
 class RunsConfig(Section):
-    log_tail: Size = 64 * 1024
+    log_tail: Size = 1024 * 1024
     #: Attempts a run's ledger keeps in full; older ones are summed up in its totals.
     keep_attempts: int = Field(100, ge=1, le=1000)
     signature: list[SignatureEntry] = []

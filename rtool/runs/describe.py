@@ -25,10 +25,21 @@ def phrase(a: Attempt) -> str:
     else:
         bits.append(a.state)
     if a.signature is not None:
-        bits.append(a.signature.label)
+        bits.append(a.signature.label + where_text(a))
     elif a.error:
         bits.append(a.error[:120])
     return f"attempt {a.number} ({', '.join(bits)})"
+
+
+def where_text(a: Attempt) -> str:
+    """` on rank 3 (n2)`: who printed the root cause, when the log says."""
+    sig = a.signature
+    if sig is None or (sig.rank is None and sig.node is None):
+        return ""
+    rank = f"rank {sig.rank}" if sig.rank is not None else ""
+    if sig.node is None:
+        return f" on {rank}"
+    return f" on {rank} ({sig.node})" if rank else f" on {sig.node}"
 
 
 def tail_block(lines: tuple[str, ...]) -> str:
@@ -48,8 +59,10 @@ def fields(a: Attempt) -> dict[str, str]:
         "nodes": compress_hostlist(a.nodes) or "?",
         "state": a.state,
         "exit_code": exit_text(a) if a.is_over else "-",
-        "signature": a.signature.label if a.signature else (a.error or "none"),
+        "signature": a.signature.label + where_text(a) if a.signature else (a.error or "none"),
     }
+    if a.signature is not None and a.signature.action:
+        out["action"] = a.signature.action
     if a.stop_reason:
         out["stop_reason"] = a.stop_reason
     if a.log_tail:

@@ -116,15 +116,33 @@ def tries(ledger: Ledger, short: float) -> list[Try]:
     return sorted(out, key=lambda t: t.ended)
 
 
+#: Root causes that are Slurm's decision, not a crash: never a loop by themselves.
+NOT_CRASHES = frozenset(
+    {"timeout", "preempted", "deadline", "slurm-time-limit", "slurm-preempted", "slurm-cancelled"}
+)
+
+
+def same_cause(tail: list[Try]) -> bool:
+    """Every launch of `tail` is an attempt that died of the same root cause (its signature's
+    name and label), whatever follower lines each printed."""
+    sigs = [t.attempt.signature if t.restart is None else None for t in tail]
+    first = sigs[0]
+    if first is None or first.name in NOT_CRASHES:
+        return False
+    return all(s is not None and (s.name, s.label) == (first.name, first.label) for s in sigs)
+
+
 def crash_loop(ledger: Ledger, k: int, short: float) -> list[Try] | None:
     """The last `k` launches that ended (attempts and in-place restarts) when all of them are
-    bad, else None."""
+    bad, or all died of the same root cause (k >= 2), else None."""
     if ledger.finished or k < 1:
         return None
     tail = tries(ledger, short)[-k:]
-    if len(tail) < k or not all(t.bad for t in tail):
+    if len(tail) < k:
         return None
-    return tail
+    if all(t.bad for t in tail) or (k >= 2 and same_cause(tail)):
+        return tail
+    return None
 
 
 def no_progress(ledger: Ledger, n: int | None) -> tuple[int, list[str]] | None:

@@ -17,6 +17,7 @@ from rtool.core.slurm import RUNNING_STATES, SqueueJob, expand_hostlist
 from rtool.runs import inplace, signatures
 from rtool.runs.finish import Claim
 from rtool.runs.inplace import RestartRecord
+from rtool.runs.logtail import shown
 from rtool.runs.model import Attempt, Ledger, Source
 from rtool.runs.records import BatchRecord, shown_id
 from rtool.runs.totals import fold
@@ -292,12 +293,14 @@ def _signatures(
     out = []
     for i, a in enumerate(attempts):
         last = i == len(attempts) - 1
+        lines = a.log_tail
         if read_log is not None and (a.key in todo or last):
             got = read_log(a)
-            if got is not None:
-                a = a.with_(log_path=got[0], log_tail=got[1])
+            if got is not None:  # the long tail for the root cause, the short one kept
+                lines = got[1]
+                a = a.with_(log_path=got[0], log_tail=shown(got[1]))
         if a.key in todo:
-            sig = signatures.match(a.log_tail, a.state, a.error, extra)
+            sig = signatures.match(lines, a.state, a.error, extra, a.nodes)
             if sig is not None or a.log_path is not None:
                 a = a.with_(signature=sig)
         out.append(a)

@@ -55,6 +55,9 @@ class Signature:
     name: str  # cuda-oom, nccl-timeout, node-fail ...
     label: str  # "CUDA out of memory"
     line: str = ""  # the log line that matched ("" for Slurm states)
+    rank: int | None = None  # the rank (or srun task) that printed it, when the log says
+    node: str | None = None  # the node that printed it (or that it names), when known
+    action: str = ""  # what the user needs to do ("free space on /scratch ...")
 
 
 @dataclass(frozen=True)

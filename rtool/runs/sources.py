@@ -20,7 +20,7 @@ from rtool.runs import ledger as ledger_mod
 from rtool.runs.config import RunsConfig, RunWatch
 from rtool.runs.health import crash_loop
 from rtool.runs.inplace import RestartRecord, read_restarts, restarts_path
-from rtool.runs.logtail import UntrustedFile, read_tail, tail_lines
+from rtool.runs.logtail import UntrustedFile, read_logs
 from rtool.runs.model import Attempt, Ledger
 from rtool.runs.records import BatchRecord, read_records, records_path
 
@@ -51,8 +51,8 @@ def log_reader(spec: RunWatch, limit: int) -> ledger_mod.LogReader | None:
 
     def read(a: Attempt) -> tuple[str, tuple[str, ...]] | None:
         path = log_path(pattern, a, spec.slurm_name)
-        try:
-            return path, tail_lines(read_tail(path, limit))
+        try:  # the per-task logs too when the pattern has %t or %N
+            return read_logs(path, a.nodes, limit)
         except FileNotFoundError:
             return None
         except (UntrustedFile, OSError) as exc:

@@ -244,7 +244,7 @@ def record_signatures(attempts: list[Attempt]) -> list[tuple[str, Evidence]]:
         sig = a.signature
         if sig is None:
             continue
-        for node in blamed(a.nodes, sig.name, sig.line):
+        for node in blamed(a.nodes, sig.name, sig.line, sig.node):
             detail = f"{sig.label} in attempt {a.job_id}" + (f": {sig.line}" if sig.line else "")
             when = a.ended or a.started or time.time()
             out.append(

@@ -169,7 +169,7 @@ def test_defaults_read_back_exactly(cli, tmp_path: Path, monkeypatch: pytest.Mon
     (tmp_path / "shown.toml").write_text(res.out)
     assert load_config(tmp_path / "shown.toml").model_dump() == Config().model_dump()
     data = tomllib.loads(res.out)
-    assert data["notify"]["repeat_interval"] == "4h" and data["runs"]["log_tail"] == "64KiB"
+    assert data["notify"]["repeat_interval"] == "4h" and data["runs"]["log_tail"] == "1MiB"
 
 
 SECRETS = """\

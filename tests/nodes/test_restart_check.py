@@ -77,6 +77,9 @@ def test_nodes_blamed_by_slurm_or_by_the_launchs_log() -> None:
         "[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(...) ran for "
         "600000 milliseconds before timing out (peer n2)"
     )
-    got = blamed_by_log(launch_log(log + nccl + "\n"), ["n1", "n2"])
-    assert list(got) == ["n2"] and got["n2"].startswith("NCCL timeout")
+    # the waiting rank's timeout blames nobody (issue 37), even when it names its peer
+    assert blamed_by_log(launch_log(log + nccl + "\n"), ["n1", "n2"]) == {}
+    xid = "Nov 23 14:00:00 n2 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off"
+    got = blamed_by_log(launch_log(log + nccl + "\n" + xid + "\n"), ["n1", "n2"])
+    assert list(got) == ["n2"] and got["n2"].startswith("GPU XID error")
     assert blamed_by_log(("CUDA out of memory",), ["n1"]) == {}  # the training's, not the node's

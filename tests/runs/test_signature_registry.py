@@ -81,7 +81,8 @@ def test_the_registry_is_every_module_once_and_node_level_is_derived() -> None:
     names = [d.name for d in DECLARED]
     assert len(names) == len(set(names))
     assert {d.name for d in DECLARED if d.node_level} == node_signatures.NODE_LEVEL
-    assert {"xid", "ecc", "nccl-timeout"} <= node_signatures.NODE_LEVEL
+    assert {"xid", "ecc", "gpu-lost", "node-failure"} <= node_signatures.NODE_LEVEL
+    assert not {"nccl-timeout", "nccl-error", "xid-app", "cuda-fault"} & node_signatures.NODE_LEVEL
 
 
 def test_the_docs_table_lists_every_signature() -> None:

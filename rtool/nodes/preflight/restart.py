@@ -134,10 +134,12 @@ def blamed_by_log(
     lines: Sequence[str], nodes: Sequence[str], extra: Sequence[signatures.Pattern] = ()
 ) -> dict[str, str]:
     """The nodes a node-level failure signature in the launch's log names, with the line."""
-    sig = signatures.match(lines, "RUNNING", None, extra)
+    sig = signatures.match(lines, "RUNNING", None, extra, nodes)
     if sig is None:
         return {}
-    return {n: f"{sig.label}: {sig.line[:200]}" for n in blamed(nodes, sig.name, sig.line)}
+    return {
+        n: f"{sig.label}: {sig.line[:200]}" for n in blamed(nodes, sig.name, sig.line, sig.node)
+    }
 
 
 def record(

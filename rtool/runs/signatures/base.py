@@ -2,12 +2,17 @@
 
 A signature names why an attempt died from one line of its log: its `name` (`xid`), a `label`
 for people, a regex anchored to the line the failing component really prints (the kernel's
-`NVRM: Xid (PCI:…): N`, not any line with "xid" in it), whether it points at the node's
-hardware (`node_level`: the node becomes suspect, see rtool/nodes/signatures.py), and the real
-lines it must match (`examples`) and ordinary lines it must not (`near_misses`: code, comments,
-exceptions, user prints). A generic test runs every registered signature against its own lines
-and a shared corpus (tests/runs/corpus/), and holds its pattern to the linear-time rule
-(rtool/core/linear.py).
+`NVRM: Xid (PCI:…): N`, not any line with "xid" in it), whether it points at the hardware of
+the node that printed the line (`node_level`: the node becomes suspect, see
+rtool/nodes/signatures.py), how specific it is (`tier`: 1 a root cause such as a GPU fault or a
+full disk, 2 a failure that is often the first sign of another (an NCCL network error, a
+segfault), 3 a symptom that other ranks or Slurm print after the real cause (a collective
+timeout on the waiting ranks, Slurm's cancel lines)), the `action` a user needs (a format
+string; `{what}` is the pattern's `what` group when it matched, else `what_default`), and the
+real lines it must match (`examples`) and ordinary lines it must not (`near_misses`: code,
+comments, exceptions, user prints). A generic test runs every registered signature against its
+own lines and the shared corpus (tests/runs/corpus/), and holds its pattern to the linear-time
+rule (rtool/core/linear.py).
 """
 
 from __future__ import annotations
@@ -15,15 +20,33 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+#: Tiers: how specific a signature is (the root cause over an attempt is the lowest tier,
+#: then the earliest line).
+ROOT, SECONDARY, SYMPTOM = 1, 2, 3
+#: Every pattern sees at most this many characters of a line.
+MAX_LINE = 4000
+
 
 @dataclass(frozen=True)
 class Pattern:
-    """A compiled signature: a default's (see `Declared`) or a `[[runs.signature]]` entry's."""
+    """A compiled signature: a default's (see `Declared`) or a `[[runs.signature]]` entry's
+    (tier 0: a site's own signature beats every default)."""
 
     name: str
     label: str
     regex: re.Pattern[str]
     node_level: bool = False
+    tier: int = 0
+    action: str = ""
+    what_default: str = ""
+
+    def action_for(self, line: str) -> str:
+        """The action with `{what}` filled from `line` (the `what` group, else the default)."""
+        if not self.action:
+            return ""
+        m = self.regex.search(line)
+        what = m.groupdict().get("what") if m else None
+        return self.action.replace("{what}", (what or self.what_default).strip()[:200])
 
 
 @dataclass(frozen=True)
@@ -37,7 +60,19 @@ class Declared:
     examples: tuple[str, ...] = ()
     near_misses: tuple[str, ...] = ()
     ignore_case: bool = False
+    tier: int = ROOT
+    action: str = ""
+    what_default: str = ""
+    why: str = ""  # why it is (or is not) node-level, for docs/runs.md
 
     def compiled(self) -> Pattern:
         flags = re.IGNORECASE if self.ignore_case else 0
-        return Pattern(self.name, self.label, re.compile(self.pattern, flags), self.node_level)
+        return Pattern(
+            self.name,
+            self.label,
+            re.compile(self.pattern, flags),
+            self.node_level,
+            self.tier,
+            self.action,
+            self.what_default,
+        )

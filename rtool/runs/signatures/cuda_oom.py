@@ -1,12 +1,16 @@
 """cuda-oom: the CUDA caching allocator (or cuBLAS) could not allocate GPU memory."""
 
-from rtool.runs.signatures.base import Declared
+from rtool.runs.signatures.base import ROOT, Declared
 
 SIGNATURE = Declared(
     name="cuda-oom",
     label="CUDA out of memory",
     pattern=r"OutOfMemoryError: CUDA out of memory|CUDA out of memory\. Tried to allocate"
     r"|CUDA error: out of memory|CUBLAS_STATUS_ALLOC_FAILED",
+    tier=ROOT,
+    action="the training needs more GPU memory than it has: a smaller batch, activation "
+    "checkpointing or more sharding",
+    why="the training's own allocation; the GPU is fine",
     examples=(
         "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; "
         "79.15 GiB total capacity; 76.10 GiB already allocated)",
