@@ -26,7 +26,7 @@ _PREFIX = re.compile(
     r"^(?:\[rank(?P<rank>\d{1,6})\]: ?|\[1,(?P<mpi>\d{1,6})\]<std(?:out|err)>: ?"
     r"|(?P<task>\d{1,6}): |\[default(?P<local>\d{1,4})\]: ?)"
 )
-_STAMP = re.compile(r"^\[?(\d{4}-\d\d-\d\d[ T]\d\d:\d\d(?::\d\d(?:[.,]\d{1,9})?)?)")
+_STAMP = re.compile(r"^\[?(\d{4}-\d\d-\d\d[ T]\d\d:\d\d(?::\d\d(?:[.,]\d{1,9})?)?)\]?,? ?")
 _HOSTS = (
     re.compile(r"^ {0,8}(?P<host>[\w.-]{1,100}):\d{1,9}:\d{1,9} \[\d{1,3}\] "),
     re.compile(r"\bsrun: error: (?P<host>[\w.-]{1,100}): task (?P<task>\d{1,6}):"),
@@ -78,7 +78,12 @@ def origin_of(line: str, file_task: int | None, file_node: str | None) -> tuple[
     """The origin of a line and its text without the launcher's prefix."""
     o = Origin(task=file_task, host=file_node)
     body = line
-    for _ in range(3):  # prefixes nest: "3: [rank3]: ..."
+    for _ in range(4):  # prefixes nest: "3: 2026-11-23 14:00:00 [rank3]: ..."
+        stamp = _STAMP.match(body)
+        if stamp:
+            o.stamp = o.stamp or stamp.group(1)
+            body = body[stamp.end() :]
+            continue
         m = _PREFIX.match(body)
         if not m:
             break
@@ -87,8 +92,6 @@ def origin_of(line: str, file_task: int | None, file_node: str | None) -> tuple[
         elif m.group("task"):
             o.task = int(m.group("task"))
         body = body[m.end() :]
-    stamp = _STAMP.match(body)
-    o.stamp = stamp.group(1) if stamp else None
     for rx in _HOSTS:
         h = rx.search(body)
         if h:
