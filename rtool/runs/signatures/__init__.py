@@ -35,6 +35,7 @@ LINES = (
     "corrupt_checkpoint",
     "address_in_use",
     "rendezvous",
+    "hang",
     "oom_killer",
     "nccl_error",
     "nccl_timeout",
@@ -44,6 +45,7 @@ LINES = (
     "slurm_preempted",
     "slurm_node_failure",
     "slurm_cancelled",
+    "peer_failed",
 )
 
 
