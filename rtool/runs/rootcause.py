@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from rtool.runs.model import Signature
-from rtool.runs.signatures.base import MAX_LINE, SYMPTOM, Pattern
+from rtool.runs.signatures.base import MAX_LINE, ROOT, SYMPTOM, Pattern
 
 _HEADER = re.compile(r"^==> .{1,4000} \((?:task (\d{1,6}))?,? ?(?:node ([\w.-]{1,100}))?\) <==$")
 _PREFIX = re.compile(
@@ -42,6 +42,12 @@ _FOLLOWERS = re.compile(
     r"|SystemExit|CalledProcessError"
 )
 _TORCHRUN_RANK = re.compile(r"^ {0,4}rank {0,8}: (\d{1,6}) \(local_rank")
+#: A stack frame (faulthandler's or Python's) inside a collective: the rank was waiting.
+_WAITING = re.compile(r'File "[^"]{0,300}/torch/(?:distributed|autograd|nn/parallel)/')
+#: The shim's lines when it ends a rank that made no step (its own hang, or another rank's).
+_STUCK = frozenset({"hang", "peer-failed"})
+#: Lines after a hang line searched for its stacks.
+_STACK_LINES = 400
 
 
 @dataclass
@@ -189,7 +195,36 @@ def choose(
         best = earliest(found.exceptions)
     if best is None:
         return state_sig
+    if best.pattern is not None and best.pattern.name in _STUCK:
+        best = _hung(lines, found, best)
     return _signature(best, found, nodes)
+
+
+def _hung(lines: Sequence[str], found: _Scan, best: Hit) -> Hit:
+    """Which rank really hung: when every rank's shim ended it for making no step, the rank
+    whose stacks are inside a collective (torch.distributed, autograd, DDP) was only waiting
+    for the one whose stacks are not. That one's line, named a hang."""
+    stuck = [h for h in found.hits if h.pattern is not None and h.pattern.name in _STUCK]
+    keyed = [h for h in stuck if h.origin.rank is not None or h.origin.task is not None]
+    if len({(h.origin.rank, h.origin.task) for h in keyed}) < 2:
+        return best
+    hung = [h for h in keyed if not _waiting(lines, h)]
+    if not hung or len(hung) == len(keyed):
+        return best
+    first = earliest(hung)
+    named = [h.pattern for h in stuck if h.pattern is not None and h.pattern.name == "hang"]
+    pattern = named[0] if named else first.pattern  # named a hang, whoever's shim fired
+    return Hit(ROOT, first.seq, first.line, first.origin, pattern)
+
+
+def _waiting(lines: Sequence[str], hit: Hit) -> bool:
+    """The stacks dumped after `hit` by the same rank show a collective."""
+    key = (hit.origin.rank, hit.origin.task)
+    for raw in lines[hit.seq + 1 : hit.seq + 1 + _STACK_LINES]:
+        o, body = origin_of(raw[:MAX_LINE], hit.origin.task, None)
+        if (o.rank, o.task) == key and _WAITING.search(body):
+            return True
+    return False
 
 
 def _signature(best: Hit, found: _Scan, nodes: Sequence[str]) -> Signature:

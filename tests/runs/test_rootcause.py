@@ -179,3 +179,26 @@ def test_three_launches_dying_of_the_same_cause_are_a_crash_loop() -> None:
         )
         is None
     )
+
+
+def test_a_hang_is_the_rank_whose_stacks_are_not_in_a_collective() -> None:
+    """Rank 1 (left waiting in the backward's allreduce) fired first and wrote the abort file;
+    rank 0 (stuck in its own code) ended with it: the hang is rank 0's."""
+    log = [
+        "1: rtool.shim: HUNG at step 20: no step for 4.1s after step 20 (hang_after 4s); the "
+        "stacks of all threads:",
+        "1: Thread 0x00007f2e93fff640 (most recent call first):",
+        '1:   File "/v/lib/python3.11/site-packages/torch/autograd/graph.py", line 829 in '
+        "_engine_run_backward",
+        '1:   File "/w/ddp_toy.py", line 97 in main',
+        "0: rtool.shim: PEER_FAILED at step 20: rank 1 on n2 hung: no step for 4.1s after step "
+        "20 (hang_after 4s); this rank ended with it; the stacks of all threads:",
+        "0: Thread 0x00007f2e93fff640 (most recent call first):",
+        '0:   File "/w/ddp_toy.py", line 50 in fault',
+        '0:   File "/w/ddp_toy.py", line 93 in main',
+    ]
+    sig = signatures.match(log, "FAILED", nodes=TWO)
+    assert sig is not None and sig.name == "hang" and (sig.rank, sig.node) == (0, "n1"), sig
+    # without the stacks nothing tells them apart: the shim that fired names it
+    bare = signatures.match([log[0], log[4]], "FAILED", nodes=TWO)
+    assert bare is not None and bare.name == "hang" and bare.rank == 1
