@@ -206,11 +206,15 @@ def _hung(lines: Sequence[str], found: _Scan, best: Hit) -> Hit:
     for the one whose stacks are not. That one's line, named a hang."""
     stuck = [h for h in found.hits if h.pattern is not None and h.pattern.name in _STUCK]
     keyed = [h for h in stuck if h.origin.rank is not None or h.origin.task is not None]
-    if len({(h.origin.rank, h.origin.task) for h in keyed}) < 2:
+    keys = {(h.origin.rank, h.origin.task) for h in keyed}
+    waiting = {
+        k
+        for k in keys
+        if any(_waiting(lines, h) for h in keyed if (h.origin.rank, h.origin.task) == k)
+    }
+    if len(keys) < 2 or not waiting or waiting == keys:
         return best
-    hung = [h for h in keyed if not _waiting(lines, h)]
-    if not hung or len(hung) == len(keyed):
-        return best
+    hung = [h for h in keyed if (h.origin.rank, h.origin.task) not in waiting]
     first = earliest(hung)
     named = [h.pattern for h in stuck if h.pattern is not None and h.pattern.name == "hang"]
     pattern = named[0] if named else first.pattern  # named a hang, whoever's shim fired
