@@ -32,14 +32,16 @@ def phrase(a: Attempt) -> str:
 
 
 def where_text(a: Attempt) -> str:
-    """` on rank 3 (n2)`: who printed the root cause, when the log says."""
+    """` on rank 3 (n2)`: who printed the root cause, when the log says (the node only when
+    the attempt ran on more than one)."""
     sig = a.signature
-    if sig is None or (sig.rank is None and sig.node is None):
+    node = sig.node if sig is not None and len(a.nodes) > 1 else None
+    if sig is None or (sig.rank is None and node is None):
         return ""
     rank = f"rank {sig.rank}" if sig.rank is not None else ""
-    if sig.node is None:
+    if node is None:
         return f" on {rank}"
-    return f" on {rank} ({sig.node})" if rank else f" on {sig.node}"
+    return f" on {rank} ({node})" if rank else f" on {node}"
 
 
 def tail_block(lines: tuple[str, ...]) -> str:

@@ -202,3 +202,15 @@ def test_a_hang_is_the_rank_whose_stacks_are_not_in_a_collective() -> None:
     # without the stacks nothing tells them apart: the shim that fired names it
     bare = signatures.match([log[0], log[4]], "FAILED", nodes=TWO)
     assert bare is not None and bare.name == "hang" and bare.rank == 1
+
+
+def test_the_alert_says_who_printed_the_cause_and_what_to_do() -> None:
+    from rtool.runs import describe
+
+    sig = Signature("disk-full", "disk full", "OSError: …", 3, "n2", "free space on /scratch")
+    a = Attempt(run="r", number=2, job_id="9", nodes=TWO, state="FAILED", exit_code=1)
+    assert describe.phrase(a.with_(signature=sig)).endswith("disk full on rank 3 (n2))")
+    f = describe.fields(a.with_(signature=sig))
+    assert f["signature"] == "disk full on rank 3 (n2)" and f["action"] == "free space on /scratch"
+    one = a.with_(nodes=("n2",), signature=sig)  # one node: the nodes field says it already
+    assert describe.fields(one)["signature"] == "disk full on rank 3"
