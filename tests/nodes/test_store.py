@@ -71,6 +71,8 @@ def test_signature_blames_the_node():
         "n2"
     ]
     line = "[Rank 3] Watchdog caught collective operation timeout ... peer n12 (n12.cluster)"
-    assert blamed(("n1", "n12"), "nccl-timeout", line) == ["n12"]
+    assert blamed(("n1", "n12"), "nccl-timeout", line) == []  # the waiting rank's (issue 37)
+    # the node the root cause was printed on, when the log says (a per-task log, a host prefix)
+    assert blamed(("n1", "n2"), "ecc", "CUDA error: uncorrectable ECC error", "n2") == ["n2"]
     assert blamed(("n1", "n2"), "xid", "NVRM: Xid 79") == []  # which node? nobody
     assert blamed(("n1",), "cuda-oom", "CUDA out of memory") == []  # the training's fault
