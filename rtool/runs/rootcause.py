@@ -48,6 +48,10 @@ _WAITING = re.compile(r'File "[^"]{0,300}/torch/(?:distributed|autograd|nn/paral
 _STUCK = frozenset({"hang", "peer-failed"})
 #: Lines after a hang line searched for its stacks.
 _STACK_LINES = 400
+#: A path in a line (a checkpoint's, when it ends like one or names a DeepSpeed step folder).
+_PATH = re.compile(r"(?<![\w.@%+=:,~-])[\w.@%+=:,~-]{0,100}(?:/[\w.@%+=:,~-]{1,200}){1,40}")
+_CKPT = re.compile(r"\.(?:pt|pth|ckpt|bin|safetensors)$|/global_step\d{1,12}(?:/|$)")
+_CKPT_BACK = 40
 
 
 @dataclass
@@ -78,6 +82,7 @@ class _Scan:
     exceptions: list[Hit] = field(default_factory=list)
     tasks: set[int] = field(default_factory=set)
     summary: Origin | None = None  # torchrun's "Root Cause (first observed failure)"
+    lines: Sequence[str] = ()
 
 
 def origin_of(line: str, file_task: int | None, file_node: str | None) -> tuple[Origin, str]:
@@ -110,7 +115,7 @@ def origin_of(line: str, file_task: int | None, file_node: str | None) -> tuple[
 
 def scan(lines: Sequence[str], patterns: Sequence[Pattern]) -> _Scan:
     """Every signature match, Python exception and C++ `what()` line, in log order."""
-    out = _Scan()
+    out = _Scan(lines=lines)
     file_task: int | None = None
     file_node: str | None = None
     in_tb: set[tuple[int | None, int | None]] = set()
@@ -241,7 +246,24 @@ def _signature(best: Hit, found: _Scan, nodes: Sequence[str]) -> Signature:
     if best.pattern is None:
         return Signature("python-exception", best.label, text, rank, node)
     p = best.pattern
-    return Signature(p.name, p.label, text, rank, node, p.action_for(best.line))
+    action = p.action_for(best.line)
+    if p.name == "corrupt-checkpoint":
+        path = _checkpoint_path(found.lines, best)
+        action = (
+            action.replace("the checkpoint it resumed from", f"the checkpoint it read ({path})")
+            if path
+            else action
+        )
+    return Signature(p.name, p.label, text, rank, node, action)
+
+
+def _checkpoint_path(lines: Sequence[str], best: Hit) -> str | None:
+    """The checkpoint a failed load read: the last path in the line or the lines before it."""
+    for raw in reversed(lines[max(0, best.seq - _CKPT_BACK) : best.seq + 1]):
+        paths = [m.group(0) for m in _PATH.finditer(raw[:MAX_LINE]) if _CKPT.search(m.group(0))]
+        if paths:
+            return paths[-1][:300]
+    return None
 
 
 def _node(best: Hit, found: _Scan, nodes: Sequence[str]) -> str | None:

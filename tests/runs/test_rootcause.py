@@ -214,3 +214,19 @@ def test_the_alert_says_who_printed_the_cause_and_what_to_do() -> None:
     assert f["signature"] == "disk full on rank 3 (n2)" and f["action"] == "free space on /scratch"
     one = a.with_(nodes=("n2",), signature=sig)  # one node: the nodes field says it already
     assert describe.fields(one)["signature"] == "disk full on rank 3"
+
+
+def test_a_corrupt_checkpoint_is_named_from_the_lines_before_it() -> None:
+    log = [  # mmagic issue 876's log, as printed
+        "load checkpoint from local path: work_dirs/formal_basicvsr_plusplus_360new_cb/"
+        "iter_90000.pth",
+        "Traceback (most recent call last):",
+        r'  File "D:\Anaconda3\envs\pytorch\lib\site-packages\torch\serialization.py", '
+        "line 600, in load",
+        "RuntimeError: PytorchStreamReader failed reading zip archive: failed finding central "
+        "directory",
+    ]
+    sig = signatures.match(log, "FAILED")
+    assert sig is not None and sig.name == "corrupt-checkpoint"
+    assert "(work_dirs/formal_basicvsr_plusplus_360new_cb/iter_90000.pth)" in sig.action
+    assert "last complete" in sig.action
