@@ -1,0 +1,116 @@
+"""Issue 36: the new features act on what they checked, never on a path re-read.
+
+Each finding is reproduced as the second Unix user (`rtool-peer`) would: a symlink planted in
+a shared sticky folder, a file swapped into a folder others can write, a racing rename. Each
+test also shows the feature still working on your own files.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from rtool.core import fdwalk
+from rtool.core.safeio import UnsafeFileError
+from rtool.testing.users import LocalUser, shared_folder
+from tests.watchdogs.ckptfiles import folder_ckpt
+
+
+@pytest.fixture
+def sticky() -> Iterator[Path]:
+    """A shared sticky folder (1777, like /tmp or a team scratch): anyone may add entries."""
+    d = Path(tempfile.mkdtemp(prefix="rtool-sticky-"))
+    d.chmod(0o1777)
+    yield d
+    subprocess.run(["rm", "-rf", "--", str(d)], check=False)
+
+
+@pytest.fixture
+def shared(peer: LocalUser) -> Iterator[Path]:
+    """A project folder of yours that the other user may write into (2775, shared group)."""
+    d = shared_folder(peer)
+    yield d
+    subprocess.run(["rm", "-rf", "--", str(d)], check=False)
+
+
+def _steps(folder: Path, *steps: int) -> None:
+    for i, step in enumerate(steps):
+        folder_ckpt(folder, f"step_{step:06d}", old=(len(steps) - i) * 100.0)
+
+
+def _watch_ckpt(cli, folder: Path, *flags: str) -> dict:  # type: ignore[no-untyped-def]
+    res = cli("watch", "checkpoint", str(folder), *flags, "--json", "--no-notify")
+    assert res.code in (0, 1, 2, 3), res.out + res.err
+    return json.loads(res.out)["results"][0]
+
+
+def test_the_walk_refuses_planted_links_and_folders_others_can_write(
+    tmp_path: Path, sticky: Path, shared: Path, peer: LocalUser
+) -> None:
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "f").write_text("x")
+    os.symlink(mine, sticky / "my-link")  # a link of yours: followed
+    assert fdwalk.read_checked(sticky / "my-link" / "f")[0] == b"x"
+    peer.run(["ln", "-s", str(mine), str(sticky / "their-link")])
+    with pytest.raises(UnsafeFileError, match=f"a symlink owned by uid {peer.uid}"):
+        fdwalk.read_checked(sticky / "their-link" / "f")
+    (shared / "sub").mkdir()
+    (shared / "sub" / "f").write_text("y")
+    with pytest.raises(UnsafeFileError, match=r"writable by group \(mode 2775\) without the st"):
+        fdwalk.read_checked(shared / "sub" / "f")
+    peer.run(["sh", "-c", 'echo theirs > "$1"', "plant", str(sticky / "planted")])
+    with pytest.raises(UnsafeFileError, match=f"owned by uid {peer.uid}, not by you or root"):
+        fdwalk.read_checked(sticky / "planted")
+
+
+def test_retention_never_deletes_through_a_link_another_user_planted(
+    tmp_path: Path, sticky: Path, peer: LocalUser, cli
+) -> None:
+    old_run = tmp_path / "old-run"  # an older run's checkpoints of yours, 0755
+    _steps(old_run, 100, 200, 300, 400)
+    peer.run(["ln", "-s", str(old_run), str(sticky / "ckpt")])
+    r = _watch_ckpt(cli, sticky / "ckpt", "--keep-last", "2")
+    assert r["status"] == "UNKNOWN", r
+    assert (
+        f"refusing the folder: {sticky}/ckpt is a symlink owned by uid {peer.uid}" in (r["summary"])
+    )
+    assert len(list(old_run.iterdir())) == 4
+    # a folder above the checkpoints, planted the same way
+    peer.run(["ln", "-sfn", str(tmp_path), str(sticky / "runs")])
+    r = _watch_ckpt(cli, sticky / "runs" / "old-run", "--keep-last", "2")
+    assert r["status"] == "UNKNOWN" and len(list(old_run.iterdir())) == 4
+    # your own folder, reached through your own link there: still pruned
+    os.symlink(old_run, sticky / "mine")
+    r = _watch_ckpt(cli, sticky / "mine", "--keep-last", "2")
+    assert r["fields"]["retention"] == f"deleted step_000100, step_000200 in {sticky}/mine"
+    assert sorted(p.name for p in old_run.iterdir()) == ["step_000300", "step_000400"]
+
+
+def test_the_prune_acts_on_the_walked_folder_not_on_a_renamed_path(
+    shared: Path, tmp_path: Path, peer: LocalUser
+) -> None:
+    """The prune runs later than the scan: a folder others may rename things in, on the way,
+    refuses it (the hooked moment: the other user swapped the path just before)."""
+    from rtool.watchdogs.actions import delete
+    from rtool.watchdogs.base import Action
+
+    precious = tmp_path / "precious"
+    _steps(precious, 100, 200)
+    ck = shared / "ckpt"
+    _steps(ck, 100, 200)
+    peer.run(["mv", str(ck), str(shared / "moved")])  # group-writable, not sticky: they can
+    peer.run(["ln", "-s", str(precious), str(ck)])
+    out = delete(Action.delete(str(ck), ("step_000100",)), 30.0)
+    assert out.startswith(f"deleting in {ck} failed: refusing the folder"), out
+    assert len(list(precious.iterdir())) == 2
+    (shared / "moved").chmod(0o755)
+    out = delete(Action.delete(str(shared / "moved"), ("step_000100",)), 30.0)
+    assert "writable by group or others (mode 2775) without the sticky bit" in out
+    assert len(list((shared / "moved").iterdir())) == 2
