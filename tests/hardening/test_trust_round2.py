@@ -114,3 +114,51 @@ def test_the_prune_acts_on_the_walked_folder_not_on_a_renamed_path(
     out = delete(Action.delete(str(shared / "moved"), ("step_000100",)), 30.0)
     assert "writable by group or others (mode 2775) without the sticky bit" in out
     assert len(list((shared / "moved").iterdir())) == 2
+
+
+def test_a_config_swapped_in_while_it_is_read_never_counts(shared: Path, peer: LocalUser) -> None:
+    """Finding 4: the other user renames their file over ./rtool.toml and back, in a loop,
+    while rtool reads it: every read is yours or refused, never theirs."""
+    from rtool.core.config import ConfigError, read_trusted_config
+
+    conf = shared / "rtool.toml"
+    conf.write_text('# mine\n[notify]\nchannels = ["mine"]\n')
+    conf.chmod(0o644)
+    theirs = shared / "evil.toml"
+    peer.run(["sh", "-c", 'echo "# theirs" > "$1"', "plant", str(theirs)])
+    swap = (
+        'end=$(($(date +%s) + 4)); while [ "$(date +%s)" -lt "$end" ]; do '
+        'mv -f "$1/rtool.toml" "$1/keep"; mv -f "$1/evil.toml" "$1/rtool.toml"; '
+        'mv -f "$1/rtool.toml" "$1/evil.toml"; mv -f "$1/keep" "$1/rtool.toml"; done'
+    )
+    racer = subprocess.Popen(
+        [
+            "setpriv",
+            f"--reuid={peer.uid}",
+            f"--regid={peer.gid}",
+            "--init-groups",
+            "sh",
+            "-c",
+            swap,
+            "swap",
+            str(shared),
+        ]
+    )
+    mine = refused = 0
+    try:
+        while racer.poll() is None:
+            try:
+                text = read_trusted_config(conf)
+            except ConfigError as exc:
+                text = str(exc)
+                if "No such file" in text:
+                    continue
+                assert f"it is owned by uid {peer.uid}, not by you or root" in text, text
+                refused += 1
+                continue
+            assert text.startswith("# mine"), text
+            mine += 1
+    finally:
+        racer.wait(timeout=30)
+    assert mine and refused, (mine, refused)
+    assert read_trusted_config(conf).startswith("# mine")  # yours is still read
