@@ -162,3 +162,74 @@ def test_a_config_swapped_in_while_it_is_read_never_counts(shared: Path, peer: L
         racer.wait(timeout=30)
     assert mine and refused, (mine, refused)
     assert read_trusted_config(conf).startswith("# mine")  # yours is still read
+
+
+@pytest.fixture
+def open_parent(peer: LocalUser) -> Iterator[Path]:
+    """A folder of yours (0755) in the system temp folder: the other user can reach into it."""
+    d = Path(tempfile.mkdtemp(prefix="rtool-mine-"))
+    d.chmod(0o755)
+    yield d
+    subprocess.run(["rm", "-rf", "--", str(d)], check=False)
+
+
+def _job(folder: Path, name: str, text: str) -> Path:
+    path = folder / name
+    path.write_text(text)
+    path.chmod(0o755)
+    return path
+
+
+def test_a_cron_folder_others_can_write_is_refused_with_a_message(
+    open_parent: Path, peer: LocalUser
+) -> None:
+    """Finding 2: a team-writable cron.hourly/ lets another user rename a script over a
+    checked one; the folder is refused whole (the other periods still run)."""
+    import grp
+
+    from rtool.cron import manage
+    from rtool.cron.jobs import scan
+
+    root = open_parent / "cron"
+    manage.init(root)
+    hourly = root / "cron.hourly"
+    _job(hourly, "a.sh", "#!/bin/sh\necho mine\n")
+    _job(root / "cron.daily", "d.sh", "#!/bin/sh\necho daily\n")
+    os.chown(hourly, -1, grp.getgrnam("rtool-peers").gr_gid)
+    hourly.chmod(0o2775)
+    peer.run(["sh", "-c", 'printf "#!/bin/sh\\nid\\n" > "$1/t" && mv -f "$1/t" "$1/a.sh"',
+              "swap", str(hourly)])  # fmt: skip
+    found = scan(root)
+    assert [j.name for j in found.jobs] == ["cron.daily/d.sh"]
+    assert found.warnings == [
+        f"cron.hourly: not run (the folder is writable by group (mode 2775); "
+        f"run: chmod go-w {hourly})"
+    ]
+    hourly.chmod(0o755)
+    (hourly / "a.sh").unlink()  # theirs, gone; yours again runs
+    _job(hourly, "a.sh", "#!/bin/sh\necho mine\n")
+    assert [j.name for j in scan(root).jobs] == ["cron.hourly/a.sh", "cron.daily/d.sh"]
+    # the cron folder itself in a folder others may rename things in: refused whole
+    open_parent.chmod(0o777)
+    found = scan(root)
+    assert found.jobs == [] and "without the sticky bit" in found.warnings[0], found.warnings
+
+
+def test_a_cron_job_runs_the_bytes_that_were_checked(open_parent: Path) -> None:
+    """A file renamed over a checked job between the scan and the run (the hooked moment: an
+    earlier job of the same tick did it) does not run; what was checked does."""
+    from rtool.core.slurm import Slurm
+    from rtool.cron import manage
+    from rtool.cron.jobs import scan
+    from rtool.cron.runner import run_job
+
+    root = open_parent / "cron"
+    manage.init(root)
+    _job(root / "cron.hourly", "b.sh", '#!/bin/sh\necho "checked $RTOOL_CRON_JOB"\n')
+    found = scan(root)
+    _job(root, "swapped", "#!/bin/sh\necho swapped\n").rename(root / "cron.hourly" / "b.sh")
+    result = run_job(found.jobs[0], root, timeout=30, slurm=Slurm(timeout=5))
+    assert result.status == "ok", result
+    assert Path(str(result.log)).read_text().startswith("checked cron.hourly/b.sh\n")
+    again = run_job(scan(root).jobs[0], root, timeout=30, slurm=Slurm(timeout=5))
+    assert Path(str(again.log)).read_text().startswith("swapped\n")  # yours, scanned: runs
