@@ -233,3 +233,60 @@ def test_a_cron_job_runs_the_bytes_that_were_checked(open_parent: Path) -> None:
     assert Path(str(result.log)).read_text().startswith("checked cron.hourly/b.sh\n")
     again = run_job(scan(root).jobs[0], root, timeout=30, slurm=Slurm(timeout=5))
     assert Path(str(again.log)).read_text().startswith("swapped\n")  # yours, scanned: runs
+
+
+def _hb(**keys: object) -> str:
+    import time
+
+    base = {"state": "running", "time": time.time() - 7200, "step": 5, "pid": 1, "job_id": "99"}
+    return json.dumps({**base, **keys})
+
+
+def _log_sweep(tmp_path: Path, **spec: object):  # type: ignore[no-untyped-def]
+    import time
+
+    from rtool.core.state import StateDir
+    from rtool.watchdogs.base import ProbeEnv
+    from rtool.watchdogs.config import LogWatch
+    from rtool.watchdogs.log import LogWatchdog
+
+    wd = LogWatchdog([LogWatch(**spec)], 10.0)  # type: ignore[arg-type]
+    [res] = wd.check(wd.probe(ProbeEnv(None, StateDir(tmp_path / "state"))), time.time())
+    return res
+
+
+def test_watch_log_ignores_a_heartbeat_marker_or_log_another_user_planted(
+    tmp_path: Path, sticky: Path, peer: LocalUser
+) -> None:
+    """Finding 3: in a shared sticky run folder, the other user plants a stale heartbeat naming
+    another job of yours (requeue it), a `.done` marker (hide the hang) and a fresh log
+    matching the glob (hide the hang); none counts, each is named as ignored."""
+    from rtool.core.alert import Status
+    from rtool.watchdogs.base import ActionKind
+
+    log = sticky / "train-1.out"
+    log.write_text("step 1\n")
+    os.utime(log, (1, 1))
+    hb = sticky / "hb.json"
+    peer.run(["sh", "-c", 'printf "%s" "$2" > "$1"', "plant", str(hb), _hb(job_id="4242")])
+    spec = {"path": str(sticky / "train-*.out"), "stale": "30m", "heartbeat": str(hb)}
+    r = _log_sweep(tmp_path, **spec, on_hang="requeue", dump_stacks=True)
+    assert r.status is Status.CRITICAL, r.summary
+    assert not [a for a in r.actions if a.kind in (ActionKind.REQUEUE, ActionKind.DUMP)]
+    assert f"ignored (not yours): heartbeat {hb} (owned by uid {peer.uid})" in r.summary
+    peer.run(["touch", str(hb) + ".done", str(sticky / "train-2.out")])
+    r = _log_sweep(tmp_path, **spec)
+    assert r.status is Status.CRITICAL, r.summary
+    assert r.fields["ignored"] == (
+        f"{sticky}/train-2.out (owned by uid {peer.uid}), heartbeat {hb} (owned by uid"
+        f" {peer.uid}), done marker {hb}.done (owned by uid {peer.uid})"
+    )
+    # your own heartbeat (a file of yours, 0644) still steers: the requeue goes to its job
+    mine = tmp_path / "hb.json"
+    mine.write_text(_hb(job_id="4242"))
+    r = _log_sweep(tmp_path, path=str(log), stale="30m", heartbeat=str(mine), on_hang="requeue")
+    assert r.status is Status.CRITICAL and "ignored" not in r.summary, r.summary
+    assert [(a.kind, a.job) for a in r.actions] == [(ActionKind.REQUEUE, "4242")]
+    (tmp_path / "hb.json.done").touch()
+    r = _log_sweep(tmp_path, path=str(log), stale="30m", heartbeat=str(mine))
+    assert r.status is Status.OK and "training finished" in r.summary
