@@ -290,3 +290,49 @@ def test_watch_log_ignores_a_heartbeat_marker_or_log_another_user_planted(
     (tmp_path / "hb.json.done").touch()
     r = _log_sweep(tmp_path, path=str(log), stale="30m", heartbeat=str(mine))
     assert r.status is Status.OK and "training finished" in r.summary
+
+
+SECRETS = (
+    "https://hooks.slack.com/services/T000/B000/XXXXSECRETXXXX",
+    "xoxb-1234-5678-SECRETTOKEN",
+    "https://user:hunter2pass@example.org/data",
+    "https://api.example.org/v1?token=SECRETQUERY",
+    "password=SECRETPASSWORD",
+)
+
+
+def test_pages_and_json_are_redacted_like_alerts_and_private_by_default(
+    tmp_path: Path, cli
+) -> None:
+    """Finding 5: the training printed secrets; the pages and `--json` mask them as alerts do,
+    and a page is 0600 unless --mode says otherwise."""
+    from rtool.core.state import StateDir
+    from rtool.runs import store
+    from rtool.runs.model import Signature
+    from tests.timeline.ledgers import ledger
+
+    led = ledger(3, run="leaky", running=False)
+    sig = Signature("python-exception", "crash " + SECRETS[0], "line " + SECRETS[1])
+    led.attempts[1] = led.attempts[1].with_(signature=sig, log_tail=SECRETS, error=SECRETS[2])
+    store.save(StateDir(tmp_path / "state"), led)
+    config = tmp_path / "rtool.toml"
+    config.write_text(f'[state]\ndir = "{tmp_path / "state"}"\n')
+    base = ("--config", str(config))
+    page, status_page = tmp_path / "run.html", tmp_path / "status.html"
+    assert cli(*base, "history", "leaky", "--stored", "--html", str(page)).code == 0
+    assert cli(*base, "status", "--html", str(status_page)).code == 0
+    res = cli(*base, "history", "leaky", "--stored", "--json")
+    assert res.code == 0
+    for text in (page.read_text(), status_page.read_text(), res.out):
+        for secret in ("XXXXSECRETXXXX", "SECRETTOKEN", "hunter2pass", "SECRETQUERY", "SECRETPA"):
+            assert secret not in text
+        assert "hooks.slack.com/***" in text
+    assert "token=***" in res.out and "https://***@example.org" in res.out
+    assert page.stat().st_mode & 0o777 == 0o600 and status_page.stat().st_mode & 0o777 == 0o600
+    res = cli(*base, "history", "leaky", "--stored", "--html", str(page), "--mode", "0644")
+    assert res.code == 0 and page.stat().st_mode & 0o777 == 0o644
+    res = cli(*base, "history", "leaky", "--stored", "--html", str(page), "--mode", "4755")
+    assert res.code == 2
+    assert res.err.strip().splitlines() == [
+        "rtool: --mode '4755': give an octal file mode such as 0600 or 0644"
+    ]

@@ -129,8 +129,10 @@ def list_cmd(
     app_ctx = get_context(ctx)
     found, error = chains(app_ctx.state, app_ctx.slurm)
     if as_json:
+        from rtool.core.redact import redact_data
+
         doc = {"chains": [c.to_json() for c in found], "squeue_error": error}
-        typer.echo(json.dumps(doc, indent=2))
+        typer.echo(json.dumps(redact_data(doc), indent=2))
         return 0
     for line in render(found, error):
         typer.echo(line)
