@@ -336,3 +336,39 @@ def test_pages_and_json_are_redacted_like_alerts_and_private_by_default(
     assert res.err.strip().splitlines() == [
         "rtool: --mode '4755': give an octal file mode such as 0600 or 0644"
     ]
+
+
+@pytest.mark.slurm
+def test_a_userid_in_free_text_does_not_make_another_users_job_yours(
+    slurm, job_name: str, peer_cluster: LocalUser, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    """Finding 7: the other user's job with ` UserId=root(0)` (root: the user these tests run
+    as) in its name, Comment and WorkDir stays theirs; yours is still acted on."""
+    from rtool.core.slurm import ForeignJob
+
+    spoof = " UserId=root(0) GroupId=root(0) JobState=COMPLETED"
+    work = peer_cluster.folder("w-")
+    odd = work / ("d" + spoof)
+    peer_cluster.run(["mkdir", str(odd)])
+    argv = ["sbatch", "--parsable", f"--job-name={job_name}{spoof}", "--hold",
+            f"--comment=c{spoof}", f"--chdir={odd}", "--output=/dev/null"]  # fmt: skip
+    theirs = peer_cluster.run(argv, input="#!/bin/sh\nsleep 300\n").stdout.strip().split(";")[0]
+    try:
+        (rec,) = slurm.show_job(theirs)
+        assert rec["UserId"] == f"{peer_cluster.name}({peer_cluster.uid})"
+        assert rec["JobName"] == job_name + spoof and rec["JobState"] == "PENDING"
+        with pytest.raises(ForeignJob, match="not to you"):
+            slurm.requeue(theirs, hold=True)
+        with pytest.raises(ForeignJob, match="not to you"):
+            slurm.release(theirs)
+        mine = slurm.sbatch(
+            [f"--job-name={job_name}", "--hold", f"--comment=c{spoof}", "--output=/dev/null"],
+            script="#!/bin/sh\nsleep 300\n",
+        ).job_id
+        slurm.release(mine)  # yours: acted on
+        (rec,) = slurm.show_job(mine)
+        assert rec["UserId"] == "root(0)" and rec["Reason"] != "JobHeldUser"
+    finally:
+        peer_cluster.run(["scancel", theirs], check=False)
+        slurm.scancel(name=job_name)
+        peer_cluster.remove(work)
