@@ -167,3 +167,20 @@ def test_only_this_folders_block_is_replaced() -> None:
     text = f"# mine\n{a[0]}\n* * * * * x\n{a[1]}\n{b[0]}\n0 * * * * y\n{b[1]}\n"
     assert scron.without(text, "aaaa") == f"# mine\n{b[0]}\n0 * * * * y\n{b[1]}\n"
     assert scron.without("", "aaaa") == ""
+
+
+def test_scron_lines_are_quoted_and_a_line_break_is_refused(tmp_path: Path) -> None:
+    """Issue 36: a cron folder path with spaces, quotes or `#` stays one #SCRON argument (as
+    Slurm's get_argument reads it), and a newline (which would add a crontab line) is refused."""
+    root = tmp_path / 'my "cron" #1'
+    cfg = CronConfig(tick="15m", partition="debug")
+    text = scron.block(cfg, root, "rtool-cron-x", "x")
+    lines = text.splitlines()
+    assert lines[2] == f'#SCRON "--chdir={tmp_path}/my \\"cron\\" \\#1"'
+    assert lines[4] == "#SCRON --partition=debug"
+    assert lines[5].startswith("*/15 * * * * ") and len(lines) == 7
+    bad = tmp_path / "a\n* * * * * rm -rf ~"
+    with pytest.raises(UsageError, match="holds a line break: it cannot be written"):
+        scron.block(cfg, bad, "rtool-cron-x", "x")
+    with pytest.raises(UsageError, match="holds a line break"):
+        scron.block(CronConfig(tick="15m", account="a\nb"), root, "n", "x")
