@@ -372,3 +372,34 @@ def test_a_userid_in_free_text_does_not_make_another_users_job_yours(
         peer_cluster.run(["scancel", theirs], check=False)
         slurm.scancel(name=job_name)
         peer_cluster.remove(work)
+
+
+def test_an_abort_file_another_user_made_first_cannot_silence_the_ranks(
+    sticky: Path, peer: LocalUser, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """Finding 7: in a shared sticky folder the other user pre-creates the abort file the
+    batch script used to name (its `rm -f` cannot remove theirs, the first rank's O_EXCL write
+    fails): now the batch script names one in a fresh 0700 folder of its own."""
+    from rtool.shim.hang import Abort, read_abort, write_abort
+    from rtool.slurm_templates import render_job
+    from tests.submit.test_render import training
+
+    kill = sticky / "kill-switch"
+    old = f"{kill}.abort-77"
+    peer.run(["touch", old])
+    write_abort(old, Abort(1, "n2", 4242, 0, "hung", "no step for 9s"))
+    assert read_abort(old, launch=0, pid=1) is None  # the abort is lost there...
+    assert f"ignoring abort file {old}: it is owned by uid {peer.uid}" in capfd.readouterr().err
+    text = render_job(training(kill_switch=str(kill)))
+    start = text.index('if [ -z "${RTOOL_ABORT_FILE:-}" ]; then')
+    snippet = text[start : text.index("\nfi\n", start) + 4] + 'printf %s "$RTOOL_ABORT_FILE"\n'
+    env = {"PATH": os.environ["PATH"], "RTOOL_KILL_SWITCH": str(kill), "SLURM_JOB_ID": "77"}
+    path = subprocess.run(
+        ["bash", "-c", snippet], env=env, capture_output=True, text=True, check=True
+    ).stdout
+    folder = Path(path).parent
+    assert path.startswith(f"{old}.") and path.endswith("/abort"), path
+    assert folder.stat().st_uid == os.getuid() and folder.stat().st_mode & 0o777 == 0o700
+    write_abort(path, Abort(1, "n2", 4242, 0, "hung", "no step for 9s"))  # ...and kept here
+    got = read_abort(path, launch=0, pid=1)
+    assert got is not None and got.text() == "rank 1 on n2 hung: no step for 9s"
