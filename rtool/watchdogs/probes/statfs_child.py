@@ -149,7 +149,8 @@ def _read_json(fd, limit=65536):
 def logstat(pattern, heartbeat=None):
     """The newest log file that counts, the heartbeat and its done marker, each judged on the
     descriptor that is read (yours or root's, writable only by you); the rest in `ignored`."""
-    uid, ignored = os.getuid(), []
+    uid = os.getuid()
+    ignored: list = []  # what did not count, named
     out: dict = {"path": None, "heartbeat": None, "done": False, "ignored": ignored}
     got = _newest(pattern, uid, ignored)
     if got is not None:
