@@ -27,9 +27,7 @@ def history(
         "--html",
         help="Write the run's timeline to this file: one page, no network (docs/runs.md).",
     ),
-    mode: str | None = typer.Option(
-        None, "--mode", help="File mode of the --html page, in octal (unset: 0600, only you)."
-    ),
+    mode: str | None = typer.Option(None, "--mode", help="The page's file mode (unset: 0600)."),
     heartbeat: str | None = typer.Option(None, "--heartbeat", help="The shim's heartbeat file."),
     log: str | None = typer.Option(None, "--log", help="Attempt logs: logs/train-%A_%a.out."),
     job_name: str | None = typer.Option(None, "--job-name", help="Its jobs' name (default RUN)."),
@@ -48,6 +46,7 @@ def history(
     Example: rtool history llama-7b --stored --html llama-7b.html
     """
     from rtool.core.errors import UsageError
+    from rtool.core.redact import redact_data
     from rtool.runs import names, store
     from rtool.runs.config import RunWatch
     from rtool.runs.totals import totals
@@ -71,8 +70,6 @@ def history(
         return _write_page(html, led, now, mode)
     tot = totals(led, now)
     if as_json:
-        from rtool.core.redact import redact_data
-
         doc = redact_data({"ledger": led.to_json(), "totals": tot.to_json()})
         sys.stdout.write(json.dumps(doc, indent=1) + "\n")
         return 0

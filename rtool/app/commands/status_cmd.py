@@ -48,9 +48,7 @@ def status(
         help="Write it all to this file as one page, with every stored run's timeline.",
         show_default=False,
     ),
-    mode: str | None = typer.Option(
-        None, "--mode", help="File mode of the --html page, in octal (unset: 0600, only you)."
-    ),
+    mode: str | None = typer.Option(None, "--mode", help="The page's file mode (unset: 0600)."),
 ) -> int:
     """Reads the config and the state dir; sends nothing, changes nothing; one squeue call.
     Exit 0 whatever it shows (see the JSON `status` for a verdict); 2 on a bad config.
