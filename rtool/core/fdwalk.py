@@ -56,9 +56,13 @@ def _step(fd: int, name: str, shown: str) -> tuple[int, str | None]:
     return -1, os.readlink(name, dir_fd=fd)
 
 
-def open_dir(path: str | os.PathLike[str], *, check_last: bool = True) -> int:
+def open_dir(
+    path: str | os.PathLike[str], *, check_last: bool = True, shared_ok: bool = False
+) -> int:
     """A descriptor of the folder `path` reached as described above (the caller closes it).
-    Raises UnsafeFileError (one line) for a refused component, OSError when missing."""
+    Raises UnsafeFileError (one line) for a refused component, OSError when missing.
+    `shared_ok`: folders others can write are passed too (owners and links still checked: for
+    presence checks such as the switches, where a shared project folder is allowed)."""
     todo = [p for p in os.path.abspath(path).split("/") if p][::-1]
     fd = os.open("/", _DIR)
     links, done = 0, ""
@@ -80,7 +84,10 @@ def open_dir(path: str | os.PathLike[str], *, check_last: bool = True) -> int:
                 continue
             os.close(fd)
             fd, done = new, shown
-            problem = folder_problem(os.fstat(fd))
+            st = os.fstat(fd)
+            problem = folder_problem(st)
+            if shared_ok and trusted_uid(st.st_uid):
+                problem = None
             if problem and (todo or check_last):
                 raise UnsafeFileError(f"refusing {done}: it {problem}")
         return fd

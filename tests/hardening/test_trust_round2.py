@@ -290,3 +290,35 @@ def test_watch_log_ignores_a_heartbeat_marker_or_log_another_user_planted(
     (tmp_path / "hb.json.done").touch()
     r = _log_sweep(tmp_path, path=str(log), stale="30m", heartbeat=str(mine))
     assert r.status is Status.OK and "training finished" in r.summary
+
+
+def test_a_switch_behind_a_link_another_user_planted_does_not_count(
+    tmp_path: Path, sticky: Path, peer: LocalUser, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The other user links a folder name in a shared sticky folder to an older run folder of
+    yours that holds a kill switch (yours: the owner check alone passes); your training there
+    must not stop. Through your own link, your switch still stops it."""
+    import logging
+
+    from rtool.shim import Guard
+
+    old_run = tmp_path / "old-run"
+    old_run.mkdir()
+    (old_run / "kill-switch").touch()
+    peer.run(["ln", "-s", str(old_run), str(sticky / "run")])
+    caplog.set_level(logging.WARNING, logger="rtool.shim")
+    g = Guard(kill_switch=str(sticky / "run" / "kill-switch"), signals=(), start=False)
+    try:
+        assert not g.killed
+    finally:
+        g.close()
+    assert (
+        f"ignoring kill switch {sticky}/run/kill-switch: refusing {sticky}/run: a symlink owned"
+        f" by uid {peer.uid}" in caplog.text
+    )
+    os.symlink(old_run, sticky / "mine")
+    g = Guard(kill_switch=str(sticky / "mine" / "kill-switch"), signals=(), start=False)
+    try:
+        assert g.killed
+    finally:
+        g.close()
