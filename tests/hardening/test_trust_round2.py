@@ -322,3 +322,21 @@ def test_a_switch_behind_a_link_another_user_planted_does_not_count(
         assert g.killed
     finally:
         g.close()
+
+
+def test_the_checkpoint_watchdog_ignores_a_heartbeat_another_user_planted(
+    tmp_path: Path, sticky: Path, peer: LocalUser, cli
+) -> None:
+    """A planted heartbeat would set the save pace (and so 'save overdue'): it is ignored and
+    named; your own still counts."""
+    ck = tmp_path / "ckpt"
+    _steps(ck, 100, 200)
+    hb = sticky / "hb.json"
+    peer.run(["sh", "-c", 'printf "%s" "$2" > "$1"', "plant", str(hb), _hb(step=5000)])
+    r = _watch_ckpt(cli, ck, "--heartbeat", str(hb))
+    assert r["status"] == "WARNING", r
+    assert f"heartbeat: ignored: owned by uid {peer.uid}, not by you" in r["summary"]
+    mine = tmp_path / "hb.json"
+    mine.write_text(_hb(step=250))
+    r = _watch_ckpt(cli, ck, "--heartbeat", str(mine))
+    assert "ignored" not in r["summary"] and r["fields"]["training_step"] == "250", r

@@ -202,14 +202,22 @@ def _order(entries):
 
 
 def _read_json(path, limit=65536):
-    """A FIFO or device never blocks this (O_NONBLOCK, regular files only); at most `limit`."""
+    """A FIFO or device never blocks this (O_NONBLOCK, regular files only); at most `limit`.
+    Another user's heartbeat (or one others can write) is ignored and named, judged on the
+    descriptor that is read."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
     except OSError:
         return None
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
             return {"_invalid": True, "why": "not a regular file"}
+        mode = stat.S_IMODE(st.st_mode)
+        if st.st_uid not in (os.getuid(), 0):
+            return {"_invalid": True, "why": f"ignored: owned by uid {st.st_uid}, not by you"}
+        if mode & 0o022:
+            return {"_invalid": True, "why": f"ignored: writable by others (mode {mode:04o})"}
         data = os.read(fd, limit + 1)
     except OSError as exc:
         return {"_invalid": True, "why": exc.strerror}
