@@ -90,9 +90,9 @@ def markers(key: str) -> tuple[str, str]:
 def block(
     cfg: CronConfig, root: Path, name: str, key: str, config_files: Sequence[Path] = ()
 ) -> str:
-    """The scrontab lines of one cron folder: the command shell-quoted, each `#SCRON` option
-    quoted as Slurm reads them (get_argument: double quotes, backslash escapes); a newline in
-    any value is refused (it would add a line to the crontab)."""
+    """The scrontab lines of one cron folder: the command shell-quoted; each `#SCRON` option
+    written as scrontab reads it (split at whitespace, no quoting: a value with whitespace is
+    refused); a line break in any value is refused (it would add a line to the crontab)."""
     argv = [*chain.tick_argv(root, 0, config_files)[:-2], "--no-chain"]
     begin, end = markers(key)
     lines = [begin, scron_option("job-name", name), scron_option("chdir", str(root))]
@@ -113,14 +113,16 @@ def _one_line(what: str, value: str) -> None:
 
 
 def scron_option(opt: str, value: str) -> str:
-    """`#SCRON --opt=value`, the token double-quoted (and `"`, `\\`, `#` escaped with a
-    backslash) when it holds whitespace or those, as Slurm's #SBATCH/#SCRON reader
-    (get_argument) takes it."""
+    """`#SCRON --opt=value`. scrontab (24.11, tried) splits these lines at whitespace and knows
+    no quoting (`"--chdir=/a b"` is "Invalid option"), while `"`, `'`, `#`, `\\` and `,` pass
+    as they are: a value with whitespace is refused, never cut in two."""
     _one_line(f"--{opt} ({value!r})", value)
+    if any(c.isspace() for c in value):
+        raise UsageError(
+            f"--{opt} {value!r} holds whitespace: scrontab cannot take it in a #SCRON line"
+            " (rename it, or use --backend jobs)"
+        )
     token = f"--{opt}={value}"
-    if any(c.isspace() or c in '"\\#' for c in token):  # `#` starts a comment even in quotes
-        escaped = "".join("\\" + c if c in '"\\#' else c for c in token)
-        token = f'"{escaped}"'
     return f"#SCRON {token}"
 
 
