@@ -197,7 +197,6 @@ def parse_squeue(text: str) -> list[SqueueJob]:
 _KEY = re.compile(r"(?:(?<=\s)|^)([A-Za-z][\w:/.\-]*)=")
 
 
-_JOB_LINE = re.compile(r"JobId=(\S+) JobName=(.*)", re.DOTALL)
 #: Keys that decide whose job it is: taken only from where Slurm prints them (see below).
 _OWNER_KEYS = ("UserId", "GroupId")
 
@@ -223,10 +222,10 @@ def parse_scontrol_record(text: str) -> dict[str, str]:
     lines = text.splitlines()
     first = next((i for i, ln in enumerate(lines) if ln.lstrip().startswith("JobId=")), None)
     for i, line in enumerate(lines):
-        head = _JOB_LINE.fullmatch(line.strip()) if i == first else None
-        if head:  # the job's name is the rest of its line, whatever it holds
-            out.setdefault("JobId", head.group(1))
-            out.setdefault("JobName", head.group(2))
+        job, sep, name = line.strip().partition(" JobName=") if i == first else ("", "", "")
+        if sep and " " not in job:  # the job's name is the rest of its line, whatever it holds
+            out.setdefault("JobId", job.removeprefix("JobId="))
+            out.setdefault("JobName", name)
             continue
         for key, value in _pairs(line):
             out.setdefault(key, value)
