@@ -340,3 +340,29 @@ def test_the_checkpoint_watchdog_ignores_a_heartbeat_another_user_planted(
     mine.write_text(_hb(step=250))
     r = _watch_ckpt(cli, ck, "--heartbeat", str(mine))
     assert "ignored" not in r["summary"] and r["fields"]["training_step"] == "250", r
+
+
+def test_watch_log_ignores_your_heartbeat_behind_a_link_another_user_planted(
+    tmp_path: Path, sticky: Path, peer: LocalUser
+) -> None:
+    """The other user links a folder name to an older run folder of yours: its stale heartbeat
+    (yours, naming another job of yours) must not send a requeue there."""
+    from rtool.watchdogs.base import ActionKind
+
+    old_run = tmp_path / "old-run"
+    old_run.mkdir()
+    (old_run / "hb.json").write_text(_hb(job_id="4242"))
+    log = tmp_path / "train.out"
+    log.write_text("x\n")
+    os.utime(log, (1, 1))
+    peer.run(["ln", "-s", str(old_run), str(sticky / "run")])
+    hb = sticky / "run" / "hb.json"
+    r = _log_sweep(tmp_path, path=str(log), stale="30m", heartbeat=str(hb), on_hang="requeue")
+    assert not [a for a in r.actions if a.kind is ActionKind.REQUEUE], r.actions
+    assert r.fields["ignored"] == (
+        f"heartbeat {hb} ({sticky}/run is a symlink owned by uid {peer.uid})"
+    )
+    os.symlink(old_run, sticky / "mine")  # your own link: your heartbeat counts
+    mine = str(sticky / "mine" / "hb.json")
+    r = _log_sweep(tmp_path, path=str(log), stale="30m", heartbeat=mine, on_hang="requeue")
+    assert [(a.kind, a.job) for a in r.actions] == [(ActionKind.REQUEUE, "4242")]
