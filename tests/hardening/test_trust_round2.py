@@ -366,3 +366,19 @@ def test_watch_log_ignores_your_heartbeat_behind_a_link_another_user_planted(
     mine = str(sticky / "mine" / "hb.json")
     r = _log_sweep(tmp_path, path=str(log), stale="30m", heartbeat=mine, on_hang="requeue")
     assert [(a.kind, a.job) for a in r.actions] == [(ActionKind.REQUEUE, "4242")]
+
+
+def test_cron_init_makes_folders_the_scan_accepts_whatever_the_umask(tmp_path: Path) -> None:
+    from rtool.cron import manage
+    from rtool.cron.jobs import scan
+
+    old = os.umask(0o002)  # a cluster's shared-group umask
+    try:
+        manage.init(tmp_path / "cron")
+    finally:
+        os.umask(old)
+    modes = {p.name: p.stat().st_mode & 0o777 for p in (tmp_path / "cron").iterdir()}
+    assert set(modes.values()) == {0o755} and (tmp_path / "cron").stat().st_mode & 0o777 == 0o755
+    _job(tmp_path / "cron" / "cron.hourly", "a.sh", "#!/bin/sh\necho a\n")
+    found = scan(tmp_path / "cron")
+    assert [j.name for j in found.jobs] == ["cron.hourly/a.sh"] and found.warnings == []
