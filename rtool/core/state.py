@@ -33,7 +33,7 @@ from typing import Any
 
 from rtool import __version__
 from rtool.core.errors import RtoolError
-from rtool.core.safeio import DEFAULT_LIMIT, read_json_file
+from rtool.core.safeio import DEFAULT_LIMIT, move_aside, read_json_file
 
 log = logging.getLogger(__name__)
 #: Write errors that mean "the disk cannot take it", not a bug: recorded, never raised.
@@ -150,7 +150,14 @@ class StateDir:
             self.write_json(FORMAT_FILE, mark)
             return
         found = data.get("format")
-        if isinstance(found, int) and not isinstance(found, bool) and found <= STATE_FORMAT:
+        valid = isinstance(found, int) and not isinstance(found, bool) and found > 0
+        if valid and found <= STATE_FORMAT:
+            return
+        if not valid:  # corrupt, not newer: say so, move it aside, mark the folder again
+            if not self.look_only:
+                move_aside(self.path / FORMAT_FILE, f"format {found!r} is not a version number")
+                mark = {"format": STATE_FORMAT, "created_by": f"rtool {__version__}"}
+                self.write_json(FORMAT_FILE, mark)
             return
         by = str(data.get("created_by") or "another rtool")[:60]
         raise StateDirError(

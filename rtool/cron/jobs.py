@@ -4,6 +4,10 @@
 - `cron.{hourly,daily,weekly}/<executable>`: run inside the scheduler's job, with a timeout;
 - `cron.d/<file>`: crontab lines;
 - anything else is skipped with a warning (examples, dotfiles, backups silently).
+
+Every file is read ONCE, while the folder is scanned, through the descriptor whose owner and
+mode were checked (rtool.core.fdwalk); the job later runs from that content (a private copy,
+see runner.py), never from the path again. A folder others can write into is refused whole.
 """
 
 from __future__ import annotations
@@ -15,7 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from rtool.core.safeio import UnsafeFileError, read_bounded, trust_problem
+from rtool.core import fdwalk
+from rtool.core.safeio import DEFAULT_LIMIT, UnsafeFileError, trust_problem
 from rtool.cron.crontab import CronLine, parse_cron_file
 from rtool.cron.slots import PERIODS
 
@@ -34,6 +39,8 @@ class Job:
     period: str | None  # hourly / daily / weekly; None for cron.d lines
     path: Path
     line: CronLine | None = None
+    #: The file's bytes as checked during the scan: what runs (None for cron.d lines).
+    content: bytes | None = field(default=None, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -69,19 +76,13 @@ def quietly_ignored(filename: str) -> bool:
     return lower.startswith((".", "readme")) or lower.endswith(_QUIET_SUFFIXES)
 
 
-def classify(path: Path) -> Kind | str:
-    """`slurm`, `exec`, or the reason the file is skipped."""
-    try:
-        st = path.lstat()
-    except OSError as exc:
-        return f"cannot stat: {exc.strerror}"
-    if stat.S_ISLNK(st.st_mode):
-        st = path.stat() if path.exists() else st
+def classify(name: str, st: os.stat_result) -> Kind | str:
+    """`slurm`, `exec`, or the reason the file is skipped (from the checked descriptor)."""
     if not stat.S_ISREG(st.st_mode):
         return "not a regular file"
-    if path.suffix == ".slurm":
+    if name.endswith(".slurm"):
         return "slurm"
-    if os.access(path, os.X_OK):
+    if st.st_mode & stat.S_IXUSR:
         return "exec"
     return "not executable and not *.slurm (chmod +x it to run it)"
 
@@ -89,30 +90,22 @@ def classify(path: Path) -> Kind | str:
 def scan(root: Path) -> Scan:
     """Every job under the cron folder `root`, in run-parts order (sorted by name)."""
     result = Scan()
+    rootfd = _folder(result, root, "", root.name or str(root))
+    if rootfd is None:
+        return result
+    os.close(rootfd)
     for period in PERIODS:
-        folder = root / f"cron.{period}"
-        for path in _entries(folder):
-            kind = classify(path)
-            name = f"cron.{period}/{path.name}"
-            if kind in ("slurm", "exec") and _refuse(result, name, path):
-                continue
+        for name, data, st in _files(result, root, f"cron.{period}"):
+            job = f"cron.{period}/{name}"
+            kind = classify(name, st)
             if kind in ("slurm", "exec"):
-                result.jobs.append(Job(name, kind, period, path))  # type: ignore[arg-type]
+                path = root / f"cron.{period}" / name
+                result.jobs.append(Job(job, kind, period, path, None, data))  # type: ignore[arg-type]
             else:
-                result.warnings.append(f"{name}: skipped ({kind})")
-    for path in _entries(root / "cron.d"):
-        if not path.is_file():
-            result.warnings.append(f"cron.d/{path.name}: skipped (not a regular file)")
-            continue
-        if _refuse(result, f"cron.d/{path.name}", path):
-            continue
-        try:
-            text = read_bounded(path, MAX_CRONTAB)
-        except (OSError, UnsafeFileError) as exc:
-            why = exc.strerror if isinstance(exc, OSError) else str(exc)
-            result.warnings.append(f"cron.d/{path.name}: cannot read ({why})")
-            continue
-        lines, problems = parse_cron_file(path.name, text)
+                result.warnings.append(f"{job}: skipped ({kind})")
+    for name, data, _st in _files(result, root, "cron.d"):
+        lines, problems = parse_cron_file(name, data.decode("utf-8", errors="replace"))
+        path = root / "cron.d" / name
         result.jobs.extend(Job(ln.name, "line", None, path, ln) for ln in lines)
         result.warnings.extend(
             f"cron.d/{p.file}:{p.lineno}: skipped ({p.message})" for p in problems
@@ -120,29 +113,77 @@ def scan(root: Path) -> Scan:
     return result
 
 
-def _refuse(result: Scan, name: str, path: Path) -> bool:
-    """Record (and return True for) a job file that is not the user's or root's alone: owned by
-    someone else, or writable by group or others (they could make it run anything as you)."""
-    try:
-        link = path.lstat()
-        problem = trust_problem(path)
-        if problem is None and stat.S_ISLNK(link.st_mode) and link.st_uid not in (os.getuid(), 0):
-            problem = f"it is a symlink owned by uid {link.st_uid}"
-    except OSError as exc:
-        problem = f"cannot stat it: {exc.strerror}"
-    if problem is None:
-        return False
+def _refuse(result: Scan, name: str, path: Path, problem: str) -> None:
     result.refused.append(Refused(name, path, problem))
     result.warnings.append(f"{name}: not run ({problem})")
-    return True
 
 
-def _entries(folder: Path) -> list[Path]:
+def _folder(result: Scan, root: Path, sub: str, shown: str = "") -> int | None:
+    """The descriptor of `root/sub`, walked from / (rtool.core.fdwalk); a folder that others
+    can write into (even with the sticky bit: they could add a job) is refused whole."""
+    where, shown = root / sub if sub else root, shown or sub
     try:
-        names = sorted(os.listdir(folder))
+        fd = fdwalk.open_dir(where, check_last=False)
     except (FileNotFoundError, NotADirectoryError):
-        return []
+        return None
+    except UnsafeFileError as exc:
+        _refuse(result, shown, where, str(exc).removeprefix("refusing "))
+        return None
     except OSError as exc:  # unreadable: its jobs cannot run, say why
-        log.warning("cannot list %s: %s", folder, exc.strerror)
+        log.warning("cannot list %s: %s", where, exc.strerror)
+        return None
+    problem = trust_problem(where, os.fstat(fd))
+    if problem:
+        os.close(fd)
+        _refuse(result, shown, where, f"the folder {problem.removeprefix('it ')}")
+        return None
+    return fd
+
+
+def _files(result: Scan, root: Path, sub: str) -> list[tuple[str, bytes, os.stat_result]]:
+    """(name, bytes, fstat) of each trusted regular file in `root/sub`, sorted by name; each
+    read through the descriptor that was checked (a symlink of yours: its target walked)."""
+    dirfd = _folder(result, root, sub)
+    if dirfd is None:
         return []
-    return [folder / n for n in names if not quietly_ignored(n)]
+    out = []
+    try:
+        for name in sorted(os.listdir(dirfd)):
+            if quietly_ignored(name):
+                continue
+            got = _read_one(result, root, sub, name, dirfd)
+            if got is not None:
+                out.append((name, *got))
+    finally:
+        os.close(dirfd)
+    return out
+
+
+def _read_one(
+    result: Scan, root: Path, sub: str, name: str, dirfd: int
+) -> tuple[bytes, os.stat_result] | None:
+    path, job = root / sub / name, f"{sub}/{name}"
+    try:
+        link = os.stat(name, dir_fd=dirfd, follow_symlinks=False)
+        if stat.S_ISLNK(link.st_mode):
+            if link.st_uid not in (os.getuid(), 0):
+                _refuse(result, job, path, f"it is a symlink owned by uid {link.st_uid}")
+                return None
+            return fdwalk.read_checked(os.path.realpath(path), DEFAULT_LIMIT)
+        if not stat.S_ISREG(link.st_mode):
+            result.warnings.append(f"{job}: skipped (not a regular file)")
+            return None
+        fd, st = fdwalk.open_at(dirfd, name, str(path))
+        try:
+            return fdwalk.read_fd(fd, str(path), DEFAULT_LIMIT), st
+        finally:
+            os.close(fd)
+    except UnsafeFileError as exc:
+        text = str(exc)
+        if text.startswith("refusing "):
+            _refuse(result, job, path, text.split(": ", 1)[-1])
+        else:
+            result.warnings.append(f"{job}: skipped ({text})")
+    except OSError as exc:
+        result.warnings.append(f"{job}: cannot read ({exc.strerror})")
+    return None

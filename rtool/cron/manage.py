@@ -25,16 +25,18 @@ EXAMPLES = {
 
 
 def init(root: Path) -> list[str]:
-    """Create the cron folder layout and the example jobs; returns what was created."""
+    """Create the cron folder layout and the example jobs; returns what was created. New
+    folders are 0755 whatever the umask: a cron folder others can write is refused (jobs.py)."""
     created = []
-    for sub in SUBDIRS:
-        d = root / sub
+    for d in (root, *(root / sub for sub in SUBDIRS)):
         if not d.is_dir():
             try:
                 d.mkdir(parents=True, exist_ok=True)
+                d.chmod(0o755)
             except OSError as exc:
                 raise RtoolError(f"cannot create {d}: {exc.strerror}") from None
-            created.append(f"{d}/")
+            if d != root:
+                created.append(f"{d}/")
     examples = resources.files("rtool.cron").joinpath("examples")
     for name, sub in EXAMPLES.items():
         target = root / sub / name

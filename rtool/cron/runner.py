@@ -3,15 +3,19 @@ timeout, output to a log file), or a `*.slurm` file (submitted with sbatch)."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import re
+import shutil
+import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from rtool.core.proc import ProcError, ProcTimeout, run
-from rtool.core.safeio import UnsafeFileError, read_bounded
 from rtool.core.slurm import Slurm, SlurmError
 from rtool.cron.jobs import Job
 
@@ -30,6 +34,7 @@ FINAL_STATES = {
     "PREEMPTED": False,
 }
 _OUTPUT_RE = re.compile(r"^#SBATCH\s+(-o\b|--output\b)", re.MULTILINE)
+_NAME_RE = re.compile(r"^#SBATCH\s+(-J\b|--job-name\b)", re.MULTILINE)
 
 
 @dataclass
@@ -67,17 +72,35 @@ def run_job(
     job: Job, root: Path, *, timeout: float, slurm: Slurm, env: dict[str, str] | None = None
 ) -> JobResult:
     """Run or submit `job` (`env`: added to the tick's environment); never raises for the
-    job's own failure."""
+    job's own failure. A job file runs from a private copy of the bytes the scan checked
+    (never from its path again: a file renamed over it since does not run)."""
     if job.kind == "slurm":
-        return submit(job, root, slurm)
+        with private_copy(job) as copy:
+            return submit(job, root, slurm, copy)
     env = dict(env or {})
-    if job.kind == "line" and job.line is not None:
-        argv = ["/bin/sh", "-c", job.line.command]
-        env.update(job.line.env)
-    else:
-        argv = [str(job.path)]
     env.update({"RTOOL_CRON_DIR": str(root), "RTOOL_CRON_JOB": job.name})
-    return execute(job, argv, env, root, timeout)
+    if job.kind == "line" and job.line is not None:
+        env.update(job.line.env)
+        return execute(job, ["/bin/sh", "-c", job.line.command], env, root, timeout)
+    with private_copy(job) as copy:
+        env["RTOOL_CRON_JOB_FILE"] = str(job.path)
+        return execute(job, [str(copy)], env, root, timeout)
+
+
+@contextlib.contextmanager
+def private_copy(job: Job) -> Iterator[Path]:
+    """The checked bytes of `job` in a fresh 0700 folder only you can open, removed after."""
+    if job.content is None:
+        raise ValueError(f"{job.name} was not read by a scan")
+    folder = tempfile.mkdtemp(prefix="rtool-cron-")
+    try:
+        copy = Path(folder) / job.path.name
+        fd = os.open(copy, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o700)
+        with os.fdopen(fd, "wb") as f:
+            f.write(job.content)
+        yield copy
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def execute(
@@ -102,19 +125,18 @@ def execute(
     return JobResult(job.name, job.kind, status, start, duration, code, str(logfile), None, message)
 
 
-def submit(job: Job, root: Path, slurm: Slurm) -> JobResult:
+def submit(job: Job, root: Path, slurm: Slurm, copy: Path) -> JobResult:
     start = time.time()
-    args = []
-    try:
-        own_output = bool(_OUTPUT_RE.search(read_bounded(job.path, 1024 * 1024)))
-    except (OSError, UnsafeFileError):
-        own_output = False
+    text = (job.content or b"").decode("utf-8", errors="replace")
+    own_output = bool(_OUTPUT_RE.search(text))
+    # sbatch names a job after its script: the file's own name, not the private copy's
+    args = [] if _NAME_RE.search(text) else [f"--job-name={job.path.name}"]
     logfile = None
     if not own_output:
         logfile = str(root / "logs" / f"{log_slug(job.name)}.%j.log")
         args.append(f"--output={logfile}")
     try:
-        res = slurm.sbatch(args, script_path=str(job.path), cwd=str(root))
+        res = slurm.sbatch(args, script_path=str(copy), cwd=str(root))
     except SlurmError as exc:
         return JobResult(
             job.name, job.kind, "error", start, time.time() - start, message=f"sbatch failed: {exc}"

@@ -90,17 +90,40 @@ def markers(key: str) -> tuple[str, str]:
 def block(
     cfg: CronConfig, root: Path, name: str, key: str, config_files: Sequence[Path] = ()
 ) -> str:
-    """The scrontab lines of one cron folder (every value shell-quoted)."""
+    """The scrontab lines of one cron folder: the command shell-quoted; each `#SCRON` option
+    written as scrontab reads it (split at whitespace, no quoting: a value with whitespace is
+    refused); a line break in any value is refused (it would add a line to the crontab)."""
     argv = [*chain.tick_argv(root, 0, config_files)[:-2], "--no-chain"]
     begin, end = markers(key)
-    lines = [begin, f"#SCRON --job-name={name}", f"#SCRON --chdir={root}"]
-    lines.append(f"#SCRON --output={root / 'logs' / 'scheduler.%j.log'}")
+    lines = [begin, scron_option("job-name", name), scron_option("chdir", str(root))]
+    lines.append(scron_option("output", str(root / "logs" / "scheduler.%j.log")))
     for opt in ("partition", "account", "qos", "time"):
         value = getattr(cfg, opt)
         if value:
-            lines.append(f"#SCRON --{opt}={value}")
-    lines += [f"{cron_spec(cfg)} {_environment()}{shlex.join(argv)}", end]
+            lines.append(scron_option(opt, str(value)))
+    command = f"{cron_spec(cfg)} {_environment()}{shlex.join(argv)}"
+    _one_line("the tick's command", command)
+    lines += [command, end]
     return "\n".join(lines) + "\n"
+
+
+def _one_line(what: str, value: str) -> None:
+    if any(c in value for c in "\n\r\0"):
+        raise UsageError(f"{what} holds a line break: it cannot be written to a scrontab line")
+
+
+def scron_option(opt: str, value: str) -> str:
+    """`#SCRON --opt=value`. scrontab (24.11, tried) splits these lines at whitespace and knows
+    no quoting (`"--chdir=/a b"` is "Invalid option"), while `"`, `'`, `#`, `\\` and `,` pass
+    as they are: a value with whitespace is refused, never cut in two."""
+    _one_line(f"--{opt} ({value!r})", value)
+    if any(c.isspace() for c in value):
+        raise UsageError(
+            f"--{opt} {value!r} holds whitespace: scrontab cannot take it in a #SCRON line"
+            " (rename it, or use --backend jobs)"
+        )
+    token = f"--{opt}={value}"
+    return f"#SCRON {token}"
 
 
 #: Carried into the tick's command: a Slurm cron job starts with the user's login environment

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,20 @@ def resolve_dir(path: str | Path) -> Path:
         return p.resolve()
     except OSError as exc:
         raise UsageError(f"cron dir {p}: {exc.strerror}") from None
+
+
+def dir_problem(root: Path) -> str | None:
+    """Why `root` cannot be a cron folder (`cron dir X is a FIFO, not a folder`, or the same of
+    the first ancestor that exists: `--dir file/sub`), None when it is one or can be made."""
+    from rtool.core.safeio import kind_of
+
+    for p in (root, *root.parents):
+        if os.path.lexists(p):
+            if os.path.isdir(p):
+                return None
+            where = "" if p == root else f": {p} is {kind_of(p)}"
+            return f"cron dir {root}{where or f' is {kind_of(p)}'}, not a folder"
+    return None
 
 
 def chain_key(root: Path, user: str | None = None) -> str:

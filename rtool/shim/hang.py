@@ -64,12 +64,30 @@ def write_abort(path: str | None, abort: Abort) -> None:
     if not path:
         return
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-    with contextlib.suppress(OSError):
+    try:
         fd = os.open(path, flags, 0o600)
+    except FileExistsError:
+        _report_foreign(path)
+        return
+    except OSError:
+        return
+    with contextlib.suppress(OSError):
         try:
             os.write(fd, json.dumps(abort.__dict__).encode()[:_MAX_ABORT])
         finally:
             os.close(fd)
+
+
+def _report_foreign(path: str) -> None:
+    """Say so when the abort file that is in the way is not yours (it never counts)."""
+    with contextlib.suppress(OSError):
+        owner = os.lstat(path).st_uid
+        if not trusted_uid(owner):
+            sys.stderr.write(
+                f"rtool.shim: ignoring abort file {path}: it is owned by uid {owner}, not by"
+                " you; the other ranks are not told (the batch script's abort folder avoids"
+                " this)\n"
+            )
 
 
 def read_abort(path: str | None, launch: int, pid: int) -> Abort | None:

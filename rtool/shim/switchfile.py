@@ -3,7 +3,8 @@
 A switch file owned by another user (a colleague's, or one planted in a shared group-writable
 folder) is ignored, never obeyed, and reported once per file: a warning in the training's log
 naming the path and the owner's uid (docs/security.md). A symlinked switch counts only when the
-link and the file it points to are both yours (or root's).
+link and the file it points to are both yours (or root's); its folder is reached by walking
+from / (rtool.core.fdwalk): a symlink another user planted at a folder above is refused too.
 """
 
 from __future__ import annotations
@@ -20,28 +21,52 @@ _reported: set[tuple[str, int, int]] = set()
 _lock = threading.Lock()
 
 
+def _stats(path: str) -> tuple[os.stat_result, os.stat_result] | str | None:
+    """(stat, lstat) of the switch, its folder reached by rtool.core.fdwalk (a symlink another
+    user planted at a folder above, or their folder on the way, is refused: the reason); None
+    when it is absent."""
+    from rtool.core.fdwalk import open_dir
+    from rtool.core.safeio import UnsafeFileError
+
+    parent, name = os.path.split(os.path.abspath(path))
+    try:
+        dirfd = open_dir(parent, check_last=False, shared_ok=True)
+    except UnsafeFileError as exc:
+        return str(exc)
+    except OSError:
+        return None
+    try:
+        return os.stat(name, dir_fd=dirfd), os.stat(name, dir_fd=dirfd, follow_symlinks=False)
+    except OSError:
+        return None
+    finally:
+        os.close(dirfd)
+
+
 def file_ident(path: str, what: str = "save") -> tuple[int, int] | None:
     """(inode, mtime_ns) of the switch at `path` when it is set and trusted; None when it is
     absent or another user's (reported once)."""
-    try:
-        st, lst = os.stat(path), os.lstat(path)
-    except OSError:
+    got = _stats(path)
+    if got is None:
         return None
+    if isinstance(got, str):
+        _report(what, path, got, 0, -1)
+        return None
+    st, lst = got
     foreign = next((s.st_uid for s in (lst, st) if not trusted_uid(s.st_uid)), None)
     if foreign is None:
         return (st.st_ino, st.st_mtime_ns)
-    key = (path, st.st_ino, foreign)
+    _report(what, path, f"it is owned by uid {foreign}, not by you or root", st.st_ino, foreign)
+    return None
+
+
+def _report(what: str, path: str, why: str, ino: int, owner: int) -> None:
+    key = (path, ino, owner)
     with _lock:
         first = key not in _reported
         _reported.add(key)
     if first:
-        log.warning(
-            "rtool.shim: ignoring %s switch %s: it is owned by uid %d, not by you or root",
-            what,
-            path,
-            foreign,
-        )
-    return None
+        log.warning("rtool.shim: ignoring %s switch %s: %s", what, path, why)
 
 
 def switch_set(path: str | None, what: str = "kill") -> bool:

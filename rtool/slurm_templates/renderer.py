@@ -107,6 +107,11 @@ def render(template_name: str, template_dirs: Sequence[str] = (), **values: Any)
         raise TemplateError(
             f"template {exc.filename or template_name} line {exc.lineno}: {exc.message}"
         ) from None
+    except UnicodeDecodeError as exc:  # a binary file given as --template: bad input
+        raise TemplateError(
+            f"template {template_name}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at"
+            f" offset {exc.start})"
+        ) from None
 
 
 def _check_template_dirs(dirs: Sequence[str]) -> None:

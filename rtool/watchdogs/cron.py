@@ -17,7 +17,7 @@ from rtool.core.slurm import SqueueJob
 from rtool.core.units import format_duration
 from rtool.cron.chain import active_jobs
 from rtool.cron.config import CronConfig
-from rtool.cron.store import CronStore, chain_name, resolve_dir
+from rtool.cron.store import CronStore, chain_name, dir_problem, resolve_dir
 from rtool.watchdogs.base import CheckResult, ProbeEnv, SpecWatchdog, SqueueQuery
 from rtool.watchdogs.config import CronWatchEntry
 
@@ -89,6 +89,11 @@ class CronWatchdog(SpecWatchdog[CronWatch]):
         out = []
         for s in self.specs:
             what = str(s.dir)
+            problem = dir_problem(s.dir)
+            if problem:  # a file, FIFO or device given as --dir: bad input, not a dead chain
+                fields = {"dir": what, "error": problem}
+                out.append(CheckResult("cron", what, Status.UNKNOWN, problem, fields))
+                continue
             beat = probe_output.heartbeats.get(what)
             obs = _one(what, beat, probe_output)
             out.append(check_cron(what, chain_name(s.dir), obs, s.period, s.grace, now))

@@ -61,6 +61,8 @@ class LogObservation:
     job_error: str | None = None
     host: str = field(default_factory=socket.gethostname)
     run: Ledger | None = None  # the stored ledger of the run named job_name (rtool watch run)
+    #: Files that would have steered the verdict but are not yours: "PATH (owned by uid N)".
+    ignored: list[str] = field(default_factory=list)
 
 
 def advance(prev: dict[str, Any] | None, cur: dict[str, Any], now: float) -> dict[str, Any]:
@@ -148,6 +150,7 @@ def _observe(env: ProbeEnv, o: LogObservation, data: dict[str, Any]) -> None:
     now = time.time()
     o.path, o.size, o.done = data.get("path"), data.get("size"), bool(data.get("done"))
     o.heartbeat, o.heartbeat_error = child.parse_heartbeat(data.get("heartbeat"))
+    o.ignored = [str(x) for x in data.get("ignored") or []][:5]
     if o.path is None:
         return
     rel = f"watch/log/{slug(o.spec.path)}.json"
@@ -217,6 +220,10 @@ def check_one(o: LogObservation, now: float) -> CheckResult:
     r = _verdict(o, now)
     if r.status is not Status.OK:
         r.depends = _depends(o)
+    if o.ignored:  # another user's files never steer the verdict: say which were left out
+        note = "ignored (not yours): " + ", ".join(o.ignored)
+        fields = {**r.fields, "ignored": ", ".join(o.ignored)}
+        r = dataclasses.replace(r, summary=f"{r.summary}; {note}", fields=fields)
     return r
 
 

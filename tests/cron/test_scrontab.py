@@ -167,3 +167,25 @@ def test_only_this_folders_block_is_replaced() -> None:
     text = f"# mine\n{a[0]}\n* * * * * x\n{a[1]}\n{b[0]}\n0 * * * * y\n{b[1]}\n"
     assert scron.without(text, "aaaa") == f"# mine\n{b[0]}\n0 * * * * y\n{b[1]}\n"
     assert scron.without("", "aaaa") == ""
+
+
+def test_scron_lines_take_odd_names_and_refuse_whitespace_and_line_breaks(
+    tmp_path: Path,
+) -> None:
+    """Issue 36: scrontab splits #SCRON lines at whitespace and knows no quoting (24.11's own
+    command, tried: `"--chdir=/a b"` is an invalid option), so a cron folder path with a space
+    is refused with one line rather than cut in two; quotes, `#`, `,` and backslashes pass as
+    they are; a line break (which would add a crontab line) is refused in every value."""
+    cfg = CronConfig(tick="15m", partition="debug")
+    root = tmp_path / 'my"cron"#1,a\\b'
+    lines = scron.block(cfg, root, "rtool-cron-x", "x").splitlines()
+    assert lines[2] == f"#SCRON --chdir={root}"
+    assert lines[4] == "#SCRON --partition=debug"
+    assert lines[5].startswith("*/15 * * * * ") and len(lines) == 7
+    with pytest.raises(UsageError, match="holds whitespace: scrontab cannot take it"):
+        scron.block(cfg, tmp_path / "my cron", "rtool-cron-x", "x")
+    bad = tmp_path / "a\n* * * * * rm -rf ~"
+    with pytest.raises(UsageError, match="holds a line break: it cannot be written"):
+        scron.block(cfg, bad, "rtool-cron-x", "x")
+    with pytest.raises(UsageError, match="holds a line break"):
+        scron.block(CronConfig(tick="15m", account="a\nb"), root, "n", "x")

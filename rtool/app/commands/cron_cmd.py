@@ -4,7 +4,6 @@ emulator."""
 from __future__ import annotations
 
 import math
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -14,7 +13,6 @@ from rtool.app.commands import errors
 from rtool.app.commands.fromspec import default_note
 from rtool.app.context import get_context
 from rtool.core.errors import UsageError
-from rtool.core.safeio import kind_of
 
 if TYPE_CHECKING:
     from rtool.cron.tick import TickEnv
@@ -31,15 +29,16 @@ _DIR_HELP = f"The cron folder {default_note('cron.dir')}."
 
 
 def _env(ctx: typer.Context, directory: Path | None) -> TickEnv:
-    from rtool.cron.store import resolve_dir
+    from rtool.cron.store import dir_problem, resolve_dir
     from rtool.cron.tick import TickEnv
 
     app_ctx = get_context(ctx)
     cfg = app_ctx.config
     files = tuple(f.resolve() for f in app_ctx.config_files)
     root = resolve_dir(directory if directory is not None else cfg.cron.dir)
-    if os.path.lexists(root) and not root.is_dir():
-        raise UsageError(f"cron dir {root} is {kind_of(root)}, not a folder")
+    problem = dir_problem(root)
+    if problem:
+        raise UsageError(problem)
     return TickEnv(cfg, app_ctx.state, app_ctx.slurm, root, files)
 
 
@@ -129,8 +128,10 @@ def list_cmd(
     app_ctx = get_context(ctx)
     found, error = chains(app_ctx.state, app_ctx.slurm)
     if as_json:
+        from rtool.core.redact import redact_data
+
         doc = {"chains": [c.to_json() for c in found], "squeue_error": error}
-        typer.echo(json.dumps(doc, indent=2))
+        typer.echo(json.dumps(redact_data(doc), indent=2))
         return 0
     for line in render(found, error):
         typer.echo(line)

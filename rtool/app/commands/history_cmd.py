@@ -27,6 +27,7 @@ def history(
         "--html",
         help="Write the run's timeline to this file: one page, no network (docs/runs.md).",
     ),
+    mode: str | None = typer.Option(None, "--mode", help="The page's file mode (unset: 0600)."),
     heartbeat: str | None = typer.Option(None, "--heartbeat", help="The shim's heartbeat file."),
     log: str | None = typer.Option(None, "--log", help="Attempt logs: logs/train-%A_%a.out."),
     job_name: str | None = typer.Option(None, "--job-name", help="Its jobs' name (default RUN)."),
@@ -45,6 +46,7 @@ def history(
     Example: rtool history llama-7b --stored --html llama-7b.html
     """
     from rtool.core.errors import UsageError
+    from rtool.core.redact import redact_data
     from rtool.runs import names, store
     from rtool.runs.config import RunWatch
     from rtool.runs.totals import totals
@@ -65,10 +67,10 @@ def history(
         typer.echo(f"rtool: no attempts of run {run!r} found", err=True)
         return 1
     if html is not None:
-        return _write_page(html, led, now)
+        return _write_page(html, led, now, mode)
     tot = totals(led, now)
     if as_json:
-        doc = {"ledger": led.to_json(), "totals": tot.to_json()}
+        doc = redact_data({"ledger": led.to_json(), "totals": tot.to_json()})
         sys.stdout.write(json.dumps(doc, indent=1) + "\n")
         return 0
     from rtool.runs.render import table
@@ -77,11 +79,11 @@ def history(
     return 0
 
 
-def _write_page(html: Path, led: Ledger, now: float) -> int:
-    from rtool.app.timeline.page import write
+def _write_page(html: Path, led: Ledger, now: float, mode: str | None) -> int:
+    from rtool.app.timeline.page import parse_mode, write
     from rtool.app.timeline.run import run_page
 
-    write(html, run_page(led, now))
+    write(html, run_page(led, now), parse_mode(mode))
     typer.echo(f"wrote {html}: run {led.run}, {len(led.attempts)} attempt(s)")
     return 0
 

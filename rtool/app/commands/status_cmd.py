@@ -48,6 +48,7 @@ def status(
         help="Write it all to this file as one page, with every stored run's timeline.",
         show_default=False,
     ),
+    mode: str | None = typer.Option(None, "--mode", help="The page's file mode (unset: 0600)."),
 ) -> int:
     """Reads the config and the state dir; sends nothing, changes nothing; one squeue call.
     Exit 0 whatever it shows (see the JSON `status` for a verdict); 2 on a bad config.
@@ -69,7 +70,7 @@ def status(
     data = gather(cfg, app_ctx.state, slurm, cwd=Path.cwd(), cron_dir=cron_dir, timeout=limit)
     data = redact_data(data)  # error texts may quote URLs with tokens
     if html is not None:
-        return _write_page(html, data, cfg, app_ctx.state)
+        return _write_page(html, data, cfg, app_ctx.state, mode)
     if as_json:
         typer.echo(json.dumps(data, indent=1, sort_keys=True, default=str))
     elif sys.stdout.isatty():
@@ -92,12 +93,14 @@ def _timeout(text: str | None, default: float) -> float:
     return limit
 
 
-def _write_page(html: Path, data: dict[str, Any], cfg: Config, state: StateDir) -> int:
-    from rtool.app.timeline.page import write
+def _write_page(
+    html: Path, data: dict[str, Any], cfg: Config, state: StateDir, mode: str | None
+) -> int:
+    from rtool.app.timeline.page import parse_mode, write
     from rtool.app.timeline.status import status_page, watched_runs
 
     runs = watched_runs(cfg, state)
-    write(html, status_page(data, runs))
+    write(html, status_page(data, runs), parse_mode(mode))
     typer.echo(f"wrote {html}: status {data['status']}, {len(runs)} run(s)")
     return 0
 

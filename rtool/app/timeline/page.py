@@ -8,6 +8,7 @@ page; nothing is put into the script.
 from __future__ import annotations
 
 import html
+import re
 import time
 from pathlib import Path
 
@@ -69,8 +70,26 @@ SCRIPT = """
 
 
 def esc(value: object) -> str:
-    """Text for the page, escaped (quotes too: safe in an attribute)."""
-    return html.escape(str(value), quote=True)
+    """Text for the page, redacted as alerts are (a token the training printed in its log tail
+    never reaches the file), then escaped (quotes too: safe in an attribute)."""
+    from rtool.core.redact import redact
+
+    return html.escape(redact(str(value)), quote=True)
+
+
+#: A page shows log tails and errors: only you may read it unless `--mode` says otherwise.
+PAGE_MODE = 0o600
+
+
+def parse_mode(text: str | None) -> int:
+    """`--mode 0644` (octal, at most 0777; no setuid, setgid or sticky bits) -> 0o644."""
+    from rtool.core.errors import UsageError
+
+    if text is None:
+        return PAGE_MODE
+    if not re.fullmatch(r"0?[0-7]{3}", text.strip()):
+        raise UsageError(f"--mode {text!r}: give an octal file mode such as 0600 or 0644")
+    return int(text.strip(), 8)
 
 
 def stamp(t: float | None) -> str:
@@ -100,7 +119,7 @@ def document(title: str, body: str, now: float) -> str:
     )
 
 
-def write(path: Path, text: str) -> None:
+def write(path: Path, text: str, mode: int = PAGE_MODE) -> None:
     """Write the page to `path` atomically (a temp file beside it, then rename: a symlink at
     `path` is replaced, never followed); a missing folder or a folder at `path` is a usage
     error (one line)."""
@@ -113,6 +132,6 @@ def write(path: Path, text: str) -> None:
     if target.is_dir() and not target.is_symlink():
         raise UsageError(f"--html {path}: is a folder, give a file name")
     try:
-        atomic_write(target, text, 0o644)
+        atomic_write(target, text, mode)
     except OSError as exc:
         raise UsageError(f"--html {path}: {exc.strerror or exc}") from None

@@ -104,12 +104,13 @@ def read_trusted_config(found: Path) -> str:
 
     A config decides where alerts go, which templates render and which lines reach a batch
     script: one written by another user (a shared working folder's `./rtool.toml`) is refused.
+    The owner and mode are judged on the descriptor that is then read (a file swapped in
+    between a check and a read never counts).
     """
-    from rtool.core.safeio import UnsafeFileError, check_trusted, read_bytes_bounded
+    from rtool.core.safeio import UnsafeFileError
 
     try:
-        check_trusted(found, "config file")
-        raw = read_bytes_bounded(found, 1024 * 1024)
+        raw = _read_checked_config(found)
         return raw.decode("utf-8")  # TOML is UTF-8: a latin-1 file is refused, not misread
     except UnicodeDecodeError as exc:
         where = f"byte 0x{raw[exc.start]:02x} at offset {exc.start}"
@@ -122,6 +123,34 @@ def read_trusted_config(found: Path) -> str:
         raise ConfigError([f"cannot read config file: {exc.strerror}"], str(found)) from None
     except UnsafeFileError as exc:
         raise ConfigError([str(exc)], str(found)) from None
+
+
+def _read_checked_config(found: Path) -> bytes:
+    import os
+    import stat
+
+    from rtool.core.fdwalk import read_fd
+    from rtool.core.identity import trusted_uid
+    from rtool.core.safeio import UnsafeFileError, trust_problem
+
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(found, flags)
+    except IsADirectoryError:
+        raise UnsafeFileError(f"{found} is a folder, not a file") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise UnsafeFileError(f"{found} is not a regular file")
+        problem = trust_problem(found, st)
+        link = os.lstat(found)
+        if not problem and stat.S_ISLNK(link.st_mode) and not trusted_uid(link.st_uid):
+            problem = f"it is a symlink owned by uid {link.st_uid}, not by you or root"
+        if problem:
+            raise UnsafeFileError(f"refusing config file {found}: {problem}")
+        return read_fd(fd, str(found), 1024 * 1024)
+    finally:
+        os.close(fd)
 
 
 def load_config_text(schema: type[M], text: str, source: str = "<config>") -> M:

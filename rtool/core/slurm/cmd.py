@@ -34,6 +34,7 @@ from rtool.core.slurm.nodes import (
     parse_sinfo_nodes,
 )
 from rtool.core.slurm.parse import (
+    ParseError,
     SqueueJob,
     SubmitResult,
     parse_sbatch_parsable,
@@ -235,7 +236,10 @@ class Slurm(SlurmReads):
         if script_path:
             argv.append(v.path_arg(script_path, "batch script"))
         res = self._run(argv, input=script, cwd=cwd)
-        return parse_sbatch_parsable(res.stdout)
+        try:
+            return parse_sbatch_parsable(res.stdout)
+        except ParseError as exc:  # an empty or odd answer: Slurm's failure, not rtool's
+            raise SlurmError(argv, str(exc), res.returncode, res.stderr) from None
 
     def scancel(
         self,

@@ -197,14 +197,46 @@ def parse_squeue(text: str) -> list[SqueueJob]:
 _KEY = re.compile(r"(?:(?<=\s)|^)([A-Za-z][\w:/.\-]*)=")
 
 
+#: Keys that decide whose job it is: taken only from where Slurm prints them (see below).
+_OWNER_KEYS = ("UserId", "GroupId")
+
+
+def _pairs(line: str) -> list[tuple[str, str]]:
+    matches = list(_KEY.finditer(line))
+    out = []
+    for i, m in enumerate(matches):
+        end = matches[i + 1].start() if i + 1 < len(matches) else len(line)
+        out.append((m.group(1), line[m.end() : end].strip()))
+    return out
+
+
 def parse_scontrol_record(text: str) -> dict[str, str]:
-    """One `scontrol show job` record as {key: value} (values as printed, stripped)."""
+    """One `scontrol show job` record as {key: value} (values as printed, stripped).
+
+    Free text (JobName, Comment, WorkDir, Command, StdOut...) may hold ` UserId=root(0)`: the
+    FIRST occurrence of a key counts, never a later one, JobName is the rest of the `JobId=`
+    line, and the owner keys (UserId, GroupId)
+    count only from the line Slurm prints them on, the one right after the `JobId=` line,
+    starting with `UserId=` (both releases); a record without that line has no owner."""
     out: dict[str, str] = {}
-    for line in text.splitlines():
-        matches = list(_KEY.finditer(line))
-        for i, m in enumerate(matches):
-            end = matches[i + 1].start() if i + 1 < len(matches) else len(line)
-            out[m.group(1)] = line[m.end() : end].strip()
+    lines = text.splitlines()
+    first = next((i for i, ln in enumerate(lines) if ln.lstrip().startswith("JobId=")), None)
+    for i, line in enumerate(lines):
+        job, sep, name = line.strip().partition(" JobName=") if i == first else ("", "", "")
+        if sep and " " not in job:  # the job's name is the rest of its line, whatever it holds
+            out.setdefault("JobId", job.removeprefix("JobId="))
+            out.setdefault("JobName", name)
+            continue
+        for key, value in _pairs(line):
+            out.setdefault(key, value)
+    if first is None:
+        return out
+    for key in _OWNER_KEYS:
+        out.pop(key, None)
+    nxt = lines[first + 1].lstrip() if first + 1 < len(lines) else ""
+    if nxt.startswith("UserId="):
+        pinned = dict(_pairs(nxt))
+        out.update({k: pinned[k] for k in _OWNER_KEYS if k in pinned})
     return out
 
 

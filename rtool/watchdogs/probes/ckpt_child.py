@@ -9,16 +9,18 @@ the folder's owner and mode, its statvfs, each checkpoint (name, step, folder or
 mtime) and, for the newest `detail` ones, their total size, file count, newest mtime and the
 required files or completion marker they lack; the heartbeat's JSON if one is named. Every
 listing is bounded (`LIMIT` entries). `prune` removes the named checkpoints of a folder, each
-only when it is not a symlink and it and everything in it is owned by this user; it prints what
+only when it is not a symlink and it and everything in it is owned by this user, through the
+descriptor of the folder walked from / (`open_folder`: never a link another user made, never a
+folder others can rename things in); it prints what
 it removed and why it refused the rest. rtool runs this in its own session with stdout/stderr on
 pipes (see child.py), so a hung filesystem holds only this process.
 """
 
+import errno
 import fnmatch
 import json
 import os
 import re
-import shutil
 import stat
 import sys
 import time
@@ -36,6 +38,60 @@ _STEP = re.compile(
 #: Names that are never a checkpoint: hidden, temporary or being written under another name.
 _SCRATCH = re.compile(r"^(?:\.|tmp|temp)|\.(?:tmp|temp|partial|incomplete|lock)$", re.I)
 _KEYS = ("frsize", "blocks", "bfree", "bavail", "files", "ffree", "favail")
+
+
+_DIRFLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+
+
+class Refused(Exception):
+    """A component of the folder's path that must not be passed (one line)."""
+
+
+def _folder_problem(st, uid):
+    if st.st_uid not in (uid, 0):
+        return f"is owned by uid {st.st_uid}, not by you or root"
+    mode = stat.S_IMODE(st.st_mode)
+    if mode & 0o022 and not mode & stat.S_ISVTX:
+        return f"is writable by group or others (mode {mode:04o}) without the sticky bit"
+    return None
+
+
+def open_folder(path, uid):
+    """A descriptor of `path` walked from / with O_NOFOLLOW|O_DIRECTORY (the rule of
+    rtool/core/fdwalk.py: a symlink only when yours or root's; no foreign folder, none that
+    others can write without the sticky bit on the way; the last one is judged by the caller)."""
+    todo = [p for p in os.path.abspath(path).split("/") if p][::-1]
+    fd, done, links = os.open("/", _DIRFLAGS), "", 0
+    try:
+        while todo:
+            name = todo.pop()
+            shown = done + "/" + name
+            try:
+                new = os.open(name, _DIRFLAGS, dir_fd=fd)
+            except OSError as exc:
+                if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
+                    raise
+                lst = os.stat(name, dir_fd=fd, follow_symlinks=False)
+                if not stat.S_ISLNK(lst.st_mode):
+                    raise Refused(f"{shown} is not a folder") from None
+                if lst.st_uid not in (uid, 0) or links >= 40:
+                    raise Refused(f"{shown} is a symlink owned by uid {lst.st_uid}") from None
+                links += 1
+                target = os.readlink(name, dir_fd=fd)
+                todo += [p for p in target.split("/") if p][::-1]
+                if target.startswith("/"):
+                    os.close(fd)
+                    fd, done = os.open("/", _DIRFLAGS), ""
+                continue
+            os.close(fd)
+            fd, done = new, shown
+            problem = _folder_problem(os.fstat(fd), uid) if todo else None
+            if problem:
+                raise Refused(f"{done} {problem}")
+        return fd
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def step_of(name):
@@ -146,14 +202,22 @@ def _order(entries):
 
 
 def _read_json(path, limit=65536):
-    """A FIFO or device never blocks this (O_NONBLOCK, regular files only); at most `limit`."""
+    """A FIFO or device never blocks this (O_NONBLOCK, regular files only); at most `limit`.
+    Another user's heartbeat (or one others can write) is ignored and named, judged on the
+    descriptor that is read."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
     except OSError:
         return None
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
             return {"_invalid": True, "why": "not a regular file"}
+        mode = stat.S_IMODE(st.st_mode)
+        if st.st_uid not in (os.getuid(), 0):
+            return {"_invalid": True, "why": f"ignored: owned by uid {st.st_uid}, not by you"}
+        if mode & 0o022:
+            return {"_invalid": True, "why": f"ignored: writable by others (mode {mode:04o})"}
         data = os.read(fd, limit + 1)
     except OSError as exc:
         return {"_invalid": True, "why": exc.strerror}
@@ -169,8 +233,19 @@ def _read_json(path, limit=65536):
 
 
 def scan(req):
-    path = req["path"]
-    st = os.stat(path)
+    try:
+        fd = open_folder(req["path"], os.getuid())
+    except Refused as exc:
+        return {"ok": False, "error": f"refusing the folder: {exc}"}
+    try:
+        return _scan(req, fd)
+    finally:
+        os.close(fd)
+
+
+def _scan(req, fd):
+    path = f"/proc/self/fd/{fd}"  # every look below goes through the walked descriptor
+    st = os.fstat(fd)
     if not stat.S_ISDIR(st.st_mode):
         return {"ok": False, "error": "not a folder"}
     vfs = os.statvfs(path)
@@ -201,42 +276,71 @@ def scan(req):
     return result
 
 
-def _foreign(top, uid):
-    """The first path under `top` not owned by `uid` (never following a symlink), else None."""
-    for root, dirs, files, rootfd in os.fwalk(top, follow_symlinks=False):
-        for name in dirs + files:
-            if os.lstat(name, dir_fd=rootfd).st_uid != uid:
-                return os.path.join(root, name)
+def _foreign(dirfd, name, uid, shown):
+    """The first path under `name` (in `dirfd`) not owned by `uid`, never following a link."""
+    for root, dirs, files, rootfd in os.fwalk(name, follow_symlinks=False, dir_fd=dirfd):
+        for entry in dirs + files:
+            if os.stat(entry, dir_fd=rootfd, follow_symlinks=False).st_uid != uid:
+                return os.path.join(shown, root, entry)
     return None
 
 
-def prune_one(folder, name, uid):
+def _remove_tree(dirfd, name):
+    """rm -r of `name` relative to `dirfd`: unlinkat/rmdir through descriptors only."""
+    for _root, dirs, files, rootfd in os.fwalk(
+        name, topdown=False, follow_symlinks=False, dir_fd=dirfd
+    ):
+        for entry in files:
+            os.unlink(entry, dir_fd=rootfd)
+        for entry in dirs:
+            if stat.S_ISLNK(os.stat(entry, dir_fd=rootfd, follow_symlinks=False).st_mode):
+                os.unlink(entry, dir_fd=rootfd)
+            else:
+                os.rmdir(entry, dir_fd=rootfd)
+    os.rmdir(name, dir_fd=dirfd)
+
+
+def prune_one(dirfd, name, uid, shown):
     if "/" in name or name in ("", ".", ".."):
         return "not a name in the folder"
-    path = os.path.join(folder, name)
-    st = os.lstat(path)
+    st = os.stat(name, dir_fd=dirfd, follow_symlinks=False)
     if stat.S_ISLNK(st.st_mode):
         return "a symlink"
     if st.st_uid != uid:
         return f"owned by uid {st.st_uid}"
     if stat.S_ISDIR(st.st_mode):
-        other = _foreign(path, uid)
+        other = _foreign(dirfd, name, uid, shown)
         if other is not None:
             return f"{other} is another user's"
-        shutil.rmtree(path)  # fd-based on Linux: never follows a symlink inside
+        _remove_tree(dirfd, name)
     else:
-        os.unlink(path)
+        os.unlink(name, dir_fd=dirfd)
     return None
 
 
 def prune(req):
-    folder, uid, done = req["folder"], os.getuid(), []
-    for name in req["names"]:
-        try:
-            why = prune_one(folder, name, uid)
-        except OSError as exc:
-            why = exc.strerror or str(exc)
-        done.append({"name": name, "ok": why is None, "why": why})
+    """Deletes relative to the folder's descriptor, walked again and judged as retention's
+    rule says (yours, not writable by others), so a link or a rename on the way is refused."""
+    uid, done = os.getuid(), []
+    try:
+        dirfd = open_folder(req["folder"], uid)
+    except Refused as exc:
+        return {"ok": False, "error": f"refusing the folder: {exc}"}
+    try:
+        st = os.fstat(dirfd)
+        problem = _folder_problem(st, uid)
+        if not problem and stat.S_IMODE(st.st_mode) & 0o022:
+            problem = f"is writable by group or others (mode {stat.S_IMODE(st.st_mode):04o})"
+        if problem:
+            return {"ok": False, "error": f"refusing the folder: {req['folder']} {problem}"}
+        for name in req["names"]:
+            try:
+                why = prune_one(dirfd, name, uid, req["folder"])
+            except OSError as exc:
+                why = exc.strerror or str(exc)
+            done.append({"name": name, "ok": why is None, "why": why})
+    finally:
+        os.close(dirfd)
     return {"ok": True, "pruned": done}
 
 

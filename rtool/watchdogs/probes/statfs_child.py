@@ -7,9 +7,12 @@
 come: `{"i": N, "tid": T}` when path N's thread starts (T: its kernel thread id), then
 `{"i": N, "ok": true, "statvfs": {...}}` or `{"i": N, "ok": false, "error": "..."}` when its
 statvfs returns. A hung mount holds only its own thread: the other paths answer at once.
-`logstat` prints one JSON object. rtool runs this in its own session with stdout/stderr on
-pipes it reads, so a statfs stuck on a dead mount (uninterruptible, even by SIGKILL) holds
-only this process, never rtool's caller (`rtool watch disk ... | tee -a train.log`).
+`logstat` prints one JSON object: the newest log file matching a glob, the heartbeat and its
+`.done` marker, each counted only when it is yours (or root's) and writable only by you (judged
+on the descriptor that is read); the others are listed under `ignored`. rtool runs this in
+its own session with stdout/stderr on pipes it reads, so a statfs stuck on a dead mount
+(uninterruptible, even by SIGKILL) holds only this process, never rtool's caller
+(`rtool watch disk ... | tee -a train.log`).
 """
 
 import os
@@ -60,40 +63,129 @@ def statvfs_each(paths):
         t.join()
 
 
-def _newest(pattern):
+def _yours(st, uid):
+    """None when `st` is yours or root's and writable only by its owner; else why not."""
+    if st.st_uid not in (uid, 0):
+        return f"owned by uid {st.st_uid}"
+    if stat.S_IMODE(st.st_mode) & 0o022:
+        return f"writable by group or others (mode {stat.S_IMODE(st.st_mode):04o})"
+    return None
+
+
+def _judge(p, uid, ignored):
+    """(path, stat) of the log file `p` when it counts: a file (a symlink only when yours, to
+    a file that is yours) of yours or root's; another user's is named in `ignored`."""
+    try:
+        lst = os.lstat(p)
+        st = os.stat(p) if stat.S_ISLNK(lst.st_mode) else lst
+    except OSError:
+        return None
+    if stat.S_ISDIR(st.st_mode):
+        return None
+    link = stat.S_ISLNK(lst.st_mode) and lst.st_uid not in (uid, 0)
+    why = f"a symlink owned by uid {lst.st_uid}" if link else _yours(st, uid)
+    if why:
+        ignored.append(f"{p} ({why})")
+        return None
+    return p, st
+
+
+def _newest(pattern, uid, ignored):
     import glob
 
     if not glob.has_magic(pattern):
-        return pattern if os.path.exists(pattern) else None
+        if os.path.isdir(pattern):
+            raise IsADirectoryError(21, "is a folder, not a log file (give a file or a glob)")
+        got = _judge(pattern, uid, ignored) if os.path.lexists(pattern) else None
+        return got
     best, best_key = None, None
     for p in glob.glob(pattern):
-        try:
-            st = os.stat(p)
-        except OSError:
+        got = _judge(p, uid, ignored)
+        if got is None:
             continue
-        key = (st.st_mtime, p)
+        key = (got[1].st_mtime, p)
         if best_key is None or key > best_key:
-            best, best_key = p, key
+            best, best_key = got, key
     return best
 
 
-def _read_json(path, limit=65536):
-    """A FIFO or device never blocks this (O_NONBLOCK, regular files only); at most `limit`."""
-    import json
+_DIRFLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 
-    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY
+
+def _walk(folder, uid):
+    """A descriptor of `folder` walked from / with O_NOFOLLOW|O_DIRECTORY (rtool/core/fdwalk.py's
+    rule, owners only: a shared project folder passes): a symlink on the way counts only when
+    yours or root's, a folder only when yours or root's; else the reason (a str)."""
+    todo = [p for p in os.path.abspath(folder).split("/") if p][::-1]
+    fd, done, links = os.open("/", _DIRFLAGS), "", 0
+    while todo:
+        name = todo.pop()
+        try:
+            new = os.open(name, _DIRFLAGS, dir_fd=fd)
+        except OSError as exc:
+            link = exc.errno in (20, 40)  # ENOTDIR, ELOOP: a symlink (or a file) there
+            lst = os.stat(name, dir_fd=fd, follow_symlinks=False) if link else None
+            if lst is None or not stat.S_ISLNK(lst.st_mode) or links >= 40:
+                os.close(fd)
+                raise
+            if lst.st_uid not in (uid, 0):
+                os.close(fd)
+                return f"{done}/{name} is a symlink owned by uid {lst.st_uid}"
+            links += 1
+            target = os.readlink(name, dir_fd=fd)
+            todo += [p for p in target.split("/") if p][::-1]
+            if target.startswith("/"):
+                os.close(fd)
+                fd, done = os.open("/", _DIRFLAGS), ""
+            continue
+        os.close(fd)
+        fd, done = new, f"{done}/{name}"
+        owner = os.fstat(fd).st_uid
+        if owner not in (uid, 0):
+            os.close(fd)
+            return f"{done} is owned by uid {owner}"
+    return fd
+
+
+def _open_checked(path, uid, ignored, what):
+    """A descriptor of the regular file `path` (its folder walked by `_walk`, never through a
+    symlink at its name) when it is yours (or root's) and writable only by you; another's is
+    named in `ignored`."""
+    folder, name = os.path.split(os.path.abspath(path))
     try:
-        fd = os.open(path, flags)
+        dirfd = _walk(folder, uid)
     except OSError:
         return None
+    if isinstance(dirfd, str):
+        ignored.append(f"{what} {path} ({dirfd})")
+        return None
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_NOFOLLOW, dir_fd=dirfd)
+    except OSError as exc:
+        if exc.errno == 40:  # ELOOP: a symlink at the name
+            ignored.append(f"{what} {path} (a symlink)")
+        return None
+    finally:
+        os.close(dirfd)
+    st = os.fstat(fd)
+    why = _yours(st, uid)
+    if why:
+        os.close(fd)
+        ignored.append(f"{what} {path} ({why})")
+        return None
+    return fd
+
+
+def _read_json(fd, limit=65536):
+    """The JSON object in the open file `fd` (regular files only, at most `limit` bytes)."""
+    import json
+
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return {"_invalid": True, "why": "not a regular file"}
         data = os.read(fd, limit + 1)
     except OSError as exc:
         return {"_invalid": True, "why": exc.strerror}
-    finally:
-        os.close(fd)
     if len(data) > limit:
         return {"_invalid": True, "why": f"larger than {limit} bytes"}
     try:
@@ -104,16 +196,29 @@ def _read_json(path, limit=65536):
 
 
 def logstat(pattern, heartbeat=None):
-    out: dict = {"path": None, "heartbeat": None, "done": False}
-    path = _newest(pattern)
-    if path is not None:
-        st = os.stat(path)
+    """The newest log file that counts, the heartbeat and its done marker, each judged on the
+    descriptor that is read (yours or root's, writable only by you); the rest in `ignored`."""
+    uid = os.getuid()
+    ignored: list = []  # what did not count, named
+    out: dict = {"path": None, "heartbeat": None, "done": False, "ignored": ignored}
+    got = _newest(pattern, uid, ignored)
+    if got is not None:
+        path, st = got
         out.update(path=path, size=st.st_size, mtime=st.st_mtime, ino=st.st_ino, dev=st.st_dev)
     if heartbeat:
-        out["heartbeat"] = _read_json(heartbeat)
-        if out["heartbeat"] is not None:
-            out["heartbeat_mtime"] = os.stat(heartbeat).st_mtime
-        out["done"] = os.path.exists(heartbeat + ".done")  # the shim's done marker
+        fd = _open_checked(heartbeat, uid, ignored, "heartbeat")
+        if fd is not None:
+            try:
+                out["heartbeat"] = _read_json(fd)
+                out["heartbeat_mtime"] = os.fstat(fd).st_mtime
+            finally:
+                os.close(fd)
+        done = heartbeat + ".done"  # the shim's done marker
+        if os.path.lexists(done):
+            fd = _open_checked(done, uid, ignored, "done marker")
+            out["done"] = fd is not None
+            if fd is not None:
+                os.close(fd)
     return out
 
 
