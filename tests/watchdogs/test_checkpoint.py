@@ -213,3 +213,24 @@ def test_a_done_marker_beside_the_checkpoint_is_not_a_checkpoint(tmp_path: Path)
     assert r.summary.startswith(
         f"{ck}: step_000500 incomplete: missing step_000500.done; newest complete step_000400"
     ), r.summary
+
+
+def test_a_hung_mount_behind_a_symlink_holds_up_no_healthy_folder(
+    hung_mount: Path, tmp_path: Path
+) -> None:
+    """Issue 35.16: the stuck probe is remembered under the mount the symlink leads to (its
+    st_dev), not under the mount its name starts with, which also holds a healthy folder."""
+    from rtool.watchdogs.base import ProbeEnv
+    from rtool.watchdogs.checkpoint.spec import CheckpointWatch
+    from rtool.watchdogs.checkpoint.watchdog import CheckpointWatchdog
+
+    link, healthy, state = tmp_path / "ckpt-link", tmp_path / "healthy", StateDir(tmp_path / "s")
+    link.symlink_to(hung_mount)
+    folder_ckpt(healthy, "step_000100", old=300)
+    wd = CheckpointWatchdog([CheckpointWatch(path=str(p)) for p in (link, healthy)], 1.0)
+    for sweep_no, hung_text in ((1, "probe timed out after 1s"), (2, "probe still hung since")):
+        bad, good = wd.check(wd.probe(ProbeEnv(None, state)), time.time())
+        assert bad.status is Status.CRITICAL and hung_text in bad.summary, (sweep_no, bad.summary)
+        assert str(hung_mount) in str(bad.fields.get("mount")), bad.fields
+        assert good.status is Status.OK, (sweep_no, good.summary)
+        assert "probe" not in good.summary and good.fields["newest"] == "step_000100"

@@ -178,8 +178,19 @@ def _read_json(path, limit=65536):
     return value if isinstance(value, dict) else {"_invalid": True}
 
 
+def _say_where(path):
+    """Print where `path` really is (symlinks followed, its st_dev) before touching its
+    filesystem further: a probe that hangs there is remembered under that mount."""
+    real = os.path.realpath(path)
+    dev = os.stat(real).st_dev
+    where = {"real": real, "dev": f"{os.major(dev)}:{os.minor(dev)}"}
+    sys.stdout.write(json.dumps(where) + "\n")
+    sys.stdout.flush()
+
+
 def scan(req):
     path = req["path"]
+    _say_where(path)
     st = os.stat(path)
     if not stat.S_ISDIR(st.st_mode):
         return {"ok": False, "error": "not a folder"}
