@@ -143,6 +143,9 @@ def _answer(line: bytes, out: list[Outcome], pending: set[int]) -> None:
     if "tid" in msg:
         out[i].tid = int(msg["tid"])
         return
+    if "dev" in msg:
+        out[i].real, out[i].dev = str(msg.get("real")), str(msg["dev"])
+        return
     if msg.get("ok"):
         out[i].data = msg
     else:
