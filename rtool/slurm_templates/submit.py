@@ -78,7 +78,7 @@ def build_job(req: SubmitRequest, cfg: SubmitConfig, sw: SwitchesConfig, cwd: Pa
     more_sbatch, more_env = _declared_extras(req, own, cfg)
     sbatch_lines, setup_lines = _split_extra(cfg.extra_lines)
     # The run and its jobs' name agree unless both are given: --run names the jobs too.
-    job_name = pick(req.job_name, "job-name") or req.run or path.stem
+    job_name = specs.validate_run_job_name(pick(req.job_name, "job-name") or req.run or path.stem)
     run = dict(more_env).get("RTOOL_RUN") or job_name
     job = TrainingJob(
         job_name=job_name,
