@@ -19,6 +19,7 @@ from rtool.runs.finish import Claim
 from rtool.runs.inplace import RestartRecord
 from rtool.runs.model import Attempt, Ledger, Source
 from rtool.runs.records import BatchRecord, shown_id
+from rtool.runs.stops import own_stop
 from rtool.runs.totals import fold
 
 if TYPE_CHECKING:
@@ -239,7 +240,7 @@ def _apply_heartbeat(a: Attempt, hb: Heartbeat, final: bool = True) -> Attempt:
     if hb.last_saved_step is not None:
         changes["last_saved_step"] = hb.last_saved_step
     ended = hb.state in (RunState.STOPPED, RunState.FINISHED, RunState.CRASHED)
-    if ended and hb.stop_reason:
+    if ended and hb.stop_reason and own_stop(hb):
         changes["stop_reason"] = hb.stop_reason
     if hb.error is not None and hb.state is RunState.CRASHED:
         changes["error"] = str(hb.error)

@@ -170,3 +170,26 @@ def test_degraded_mode_from_records_and_squeue() -> None:
     # the next sweep: job 41 left the queue without an end record
     later = ledger.build(led, ledger.Inputs(run="llm", now=1300.0, sacct=None, records=recs))
     assert later.attempts[-1].state == "GONE" and later.attempts[-1].ended == 1300.0
+
+
+@pytest.mark.parametrize("before", ["crashed", "time_limit"])
+def test_the_stop_of_an_attempt_comes_only_from_its_own_heartbeat(before: str) -> None:
+    """Issue 35.10: the shim carries the previous job's stop over until this job stops; a
+    finished attempt whose heartbeat still names job 33's stop shows no stop of its own."""
+    from rtool.app.timeline.run import run_page
+
+    completed = SACCT.replace("30_3|34|FAILED|1:0", "30_3|34|COMPLETED|0:0")
+    carried = {"stop_reason": before, "stop_job_id": "33", "stop_time": _t("2026-11-23T14:15:50")}
+    hb = _hb(3, 5000, 701, 5000, RunState.FINISHED, **carried)
+    led = _build(hb=hb, sacct=completed)
+    last = led.attempts[3]
+    assert last.job_id == "30_3" and last.finished and last.stop_reason is None
+    row = table(led, totals(led, led.updated or 0), led.updated or 0).splitlines()[4]
+    assert row.startswith("4 ") and before not in row and "COMPLETED" in row, row
+    page = run_page(led, led.updated or 0)
+    attempt4 = page[page.index('<tr data-attempt="4"') :].split("</tr>", 1)[0]
+    assert f"<td>{before}</td>" not in attempt4 and "<td>-</td>" in attempt4
+    # its own stop (stop_job_id is this job, after this launch started) is shown
+    own = {"stop_reason": "time_limit", "stop_job_id": "34", "stop_time": _t("2026-11-23T14:16:19")}
+    hb = _hb(3, 900, 701, 900, RunState.STOPPED, started=_t("2026-11-23T14:16:00"), **own)
+    assert _build(hb=hb).attempts[3].stop_reason == "time_limit"
