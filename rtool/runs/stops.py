@@ -8,6 +8,7 @@ stop of the attempt before it.
 from __future__ import annotations
 
 from rtool.core.heartbeat import Heartbeat, RunState
+from rtool.runs.model import Attempt, Source
 
 
 def own_stop(hb: Heartbeat) -> bool:
@@ -19,3 +20,12 @@ def own_stop(hb: Heartbeat) -> bool:
     if hb.stop_job_id != hb.job_id:
         return False
     return hb.started is None or hb.stop_time is None or hb.stop_time >= hb.started
+
+
+def degraded_state(a: Attempt) -> Attempt:
+    """Without accounting an attempt's state comes from its exit code (0: COMPLETED); one the
+    shim stopped for the time limit (its own stop) ended on the time limit: TIMEOUT."""
+    limited = a.stop_reason == "time_limit" and not a.finished
+    if a.source is Source.RECORDS and a.state == "COMPLETED" and limited:
+        return a.with_(state="TIMEOUT")
+    return a

@@ -109,7 +109,10 @@ def test_sacct_ledger_with_steps_lost_signatures_and_crash_loop() -> None:
     assert health.crash_loop(led, 3, 300) is None  # the node failure made progress
     assert not health.exhausted(led, queue)
     tot = totals(led, led.updated or 0)
-    assert tot.attempts == 4 and tot.steps_gained == 780 and tot.steps_lost == 180
+    # gained: steps 0-700 kept (780 was reached, but 701-780 were done again: not gained);
+    # attempt 4 crashed at its first step 701 with no save of its own: that step is lost too
+    assert tot.attempts == 4 and tot.steps_gained == 701 and tot.steps_lost == 181
+    assert tot.steps_redone == 180 and led.best_step == 700
     assert tot.queued_s == 10 + 620 + 930 + 960
     assert tot.computing_s == 600 + 300 + 20 + 20
     text = table(led, tot, led.updated or 0)
@@ -118,9 +121,11 @@ def test_sacct_ledger_with_steps_lost_signatures_and_crash_loop() -> None:
 
 def test_previous_ledger_keeps_what_sources_forget_and_best_step() -> None:
     first = _build(hb=_hb(1, 750, 501, 700, RunState.RUNNING))
-    assert first.best_step == 780  # the end record saw more than the live heartbeat
+    # the end record saw more than the heartbeat (780), but 701-780 were done again: the
+    # highest kept step is 700 (a heartbeat of an attempt that is over is not live)
+    assert first.best_step == 700
     second = _build(prev=first)
-    assert second.best_step == 780 and second.best_step_at == first.best_step_at
+    assert second.best_step == 700 and second.best_step_at == first.best_step_at
     assert second.attempts[1].step_end == 780
 
 

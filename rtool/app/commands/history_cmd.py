@@ -55,13 +55,11 @@ def history(
     flags = {"heartbeat": heartbeat, "log": log, "job_name": job_name}
     if no_accounting:
         flags["accounting"] = "off"
-    from pydantic import ValidationError
-
     from rtool.app.commands.errors import reason
 
     try:
         spec = RunWatch(**{**base, **{k: v for k, v in flags.items() if v is not None}})
-    except ValidationError as exc:
+    except ValueError as exc:  # pydantic's ValidationError
         raise UsageError(f"run {run!r}: {reason(exc)}") from None
     now = time.time()
     led = store.load(app_ctx.state, spec.name) if stored else _refresh(app_ctx, spec, now)
