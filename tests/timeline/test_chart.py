@@ -14,7 +14,8 @@ T0 = 1_790_000_000.0
 def _att(n: int, start: int, end: int, saved: int | None, **kw: object) -> Attempt:
     return Attempt(
         run="r", number=n, job_id=f"7_{n}", nodes=("n1",), started=T0 + 1000 * n,
-        ended=kw.pop("ended", T0 + 1000 * n + 600), state=str(kw.pop("state", "FAILED")), exit_code=1,
+        ended=kw.pop("ended", T0 + 1000 * n + 600), state=str(kw.pop("state", "FAILED")),
+        exit_code=1,
         step_start=start, step_end=end, last_saved_step=saved, **kw,  # type: ignore[arg-type]
     )  # fmt: skip
 
