@@ -292,6 +292,7 @@ def test_history_lists_every_attempt_sacct_shows_of_a_crash_looping_array(
         out = subprocess.run(argv, capture_output=True, text=True, timeout=30).stdout
         rows = [ln.split("|") for ln in out.splitlines() if ln.strip()]
         found = [jid for jid, state in rows if state.startswith("FAILED")]
+        _watch(cli, job_name, "--heartbeat", str(hb), "--on-crash-loop", "none")  # stores it
         return found if len(found) >= 2 else None
 
     try:
