@@ -59,8 +59,11 @@ def startup_latencies(starts: Iterable[float], firsts: Sequence[float]) -> Laten
 
 
 def goodput(unique_steps: int, step_s: float, allocated: float) -> float | None:
-    """Useful training time over allocated time; None when nothing was allocated."""
-    return unique_steps * step_s / allocated if allocated > 0 else None
+    """Useful training time over allocated time; None when nothing was allocated (the one
+    definition, rtool.runs.steps.goodput, with the steps the toy's log shows kept)."""
+    from rtool.runs.steps import goodput as kept_goodput
+
+    return kept_goodput(unique_steps, step_s, allocated)
 
 
 def fraction_line(rtool: float | None, ideal: float | None) -> str:

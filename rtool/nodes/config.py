@@ -4,8 +4,8 @@
 [nodes]
 expiry = "24h"              # a suspect is forgotten this long after its last evidence
 exclude = true              # add suspects to a run's excluded nodes (submit, pending tasks)
-max_excluded = "25%"        # never exclude more of the partition's nodes than this ...
-min_left = 1                # ... and always leave at least this many (plus what the job needs)
+max_excluded = "50%"        # never exclude more of the partition's nodes than this ...
+min_left = 0                # ... and always leave at least this many (plus what the job needs)
 
 [nodes.preflight]
 enabled = true              # in every rendered training script that has something to check
@@ -55,6 +55,6 @@ else:
 class NodesConfig(Section):
     expiry: Duration = 24 * 3600.0
     exclude: bool = True
-    max_excluded: Percent = 25.0
-    min_left: int = 1
+    max_excluded: Percent = 50.0
+    min_left: int = 0
     preflight: PreflightConfig = PreflightConfig()

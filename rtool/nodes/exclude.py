@@ -24,14 +24,33 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class Cap:
-    max_excluded: float = 25.0  # percent of the partition's nodes
-    min_left: int = 1  # nodes left beyond what the job needs
+    """The defaults keep a 2-node job off one bad node of 3 (and a 1-node job off one of 2)."""
+
+    max_excluded: float = 50.0  # percent of the partition's nodes
+    min_left: int = 0  # nodes left beyond what the job needs
+
+    def _limits(self, partition_size: int, needed: int) -> tuple[int, int]:
+        by_share = math.floor(partition_size * self.max_excluded / 100.0 + 1e-9)
+        by_need = partition_size - max(needed, 1) - max(self.min_left, 0)
+        return by_share, by_need
 
     def allowed(self, partition_size: int, needed: int) -> int:
         """How many of the partition's nodes may be excluded in all."""
-        by_share = math.floor(partition_size * self.max_excluded / 100.0 + 1e-9)
-        by_need = partition_size - max(needed, 1) - max(self.min_left, 0)
-        return max(0, min(by_share, by_need))
+        return max(0, min(self._limits(partition_size, needed)))
+
+    def why(self, partition_size: int, needed: int) -> str:
+        """Which limit keeps a suspect in: `[nodes] max_excluded 50% of 3 node(s) allows 1`."""
+        by_share, by_need = self._limits(partition_size, needed)
+        if by_share < by_need:
+            return (
+                f"[nodes] max_excluded {self.max_excluded:g}% of the partition's "
+                f"{partition_size} node(s) allows {max(by_share, 0)} excluded in all"
+            )
+        return (
+            f"the job needs {max(needed, 1)} of the partition's {partition_size} node(s)"
+            + (f" and [nodes] min_left {self.min_left} more stay free" if self.min_left else "")
+            + f": {max(by_need, 0)} may be excluded in all"
+        )
 
 
 @dataclass
@@ -41,6 +60,7 @@ class Plan:
     excluded: list[str]  # the full list (existing first)
     added: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # suspects left out by the cap
+    why: str = ""  # which limit of the cap left them out
     outside: list[str] = field(default_factory=list)  # suspects not in the partition
 
     @property
@@ -73,6 +93,7 @@ def plan(
             room -= 1
         else:
             result.skipped.append(node)
+            result.why = cap.why(len(members), needed)
     return result
 
 

@@ -57,9 +57,20 @@ def bad_attempt(a: Attempt, short: float) -> bool:
         return False
     if a.state == "COMPLETED" and a.exit_code == 0 and a.progress:
         return False
-    kept = None if a.progress is None else a.progress - (a.steps_lost or 0)
+    kept = kept_steps(a)
     early = a.duration is not None and a.duration < short
     return early and (kept is None or kept <= 0)
+
+
+def kept_steps(a: Attempt) -> int | None:
+    """Steps the attempt kept for the run (None: unknown): none when it saved nothing of its own
+    (no save, or its last save before its first step), else its progress less its steps lost.
+    Nothing saved is nothing kept, whether or not the steps lost are known yet."""
+    if a.progress is None:
+        return None
+    if a.step_start is not None and (a.last_saved_step is None or a.last_saved_step < a.step_start):
+        return 0
+    return a.progress - (a.steps_lost or 0)
 
 
 @dataclass(frozen=True)

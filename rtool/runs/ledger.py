@@ -14,12 +14,13 @@ from typing import TYPE_CHECKING
 from rtool import __version__
 from rtool.core.heartbeat import Heartbeat, RunState
 from rtool.core.slurm import RUNNING_STATES, SqueueJob, expand_hostlist
-from rtool.runs import inplace, signatures
+from rtool.runs import inplace, signatures, steps
 from rtool.runs.finish import Claim
 from rtool.runs.inplace import RestartRecord
 from rtool.runs.logtail import shown
 from rtool.runs.model import Attempt, Ledger, Source
 from rtool.runs.records import BatchRecord, shown_id
+from rtool.runs.stops import degraded_state, own_stop
 from rtool.runs.totals import fold
 
 if TYPE_CHECKING:
@@ -240,7 +241,7 @@ def _apply_heartbeat(a: Attempt, hb: Heartbeat, final: bool = True) -> Attempt:
     if hb.last_saved_step is not None:
         changes["last_saved_step"] = hb.last_saved_step
     ended = hb.state in (RunState.STOPPED, RunState.FINISHED, RunState.CRASHED)
-    if ended and hb.stop_reason:
+    if ended and hb.stop_reason and own_stop(hb):
         changes["stop_reason"] = hb.stop_reason
     if hb.error is not None and hb.state is RunState.CRASHED:
         changes["error"] = str(hb.error)
@@ -263,19 +264,11 @@ def _order(attempts: list[Attempt], before: int = 0) -> list[Attempt]:
 
 
 def steps_lost(attempts: list[Attempt]) -> list[Attempt]:
-    """Steps an attempt did after its last save that a later attempt did again: from the first
-    step the next attempt ran (`step_at_start`) to its highest step; when no attempt ran since,
-    the steps after its last save."""
+    """Each attempt's steps lost (rtool.runs.steps.lost: the one definition)."""
     out = []
     for i, a in enumerate(attempts):
-        lost: int | None = None
-        nxt = next((b for b in attempts[i + 1 :] if b.step_start is not None), None)
-        if a.step_end is not None and not a.finished:
-            if nxt is not None and nxt.step_start is not None:
-                lost = max(0, a.step_end - nxt.step_start + 1)  # it redoes step_start..
-            elif a.is_over and a.last_saved_step is not None:
-                lost = max(0, a.step_end - max(a.last_saved_step, a.step_start or 0))
-        out.append(a.with_(steps_lost=lost))
+        nxt = next((b.step_start for b in attempts[i + 1 :] if b.step_start is not None), None)
+        out.append(a.with_(steps_lost=steps.lost(a, nxt)))
     return out
 
 
@@ -352,6 +345,7 @@ def build(
         a.key: _carry(a, old.get(a.key)) for a in base if folded is None or not folded.covers(a)
     }
     _apply_beats(attempts, inp)
+    attempts = {k: degraded_state(a) for k, a in attempts.items()}
     hb = inp.heartbeat
     ordered = steps_lost(_order(list(attempts.values()), folded.attempts if folded else 0))
     ordered = _signatures(ordered, read_log, extra)
@@ -376,22 +370,5 @@ def build(
     copies = [r.heartbeat for r in inp.records] + [r.heartbeat for r in inp.restarts]
     found = inplace.entries(inp.run, inp.restarts, [b for b in (hb, *copies) if b is not None])
     ledger.restarts = inplace.merge(prev.restarts if prev else [], found)
-    _best_step(ledger, prev, hb, inp.now)
+    steps.best_step(ledger, prev, hb, inp.now)
     return ledger
-
-
-def _best_step(ledger: Ledger, prev: Ledger | None, hb: Heartbeat | None, now: float) -> None:
-    steps = [a.step_end for a in ledger.attempts if a.step_end is not None]
-    if hb is not None and hb.step is not None:
-        steps.append(hb.step)
-    best = max(steps) if steps else None
-    before = prev.best_step if prev else None
-    if best is None:
-        ledger.best_step, ledger.best_step_at = before, prev.best_step_at if prev else None
-        return
-    if before is None or best > before:
-        at = hb.time if hb is not None and hb.step == best else now
-        ledger.best_step, ledger.best_step_at = best, min(at, now)
-    else:
-        ledger.best_step = before
-        ledger.best_step_at = prev.best_step_at if prev and prev.best_step_at else now

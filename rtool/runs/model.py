@@ -216,13 +216,14 @@ MAX_RESTARTS = 200
 @dataclass(frozen=True)
 class Totals:
     attempts: int
-    steps_gained: int | None  # highest step reached by the run (from its first start)
+    steps_gained: int | None  # steps kept, first step to highest kept (rtool.runs.steps)
     steps_lost: int
-    queued_s: float
+    queued_s: float | None  # None: unknown (degraded mode has no submit times)
     computing_s: float
     goodput: float | None  # time that produced kept steps / time allocated
     step_seconds: float | None  # the step time used for goodput
     restarts_in_place: int = 0  # the training restarted inside an allocation
+    steps_redone: int = 0  # lost steps a later launch already did again
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

@@ -53,6 +53,11 @@ def row(a: Attempt, now: float) -> list[str]:
     ]
 
 
+def queued(tot: Totals) -> str:
+    """The run's time in the queue, `unknown` without submit times (degraded mode)."""
+    return format_duration(tot.queued_s) if tot.queued_s is not None else "unknown"
+
+
 def restart_line(r: InPlaceRestart) -> str:
     """One in-place restart under its attempt: when, why, what it cost."""
     at = time.strftime("%H:%M:%S", time.localtime(r.time))
@@ -82,8 +87,8 @@ def table(led: Ledger, tot: Totals, now: float) -> str:
         f"run {led.run}: {status}; {tot.attempts} attempt(s)"
         + (f" and {tot.restarts_in_place} in-place restart(s)" if tot.restarts_in_place else "")
         + ", steps gained "
-        f"{_opt(tot.steps_gained)}, steps lost {tot.steps_lost}, queued "
-        f"{format_duration(tot.queued_s)}, computing {format_duration(tot.computing_s)}, "
+        f"{_opt(tot.steps_gained)}, steps lost {tot.steps_lost} (redone {tot.steps_redone}), "
+        f"queued {queued(tot)}, computing {format_duration(tot.computing_s)}, "
         f"goodput {good}",
     ]
     if led.total_steps is not None and led.best_step is not None:

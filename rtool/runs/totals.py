@@ -3,6 +3,7 @@ ledger's running totals of the attempts it no longer keeps in full (`fold`)."""
 
 from __future__ import annotations
 
+from rtool.runs import steps
 from rtool.runs.model import Attempt, Folded, Ledger, Totals
 
 
@@ -35,30 +36,40 @@ def ends(ledger: Ledger, now: float) -> dict[int, float]:
 
 
 def totals(ledger: Ledger, now: float) -> Totals:
+    """The run's totals, by rtool.runs.steps (the one definition of gained, lost, redone and
+    goodput). Queue time is unknown (None) when no attempt's queue wait is known (degraded
+    mode: the batch script's records have no submit time)."""
     atts, f = ledger.attempts, ledger.folded or Folded()
     ended = ends(ledger, now)
     first = next((a.step_start for a in atts if a.step_start is not None), 0) or 0
     if f.attempts:
         first = f.first_step or 0
-    gained = (ledger.best_step - first) if ledger.best_step is not None else None
+    gained = steps.gained(ledger.best_step, first)
     lost = f.steps_lost + sum(a.steps_lost or 0 for a in atts)
-    queued = f.queued_s + sum(a.queue_wait or 0.0 for a in atts)
+    waits = [a.queue_wait for a in atts if a.queue_wait is not None]
+    queued = f.queued_s + sum(waits) if waits or f.queued_s else None
     busy = f.computing_s + sum(ended[a.number] - a.started for a in atts if a.started is not None)
-    lost += sum(r.steps_redone or 0 for r in ledger.restarts)  # redone after in-place restarts
+    in_place = sum(r.steps_redone or 0 for r in ledger.restarts)
+    lost += in_place  # the steps each in-place restart did again
+    redone = f.steps_lost + in_place + sum(_redone(atts, i) for i in range(len(atts)))
     sec = step_seconds(ledger)
-    goodput = None
-    if gained is not None and sec and busy > 0:
-        goodput = min(1.0, gained * sec / busy)
     return Totals(
         attempts=f.attempts + len(atts),
         steps_gained=gained,
         steps_lost=lost,
         queued_s=queued,
         computing_s=busy,
-        goodput=goodput,
+        goodput=steps.goodput(gained, sec, busy),
         step_seconds=sec,
         restarts_in_place=len(ledger.restarts),
+        steps_redone=redone,
     )
+
+
+def _redone(atts: list[Attempt], i: int) -> int:
+    """Attempt i's lost steps when a later attempt has run (so it did them again)."""
+    later = any(b.step_start is not None for b in atts[i + 1 :])
+    return (atts[i].steps_lost or 0) if later else 0
 
 
 def fold(

@@ -82,7 +82,7 @@ class Guard(InProcessWatch):
         self._monitor = Monitor(self._monitor_config(), self._src, self._timing, self._wake)
         self._monitor.current_step = lambda: self._step
         self._monitor.on_progress = self._report.progress
-        self._report.last_step = lambda: self._monitor.last_step
+        self._report.last_step = lambda: self._step  # live: the monitor's copy lags
         self._report.progress_time = lambda: self._monitor.progress_time
         self._signals = SignalFlags(opts.signals, self._on_signal)
         self._unresponsive = Unresponsive(self._unresponsive_bound, self._on_unresponsive)

@@ -72,6 +72,22 @@ def validate_job_name(name: str) -> str:
     return check_text(name, "job name")
 
 
+#: The job name of a training run (rtool.runs.config.RunWatch's rule): every command finds a
+#: run's attempts by it (squeue/sacct --name, the ledger's files).
+_RUN_JOB_NAME = re.compile(r"[^-\s,][^\s,]{0,199}")
+
+
+def validate_run_job_name(name: str) -> str:
+    """The job name of a run `rtool submit` starts: no spaces or commas, not starting with '-'."""
+    validate_job_name(name)
+    if not _RUN_JOB_NAME.fullmatch(name):
+        raise SpecError(
+            f"job name {name!r}: rtool finds a run's attempts by their job name, which may not "
+            "contain spaces or commas (use e.g. -, _ or . instead)"
+        )
+    return name
+
+
 def validate_array(spec: str) -> str:
     """`1-10%1`, `0-99:2%4`, `1,3,5`, `1-3,7%2`: indices, ranges, steps and a `%` limit."""
     text = spec.strip()

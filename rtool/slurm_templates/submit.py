@@ -78,7 +78,7 @@ def build_job(req: SubmitRequest, cfg: SubmitConfig, sw: SwitchesConfig, cwd: Pa
     more_sbatch, more_env = _declared_extras(req, own, cfg)
     sbatch_lines, setup_lines = _split_extra(cfg.extra_lines)
     # The run and its jobs' name agree unless both are given: --run names the jobs too.
-    job_name = pick(req.job_name, "job-name") or req.run or path.stem
+    job_name = specs.validate_run_job_name(pick(req.job_name, "job-name") or req.run or path.stem)
     run = dict(more_env).get("RTOOL_RUN") or job_name
     job = TrainingJob(
         job_name=job_name,
@@ -86,6 +86,9 @@ def build_job(req: SubmitRequest, cfg: SubmitConfig, sw: SwitchesConfig, cwd: Pa
         partition=pick(req.partition, "partition", cfg.partition),
         account=pick(req.account, "account", cfg.account),
         output=None if "output" in own else _output(job_name, array),
+        # every submission of the run appends to its log: a requeue (away from a bad node, a
+        # time limit) never wipes the attempt before it (Slurm's default truncates)
+        open_mode=None if "open-mode" in own else "append",
         extra_sbatch=sbatch_lines,
         setup_lines=setup_lines,
         kill_switch=switch_path(req.kill_switch, sw.kill, "kill", run, cwd),

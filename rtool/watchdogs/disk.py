@@ -54,27 +54,30 @@ class DiskWatchdog(SpecWatchdog[DiskWatch]):
     def probe(self, env: ProbeEnv) -> list[DiskObservation]:
         """statvfs of every path from one abandonable child (see probes/child.py), quota
         commands in threads; a mount whose earlier probe still hangs is not probed again."""
-        points = child.read_mount_points()
+        mounts = child.read_mounts()
         stuck = child.StuckProbes(env.state)
         start = time.monotonic()
         obs = [DiskObservation(s, self.timeout_of(s)) for s in self.specs]
-        for o in obs:
-            o.mount = child.mount_of(o.spec.path, points)
-        hung = stuck.still_stuck([o.mount for o in obs])
-        for o in obs:
-            o.stuck = hung.get(o.mount)
+        keys = [stuck.key_of(o.spec.path, mounts) for o in obs]
+        hung = stuck.still_stuck([key for key, _ in keys])
+        for o, (key, point) in zip(obs, keys, strict=True):
+            o.mount, o.stuck = point, hung.get(key)
         quota_threads = [_start_quota(o) for o in obs]
-        todo = [o for o in obs if not o.stuck]
-        outcomes = child.statvfs_all([o.spec.path for o in todo], [start + o.timeout for o in todo])
-        timed_out = {}
-        for o, out in zip(todo, outcomes, strict=True):
+        todo = [i for i, o in enumerate(obs) if not o.stuck]
+        outcomes = child.statvfs_all(
+            [obs[i].spec.path for i in todo], [start + obs[i].timeout for i in todo]
+        )
+        timed_out, where = {}, {}
+        for i, out in zip(todo, outcomes, strict=True):
+            o = obs[i]
             o.error, o.timed_out = out.error, out.timed_out
             if out.timed_out:
-                timed_out[o.mount] = out
+                key, o.mount = child.hung_where(out, keys[i][0], o.mount, mounts)
+                timed_out[key], where[key] = out, (o.spec.path, o.mount)
             elif out.data:
                 o.statvfs = out.data["statvfs"]
         if timed_out:
-            stuck.remember(timed_out, time.time())
+            stuck.remember(timed_out, time.time(), where)
         _record(env, [o for o in obs if o.statvfs is not None])
         for t in quota_threads:
             if t is not None:

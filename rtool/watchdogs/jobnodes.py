@@ -297,6 +297,11 @@ def act(
     for applied in keep_off(slurm, store.state, jobs, suspects, view.lines, cap, cfg.expiry):
         if applied.error:
             log.warning("job %s: suspects not excluded: %s", applied.job_id, applied.error)
+        elif applied.plan.skipped:
+            kept = ",".join(applied.plan.skipped)
+            log.warning(
+                "job %s: suspect(s) %s not excluded: %s", applied.job_id, kept, applied.plan.why
+            )
 
 
 def node_note(job: SqueueJob, view: NodeView | None) -> str | None:

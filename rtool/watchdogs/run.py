@@ -155,10 +155,6 @@ def _check_one(obs: RunObservation, now: float) -> CheckResult:
     loop = health.crash_loop(led, spec.crash_loop, spec.short)
     if loop is not None:
         return _crash_loop(obs, loop, queue)
-    if health.exhausted(led, queue):
-        last = describe.phrase(led.last) if led.last else ""
-        step = f" at step {led.best_step}" if led.best_step is not None else ""
-        return _result(obs, Status.CRITICAL, f"exhausted without finished(){step}: last {last}")
     same = health.no_progress(led, spec.no_progress)
     if same is not None:
         at, launches = same
@@ -168,6 +164,10 @@ def _check_one(obs: RunObservation, now: float) -> CheckResult:
         )
         last = f"; {describe.phrase(led.last)}" if led.last else ""
         return _result(obs, Status.CRITICAL, text + last)
+    if health.exhausted(led, queue):
+        last = describe.phrase(led.last) if led.last else ""
+        step = f" at step {led.best_step}" if led.best_step is not None else ""
+        return _result(obs, Status.CRITICAL, f"exhausted without finished(){step}: last {last}")
     stalled = health.stalled_for(led, queue, now)
     if spec.stalled is not None and stalled is not None and stalled > spec.stalled:
         text = (

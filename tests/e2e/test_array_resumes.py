@@ -59,3 +59,20 @@ def test_array_trains_every_step_once_across_time_limits(
     assert ran == {s.task for s in lines}
     assert any(r["JobState"] == "CANCELLED" for r in records)
     assert (run / "heartbeat.json.done").exists()
+    # issue 35.12: the ledger agrees with the training's own log: nothing lost or redone, every
+    # step gained; without accounting too, where a time-limited attempt is not COMPLETED and
+    # the time queued is unknown (the batch script's records have no submit time)
+    hb = str(run / "heartbeat.json")
+    text = rtool("history", job_name, "--heartbeat", hb, "--no-accounting").stdout
+    assert ", queued unknown, " in text and "steps lost 0 (redone 0)" in text, text
+    for more in (["--no-accounting"], []):  # degraded first: nothing stored from sacct yet
+        hist = rtool("history", job_name, "--heartbeat", hb, "--json", *more)
+        data = json.loads(hist.stdout)
+        tot, atts = data["totals"], data["ledger"]["attempts"]
+        assert tot["steps_lost"] == 0 and tot["steps_redone"] == 0, (more, tot, atts)
+        assert tot["steps_gained"] == STEPS and data["ledger"]["best_step"] == STEPS - 1, tot
+        if more:
+            limited = [a for a in atts if a["stop_reason"] == "time_limit"]
+            assert len(limited) == acc.runs - 1, atts
+            assert {a["state"] for a in limited} == {"TIMEOUT"}, atts
+            assert tot["queued_s"] is None

@@ -147,3 +147,28 @@ def test_a_crash_whose_log_names_the_node_is_requeued_away_from_it(
     assert [s["node"] for s in suspects] == [first] and "GPU XID" in suspects[0]["why"]
     wait_for(lambda: steps_of(run)[-1].step >= 40, 90, 0.2, "training again")
     assert min(s.step for s in steps_of(run) if s.pid != steps_of(run)[0].pid) == 20
+
+
+@pytest.mark.timeout(240)
+def test_a_crash_at_the_same_step_before_any_save_is_a_crash_loop(
+    tmp_path: Path, rtool: RtoolRun, slurm: Slurm, job_name: str
+) -> None:
+    """Issue 35.5: every launch runs steps 0-4 and crashes before its first save; after the
+    in-place restarts `rtool watch run` said 'exhausted without finished() at step 4'."""
+    _config(tmp_path)
+    run = tmp_path / "job" / "run"
+    _submit(rtool, tmp_path, job_name, ["--crash-at", "4"], "--restarts-in-place", "2")
+    wait_for(lambda: not _active(slurm, job_name), 150, 0.5, "the job to end")
+    out = _output(tmp_path)
+    assert out.count("rtool: launch ") == 3, out[-3000:]  # launch 0 and both restarts
+    assert "made no progress" not in out  # each launch ran steps 0-4: progress, not saved
+    assert [s.step for s in steps_of(run)] == [0, 1, 2, 3] * 3
+    res = rtool(
+        *("watch", "run", job_name, "--heartbeat", str(run / "hb.json"), "--no-notify"),
+        check=False,
+    )
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert f"RUN CRITICAL - {job_name} crash loop: attempt 1 launch 1, attempt 1 made no " in (
+        res.stdout
+    ), res.stdout
+    assert "exhausted" not in res.stdout

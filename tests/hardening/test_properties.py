@@ -214,7 +214,7 @@ def test_submit_options(
         ("--array", specs.validate_array),
         ("--signal", specs.validate_signal),
         ("--time", specs.validate_time),
-        ("--job-name", specs.validate_job_name),
+        ("--job-name", specs.validate_run_job_name),
         ("--max-requeues", lambda v: specs.validate_count(int(v), "n")),
         ("--nodes", lambda v: specs.validate_positive(int(v), "n")),
         ("--partition", lambda v: specs.validate_words(v, "p")),

@@ -233,3 +233,35 @@ def test_a_run_pending_on_a_drained_node_is_protected_whatever_the_reason_says(
         for node in ("n1", "n3"):
             slurm.scontrol("update", f"nodename={node}", "state=resume")
         cli("nodes", "forget", "n3")
+
+
+def test_default_caps_keep_a_two_node_job_off_one_bad_node_of_three(
+    slurm_cluster, job_name, tmp_path, monkeypatch, cli
+):
+    """Issue 35.8: with the old defaults (25 %, min_left 1) a 2-node job on 3 nodes could
+    exclude nothing, silently; a suspect kept by the limits is named with the limit."""
+    import time
+
+    from rtool.core.state import StateDir
+    from rtool.nodes.store import Evidence, EvidenceKind, SuspectStore
+
+    monkeypatch.chdir(tmp_path)
+    Path("job.slurm").write_text("#!/bin/bash\nsrun true\n")
+    store = SuspectStore(StateDir(), expiry=3600)
+    store.record("n2", Evidence(EvidenceKind.PREFLIGHT, "gpus: 7 GPUs visible", time.time()))
+    res = cli("submit", "job.slurm", "--job-name", job_name, "--nodes", "2", "--dry-run")
+    assert res.code == 0 and "#SBATCH --exclude=n2" in res.out, res.err
+    assert "rtool: excluding suspect node(s) n2 (rtool nodes)" in res.err
+    Path("rtool.toml").write_text("[nodes]\nmin_left = 1\n")
+    res = cli("submit", "job.slurm", "--job-name", job_name, "--nodes", "2", "--dry-run")
+    assert res.code == 0 and "--exclude" not in res.out
+    assert "rtool: warning: not excluding suspect node(s) n2 of partition " in res.err
+    assert (
+        ": the job needs 2 of the partition's 3 node(s) and [nodes] min_left 1 more stay free: "
+        "0 may be excluded in all\n"
+    ) in res.err, res.err
+    Path("rtool.toml").write_text('[nodes]\nmax_excluded = "25%"\n')
+    res = cli("submit", "job.slurm", "--job-name", job_name, "--nodes", "2", "--dry-run")
+    assert "[nodes] max_excluded 25% of the partition's 3 node(s) allows 0 excluded in all" in (
+        res.err
+    ), res.err

@@ -83,3 +83,17 @@ def test_nodes_blamed_by_slurm_or_by_the_launchs_log() -> None:
     got = blamed_by_log(launch_log(log + nccl + "\n" + xid + "\n"), ["n1", "n2"])
     assert list(got) == ["n2"] and got["n2"].startswith("GPU XID error")
     assert blamed_by_log(("CUDA out of memory",), ["n1"]) == {}  # the training's, not the node's
+
+
+def test_a_periodic_heartbeat_that_lags_the_steps_is_not_no_progress() -> None:
+    """Issue 35.6: a relaunch that ran steps 0-4 in under 5 s and died without its last word
+    left the periodic heartbeat at step 0: it read 'made no progress (no step past 0)'."""
+    lagging = _hb(RunState.RUNNING, 1, step=0, step_at_start=0)
+    assert not Failed(1, 1, lagging).no_progress()
+    assert not Failed(1, 1, _hb(RunState.STARTING, 1, step_at_start=0)).no_progress()
+    # its last word names the last step it saw
+    crashed = _hb(RunState.CRASHED, 1, step=4, step_at_start=0)
+    assert not Failed(1, 1, crashed).no_progress()
+    stopped = _hb(RunState.STOPPED, 1, step=0, step_at_start=0, stop_step=3, stop_reason="hung")
+    assert not Failed(89, 1, stopped).no_progress()
+    assert Failed(1, 1, _hb(RunState.CRASHED, 1, step=0, step_at_start=0)).no_progress()

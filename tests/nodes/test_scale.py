@@ -142,7 +142,7 @@ def test_pending_jobs_follow_the_suspects_at_the_cost_of_what_changed(on_big, tm
         state = StateDir(tmp_path / "state")
         store = SuspectStore(state)
         wd = JobWatchdog([JobWatch(name=n) for n in names])
-        wd.nodes_cfg = NodesConfig()  # 25% of 64: room for 16
+        wd.nodes_cfg = NodesConfig()  # 50% of 64: room for 32
         now = time.time()
         for node, age in (("n5", 60), ("n9", 30)):
             store.record(node, Evidence(EvidenceKind.PREFLIGHT, "gpus: 7 of 8", now - age))

@@ -44,6 +44,11 @@ def test_cap_never_excludes_the_whole_partition():
     assert p.skipped == ["n5", "n7"] and p.outside == ["x9"]
     assert Cap(100, 1).allowed(3, 1) == 1  # 3 nodes, 1 needed, 1 left over
     assert Cap(50, 1).allowed(3, 2) == 0
+    # the defaults (issue 35.8): a 2-node job off 1 bad node of 3, a 1-node job off 1 of 2
+    assert Cap().allowed(3, 2) == 1 and Cap().allowed(2, 1) == 1 and Cap().allowed(2, 2) == 0
+    kept = plan(["n2", "n3"], [], ["n1", "n2", "n3"], 2, Cap())
+    assert kept.added == ["n2"] and kept.skipped == ["n3"]
+    assert kept.why == "the job needs 2 of the partition's 3 node(s): 1 may be excluded in all"
     assert plan(["n2"], [], ["n1", "n2", "n3"], 1, Cap(50, 1)).excluded == ["n2"]
     assert plan(["n1", "n2"], [], ["n1", "n2"], 1, Cap(100, 1)).added == []
     required = plan(["n2"], [], ["n1", "n2", "n3"], 1, Cap(50, 1), required=["n2"])

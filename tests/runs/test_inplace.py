@@ -190,3 +190,37 @@ def test_a_run_that_always_resumes_at_the_same_step_is_stalled_within_3_launches
         InPlaceRestart("llm", "88_2", 0, 1, T0 + 1900, 1, "crashed", "x", resumed_step=541)
     ]
     assert health.no_progress(led, 3) is None
+
+
+def test_a_rank_that_crashes_at_the_same_step_before_any_save_is_a_crash_loop() -> None:
+    """Issue 35.5: every launch runs steps 0-4 and crashes, nothing saved. The attempt's last
+    launch counted as not bad (kept = progress - lost, lost unknown = 0), so after the
+    restarts it read 'exhausted without finished() at step 4'; nothing saved is nothing kept."""
+    ended = _attempt(0, 4, state="FAILED", ended=T0 + 70, exit_code=1)
+    restarts = [_restart(1, T0 + 20, 0, 4), _restart(2, T0 + 45, 0, 4, resumed_step=0)]
+    led = Ledger(run="llm", attempts=[ended], restarts=restarts, best_step=4)
+    obs = RunObservation(RunWatch(name="llm"), led, [])
+    res = check_one(obs, T0 + 1000)
+    assert res.status is Status.CRITICAL, res.summary
+    assert res.summary.startswith(
+        "llm crash loop: attempt 1 launch 1, attempt 1 made no progress or died early; last "
+        "attempt 1 (job 88_3 on n1, FAILED exit 1)"
+    ), res.summary
+    assert "exhausted" not in res.summary
+    assert health.kept_steps(ended.with_(last_saved_step=None)) == 0
+    assert health.kept_steps(ended.with_(last_saved_step=3, steps_lost=1)) == 3
+
+
+def test_launches_resuming_at_the_same_step_are_stalled_before_exhausted() -> None:
+    """Issue 35.5: 'no progress over 3 launches' was only checked after 'exhausted'."""
+    ended = _attempt(500, 530, state="FAILED", ended=T0 + 700, exit_code=1, last_saved_step=510)
+    restarts = [
+        _restart(1, T0 + 200, 500, 530, resumed_step=500, last_saved_step=510),
+        _restart(2, T0 + 400, 500, 530, resumed_step=500, last_saved_step=510),
+    ]
+    led = Ledger(run="llm", attempts=[ended], restarts=restarts)
+    res = check_one(RunObservation(RunWatch(name="llm"), led, []), T0 + 1000)
+    assert res.status is Status.CRITICAL
+    assert res.summary.startswith("llm stalled: 3 launches in a row resumed at step 500"), (
+        res.summary
+    )

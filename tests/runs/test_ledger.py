@@ -109,7 +109,10 @@ def test_sacct_ledger_with_steps_lost_signatures_and_crash_loop() -> None:
     assert health.crash_loop(led, 3, 300) is None  # the node failure made progress
     assert not health.exhausted(led, queue)
     tot = totals(led, led.updated or 0)
-    assert tot.attempts == 4 and tot.steps_gained == 780 and tot.steps_lost == 180
+    # gained: steps 0-700 kept (780 was reached, but 701-780 were done again: not gained);
+    # attempt 4 crashed at its first step 701 with no save of its own: that step is lost too
+    assert tot.attempts == 4 and tot.steps_gained == 701 and tot.steps_lost == 181
+    assert tot.steps_redone == 180 and led.best_step == 700
     assert tot.queued_s == 10 + 620 + 930 + 960
     assert tot.computing_s == 600 + 300 + 20 + 20
     text = table(led, tot, led.updated or 0)
@@ -118,9 +121,11 @@ def test_sacct_ledger_with_steps_lost_signatures_and_crash_loop() -> None:
 
 def test_previous_ledger_keeps_what_sources_forget_and_best_step() -> None:
     first = _build(hb=_hb(1, 750, 501, 700, RunState.RUNNING))
-    assert first.best_step == 780  # the end record saw more than the live heartbeat
+    # the end record saw more than the heartbeat (780), but 701-780 were done again: the
+    # highest kept step is 700 (a heartbeat of an attempt that is over is not live)
+    assert first.best_step == 700
     second = _build(prev=first)
-    assert second.best_step == 780 and second.best_step_at == first.best_step_at
+    assert second.best_step == 700 and second.best_step_at == first.best_step_at
     assert second.attempts[1].step_end == 780
 
 
@@ -170,3 +175,26 @@ def test_degraded_mode_from_records_and_squeue() -> None:
     # the next sweep: job 41 left the queue without an end record
     later = ledger.build(led, ledger.Inputs(run="llm", now=1300.0, sacct=None, records=recs))
     assert later.attempts[-1].state == "GONE" and later.attempts[-1].ended == 1300.0
+
+
+@pytest.mark.parametrize("before", ["crashed", "time_limit"])
+def test_the_stop_of_an_attempt_comes_only_from_its_own_heartbeat(before: str) -> None:
+    """Issue 35.10: the shim carries the previous job's stop over until this job stops; a
+    finished attempt whose heartbeat still names job 33's stop shows no stop of its own."""
+    from rtool.app.timeline.run import run_page
+
+    completed = SACCT.replace("30_3|34|FAILED|1:0", "30_3|34|COMPLETED|0:0")
+    carried = {"stop_reason": before, "stop_job_id": "33", "stop_time": _t("2026-11-23T14:15:50")}
+    hb = _hb(3, 5000, 701, 5000, RunState.FINISHED, **carried)
+    led = _build(hb=hb, sacct=completed)
+    last = led.attempts[3]
+    assert last.job_id == "30_3" and last.finished and last.stop_reason is None
+    row = table(led, totals(led, led.updated or 0), led.updated or 0).splitlines()[4]
+    assert row.startswith("4 ") and before not in row and "COMPLETED" in row, row
+    page = run_page(led, led.updated or 0)
+    attempt4 = page[page.index('<tr data-attempt="4"') :].split("</tr>", 1)[0]
+    assert f"<td>{before}</td>" not in attempt4 and "<td>-</td>" in attempt4
+    # its own stop (stop_job_id is this job, after this launch started) is shown
+    own = {"stop_reason": "time_limit", "stop_job_id": "34", "stop_time": _t("2026-11-23T14:16:19")}
+    hb = _hb(3, 900, 701, 900, RunState.STOPPED, started=_t("2026-11-23T14:16:00"), **own)
+    assert _build(hb=hb).attempts[3].stop_reason == "time_limit"

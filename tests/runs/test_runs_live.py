@@ -7,6 +7,7 @@ run reads as finished for the job and run watchdogs."""
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -272,3 +273,35 @@ def test_a_done_marker_without_slurms_word_is_not_finished(
     )
     jres = cli("--config", str(tmp_path / "rtool.toml"), "watch", "all", "--no-notify")
     assert jres.code == 2 and "finished" not in jres.out, jres.out
+
+
+@pytest.mark.slurm
+@pytest.mark.timeout(150)
+def test_history_lists_every_attempt_sacct_shows_of_a_crash_looping_array(
+    cli: Cli, slurm: Slurm, job_name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 35.9: sacct showed 2 FAILED attempts while `rtool history --json` listed 1."""
+    monkeypatch.chdir(tmp_path)
+    script = tmp_path / "crash.py"
+    script.write_text(CRASH.replace("time.sleep(3)", "time.sleep(1)"))
+    hb = tmp_path / "hb.json"
+    _submit(cli, script, job_name, "0-9%1", hb)
+
+    def failed() -> list[str] | None:
+        argv = ["sacct", "-X", "-n", "-P", "-D", f"--name={job_name}", "-o", "JobID,State"]
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=30).stdout
+        rows = [ln.split("|") for ln in out.splitlines() if ln.strip()]
+        found = [jid for jid, state in rows if state.startswith("FAILED")]
+        _watch(cli, job_name, "--heartbeat", str(hb), "--on-crash-loop", "none")  # stores it
+        return found if len(found) >= 2 else None
+
+    try:
+        seen = wait_for(failed, 90, 1, "2 FAILED attempts in sacct")
+    finally:
+        slurm.scancel(name=job_name)  # the rest of the array
+    hist = cli("history", job_name, "--heartbeat", str(hb), "--json")
+    assert hist.code == 0, hist.err
+    attempts = json.loads(hist.out)["ledger"]["attempts"]
+    shown = [a["job_id"] for a in attempts if a["state"] == "FAILED"]
+    assert set(seen) <= set(shown), (seen, attempts)
+    assert len(attempts) >= len(seen)

@@ -57,11 +57,42 @@ def test_the_run_names_the_jobs_and_the_jobs_name_the_run(cli: Cli, run_dir: Pat
     assert _line(res.out, "#SBATCH --job-name=") == "#SBATCH --job-name=pre"
     assert f"export RTOOL_SAVE_SWITCH={run_dir}/save-switch.llama-7b" in res.out
     # no --run: the job name is the run, and names the switches
-    res = cli("submit", "train.py", "--job-name", "x'; rm -rf ~ #", "--dry-run")
+    res = cli("submit", "train.py", "--job-name", "x';rm-rf~#", "--dry-run")
     kill = _line(res.out, "export RTOOL_KILL_SWITCH=")
-    assert kill.startswith(f"export RTOOL_KILL_SWITCH={run_dir}/kill-switch.x___rm_-rf_") and (
+    assert kill.startswith(f"export RTOOL_KILL_SWITCH={run_dir}/kill-switch.x__rm-rf_") and (
         "'" not in kill.split("=", 1)[1] and " " not in kill.split("=", 1)[1]
     ), kill
+
+
+def test_a_job_name_with_spaces_is_refused_at_submit_with_the_reason(
+    cli: Cli, run_dir: Path
+) -> None:
+    """Issue 35.14: accepted before, then `rtool history R` printed only pydantic's URL line."""
+    for args in (["--run", "R", "--job-name", "a name with spaces"], ["--job-name", "two words"]):
+        res = cli("submit", "train.py", *args, "--dry-run")
+        assert res.code == 2, res.out
+        assert (
+            "rtool finds a run's attempts by their job name, which may not contain spaces or "
+            in (res.err)
+        )
+        assert res.err.count("\n") == 1 and "#SBATCH" not in res.out
+    (run_dir / "my train.py").write_text("print('training')\n")
+    res = cli("submit", "my train.py", "--dry-run")  # the job name from the script's name
+    assert res.code == 2 and "job name 'my train'" in res.err, res.err
+    res = cli("submit", "my train.py", "--run", "ok-name", "--dry-run")
+    assert res.code == 0, res.err
+
+
+def test_history_of_a_run_recorded_with_a_bad_job_name_says_why(cli: Cli, run_dir: Path) -> None:
+    """A submission recorded by an older rtool: the reason, never a library's URL line."""
+    record("R", "a name with spaces", run_dir)
+    res = cli("history", "R", "--stored")
+    assert res.code == 2
+    assert res.err == (
+        "rtool: run 'R': job_name 'a name with spaces': no spaces or commas, not starting "
+        "with '-'\n"
+    ), res.err
+    assert "pydantic" not in res.err and "http" not in res.err
 
 
 def test_a_configured_switch_path_names_the_run_with_a_placeholder(cli: Cli, run_dir: Path) -> None:

@@ -45,11 +45,11 @@ def test_every_declared_option_is_on_the_command_line(cli: Cli) -> None:
 
 def test_a_new_declaration_reaches_the_script(tmp_path: Path) -> None:
     (tmp_path / "t.py").write_text("print(1)\n")
-    req = Extended(script=Path("t.py"), constraint="a100", run="llama 7b", exclusive=True)
+    req = Extended(script=Path("t.py"), constraint="a100", run="llama-7b", exclusive=True)
     job = build_job(req, SubmitConfig(), SwitchesConfig(), tmp_path)
     text = render_job(job)
     assert "#SBATCH --constraint=a100\n#SBATCH --exclusive\n" in text
-    assert "export RTOOL_RUN='llama 7b'\n" in text
+    assert "export RTOOL_RUN=llama-7b\n" in text
     with pytest.raises(SpecError, match="constraint"):
         build_job(
             Extended(script=Path("t.py"), constraint="a;b"),

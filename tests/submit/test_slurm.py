@@ -280,3 +280,36 @@ def test_a_users_batch_script_runs_wrapped(
     assert (run_dir / "wrapped").read_text() == "ran\n"
     out = (run_dir / f"{job_name}-{job}.out").read_text()
     assert f"kill switch seen by the body: {run_dir}/kill-switch.{job_name}" in out
+
+
+LOG_AND_REQUEUE = """\
+import os, subprocess, sys, time
+restart = os.environ.get("SLURM_RESTART_COUNT", "0")
+print(f"attempt restart={restart}: Traceback (most recent call last): the crash", flush=True)
+if restart == "0":  # as a requeue away from a bad node does
+    subprocess.run(["scontrol", "requeue", os.environ["SLURM_JOB_ID"]], check=True)
+    time.sleep(120)
+"""
+
+
+def test_a_runs_log_survives_a_requeue(
+    cli: Cli, slurm: Slurm, run_dir: Path, job_name: str
+) -> None:
+    """Issue 35.7: the job's .out is appended to by every submission, not only with
+    --auto-requeue: the first attempt's traceback is still there after the requeue."""
+    (run_dir / "log_and_requeue.py").write_text(LOG_AND_REQUEUE)
+    res = cli("submit", "log_and_requeue.py", "--job-name", job_name, "--time", "5", "--dry-run")
+    assert "#SBATCH --open-mode=append" in res.out
+    job = submit(cli, "log_and_requeue.py", "--job-name", job_name, "--time", "5")
+    wait_for(
+        lambda: (
+            record(slurm, job).get("Restarts") == "1"
+            and record(slurm, job).get("JobState") in FINAL
+        ),
+        timeout=150,
+        interval=1,
+        what=f"job {job} requeued once and ended",
+    )
+    out = (run_dir / f"{job_name}-{job}.out").read_text()
+    assert "attempt restart=0: Traceback (most recent call last): the crash" in out, out
+    assert "attempt restart=1: Traceback (most recent call last): the crash" in out, out

@@ -194,3 +194,43 @@ def test_a_hung_mount_never_hangs_it(hung_mount: Path, tmp_path: Path, cli) -> N
     assert res.code == 2 and "probe still hung since" in res.out, res.out
     res = cli("watch", "checkpoint", str(hung_mount), "--on-timeout", "unknown", "--no-notify")
     assert res.code == 3
+
+
+def test_a_done_marker_beside_the_checkpoint_is_not_a_checkpoint(tmp_path: Path) -> None:
+    """Issue 35.15: `{NAME}.done` names a step number too, but it is the marker, not a save."""
+    ck, state = tmp_path / "ckpt", StateDir(tmp_path / "s")
+    for step, old in ((300, 900), (400, 300)):
+        folder_ckpt(ck, f"step_000{step}", old=old, marker=None)
+        file_ckpt(ck, f"step_000{step}.done", size=0, old=old)
+    r = sweep(state, path=str(ck), marker="{NAME}.done")
+    assert r.status is Status.OK, r.summary
+    assert r.fields["newest"] == "step_000400"
+    assert ".done.done" not in r.summary
+    # the newest without its marker is still incomplete, by the marker's name
+    folder_ckpt(ck, "step_000500", old=200, marker=None)
+    r = sweep(state, path=str(ck), marker="{NAME}.done")
+    assert r.status is Status.CRITICAL
+    assert r.summary.startswith(
+        f"{ck}: step_000500 incomplete: missing step_000500.done; newest complete step_000400"
+    ), r.summary
+
+
+def test_a_hung_mount_behind_a_symlink_holds_up_no_healthy_folder(
+    hung_mount: Path, tmp_path: Path
+) -> None:
+    """Issue 35.16: the stuck probe is remembered under the mount the symlink leads to (its
+    st_dev), not under the mount its name starts with, which also holds a healthy folder."""
+    from rtool.watchdogs.base import ProbeEnv
+    from rtool.watchdogs.checkpoint.spec import CheckpointWatch
+    from rtool.watchdogs.checkpoint.watchdog import CheckpointWatchdog
+
+    link, healthy, state = tmp_path / "ckpt-link", tmp_path / "healthy", StateDir(tmp_path / "s")
+    link.symlink_to(hung_mount)
+    folder_ckpt(healthy, "step_000100", old=300)
+    wd = CheckpointWatchdog([CheckpointWatch(path=str(p)) for p in (link, healthy)], 1.0)
+    for sweep_no, hung_text in ((1, "probe timed out after 1s"), (2, "probe still hung since")):
+        bad, good = wd.check(wd.probe(ProbeEnv(None, state)), time.time())
+        assert bad.status is Status.CRITICAL and hung_text in bad.summary, (sweep_no, bad.summary)
+        assert str(hung_mount) in str(bad.fields.get("mount")), bad.fields
+        assert good.status is Status.OK, (sweep_no, good.summary)
+        assert "probe" not in good.summary and good.fields["newest"] == "step_000100"

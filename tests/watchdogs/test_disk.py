@@ -179,7 +179,8 @@ def test_hung_mount_times_out_is_remembered_and_not_reprobed(
     assert time.monotonic() - start < 3
     assert hung.status == Status.CRITICAL and "probe timed out after 1s" in hung.summary
     assert fine.status == Status.OK
-    stuck = state.read_json(STUCK_FILE)[str(hung_mount)]
+    [stuck] = state.read_json(STUCK_FILE).values()
+    assert stuck["path"] == stuck["mount"] == str(hung_mount)
     pid, tid = stuck["pid"], stuck["tid"]
     assert Path(f"/proc/{pid}/task/{tid}").exists()  # the child's thread stuck in statfs
     # next run: not probed again while that thread still hangs; the other path is
@@ -195,8 +196,8 @@ def test_a_remembered_probe_that_finished_is_forgotten(tmpfs, tmp_path):
     """A stuck entry whose thread is gone (the mount came back) is dropped and probed again."""
     ok = tmpfs("back")
     state = StateDir(tmp_path / "state")
-    mount = mount_of(str(ok), child.read_mount_points())
-    state.write_json(STUCK_FILE, {mount: {"pid": os.getpid(), "tid": 2**22 + 7, "start": 1}})
+    key, _ = child.StuckProbes(state).key_of(str(ok), child.read_mounts())
+    state.write_json(STUCK_FILE, {key: {"pid": os.getpid(), "tid": 2**22 + 7, "start": 1}})
     [res] = sweep([DiskWatch(path=str(ok))], state)
     assert res.status == Status.OK and state.read_json(STUCK_FILE) == {}
 
@@ -229,3 +230,22 @@ def test_rtool_piped_into_cat_returns_on_time_with_a_hung_mount(hung_mount, tmp_
     )
     assert time.monotonic() - start < 6
     assert "still hung" in res.stdout
+
+
+def test_a_hung_mount_behind_a_symlink_is_keyed_by_its_real_mount(hung_mount, tmp_path):
+    """Issue 35.16: the stuck probe is remembered under the st_dev of the resolved path, so a
+    healthy folder on the mount the symlink's name starts with is still probed."""
+    link, fine_dir, state = tmp_path / "link", tmp_path / "fine", StateDir(tmp_path / "state")
+    link.symlink_to(hung_mount)
+    fine_dir.mkdir()
+    specs = [DiskWatch(path=str(link)), DiskWatch(path=str(fine_dir))]
+    hung, fine = sweep(specs, state, timeout=1.0)
+    assert "probe timed out after 1s" in hung.summary and fine.status == Status.OK
+    assert f"(mount {hung_mount} hung?)" in hung.summary, hung.summary
+    dev = os.stat(hung_mount).st_dev
+    assert list(state.read_json(STUCK_FILE)) == [f"dev {os.major(dev)}:{os.minor(dev)}"]
+    hung, fine = sweep(specs, state, timeout=1.0)
+    assert "still hung since" in hung.summary
+    assert fine.status == Status.OK and "hung" not in fine.summary.replace(str(tmp_path), ""), (
+        fine.summary
+    )

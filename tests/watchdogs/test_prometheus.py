@@ -148,7 +148,7 @@ def seed_state(cron_dir: Path, now: float) -> None:
     data = store.load()
     data["jobs"]["cron.hourly/clean.sh"] = {"start": now - 70, "status": "failed"}
     store.save(data)
-    # a run ledger (rtool/runs/store.py): two attempts of 1000 s, 1500 steps of 1 s kept
+    # a run ledger (rtool/runs/store.py): two attempts of 1000 s, steps 0-1500 of 1 s kept
     attempts = [
         Attempt("llama", 1, "88_1", started=now - 3000, ended=now - 2000, state="TIMEOUT",
                 step_start=0, step_end=800),
@@ -167,7 +167,7 @@ def check_state_metrics(got: dict, cron_dir: Path, now: float) -> None:  # type:
     assert got[("rtool_cron_job_last_run_success", job)] == 0
     assert got[("rtool_silences_active", ())] == 1
     assert got[("rtool_run_attempts", (("run", "llama"),))] == 2
-    assert got[("rtool_run_goodput_ratio", (("run", "llama"),))] == pytest.approx(0.75)
+    assert got[("rtool_run_goodput_ratio", (("run", "llama"),))] == pytest.approx(1501 / 2000)
 
 
 def test_textfile_folder_must_be_safe(tmp_path, cli):

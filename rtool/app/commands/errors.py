@@ -150,5 +150,20 @@ def _message(exc: BaseException) -> str:
         return f"rtool: {exc.format_message()}{hint}"
     if isinstance(exc, RtoolError):
         return f"rtool: {exc}"
+    if type(exc).__name__ == "ValidationError" and hasattr(exc, "errors"):  # pydantic's
+        return f"rtool: {reason(exc)}"
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     return f"rtool: internal error: {type(exc).__name__}: {text} (--debug shows the traceback)"
+
+
+def reason(exc: Any) -> str:
+    """The reason a pydantic ValidationError gives (its first error's message, no URL)."""
+    try:
+        errs = exc.errors(include_url=False, include_input=False)
+    except (TypeError, AttributeError):
+        errs = []
+    if not errs:
+        return str(exc).strip().splitlines()[0] if str(exc).strip() else "invalid value"
+    msg = str(errs[0].get("msg", "invalid value")).removeprefix("Value error, ")
+    loc = ".".join(str(p) for p in errs[0].get("loc", ()))
+    return f"{loc}: {msg}" if loc else msg

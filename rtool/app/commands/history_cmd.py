@@ -57,10 +57,12 @@ def history(
     flags = {"heartbeat": heartbeat, "log": log, "job_name": job_name}
     if no_accounting:
         flags["accounting"] = "off"
+    from rtool.app.commands.errors import reason
+
     try:
         spec = RunWatch(**{**base, **{k: v for k, v in flags.items() if v is not None}})
-    except ValueError as exc:
-        raise UsageError(f"run {run!r}: {str(exc).splitlines()[-1].strip()}") from None
+    except ValueError as exc:  # pydantic's ValidationError
+        raise UsageError(f"run {run!r}: {reason(exc)}") from None
     now = time.time()
     led = store.load(app_ctx.state, spec.name) if stored else _refresh(app_ctx, spec, now)
     if led is None or not led.attempts:

@@ -176,9 +176,8 @@ def exclude_suspect_nodes(app_ctx: AppContext, job: TrainingJob) -> None:
         typer.echo(f"rtool: excluding suspect node(s) {added} (rtool nodes)", err=True)
     if p.skipped:
         typer.echo(
-            f"rtool: warning: not excluding suspect node(s) {compress_hostlist(p.skipped)}: "
-            "at most "
-            f"{cfg.max_excluded:g}% of partition {partition} may be excluded",
+            f"rtool: warning: not excluding suspect node(s) {compress_hostlist(p.skipped)} "
+            f"of partition {partition}: {p.why}",
             err=True,
         )
 

@@ -142,18 +142,29 @@ def _attempt(a: Attempt, s: Scale, end: float, k: float) -> str:
         f'x2="{x2:.1f}" y2="{y2:.1f}" stroke="{colour}" stroke-width="3">'
         f"<title>{tip}</title></line>"
     ]
-    saved = a.last_saved_step if a.last_saved_step is not None else last - (a.steps_lost or 0)
-    if a.steps_lost and last > saved >= first and last > first:
-        xs = x1 + (saved - first) / (last - first) * (x2 - x1)
-        lost = esc(f"attempt {a.number}: {a.steps_lost} steps lost after the save at {saved}")
-        out.append(
-            f'<line class="lost" x1="{xs:.1f}" y1="{s.y(saved):.1f}" x2="{x2:.1f}" '
-            f'y2="{y2:.1f}" stroke="#c00" stroke-width="3" stroke-dasharray="4 3">'
-            f"<title>{lost}</title></line>"
-        )
+    if a.steps_lost and last > first:
+        out.append(_lost(a, s, (x1, x2), (first, last)))
     if a.is_over or cause is Cause.RUNNING:
         out.append(_mark(cause, x2, y2, colour, tip, a.number, k))
     return "".join(out)
+
+
+def _lost(a: Attempt, s: Scale, xs: tuple[float, float], steps: tuple[int, int]) -> str:
+    """The steps the attempt lost, dashed: from its own last save, or from its first step when
+    it crashed before its first save (the usual crash), up to its highest step."""
+    (x1, x2), (first, last) = xs, steps
+    own = (
+        a.last_saved_step if a.last_saved_step is not None and a.last_saved_step >= first else None
+    )
+    at = min(max(first, last - (a.steps_lost or 0)), last)
+    x = x1 + (at - first) / (last - first) * (x2 - x1)
+    why = f"after the save at {own}" if own is not None else "(no save of its own)"
+    tip = esc(f"attempt {a.number}: {a.steps_lost} steps lost {why}")
+    return (
+        f'<line class="lost" x1="{x:.1f}" y1="{s.y(at):.1f}" x2="{x2:.1f}" '
+        f'y2="{s.y(last):.1f}" stroke="#c00" stroke-width="3" stroke-dasharray="4 3">'
+        f"<title>{tip}</title></line>"
+    )
 
 
 def _lanes(led: Ledger, s: Scale, end: dict[int, float], top: float) -> tuple[str, int]:

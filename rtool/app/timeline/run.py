@@ -9,6 +9,7 @@ from rtool.core.units import format_duration
 from rtool.runs.describe import exit_text
 from rtool.runs.losses import Breakdown, Cause, breakdown, cause_of
 from rtool.runs.model import Attempt, Ledger, Totals
+from rtool.runs.render import queued
 from rtool.runs.totals import ends, totals
 
 OVERHEAD = "#bbbbbb"
@@ -32,7 +33,7 @@ def _cards(led: Ledger, tot: Totals) -> str:
         ("highest step", progress),
         ("steps lost", str(tot.steps_lost)),
         ("computing", _dur(tot.computing_s)),
-        ("queued", _dur(tot.queued_s)),
+        ("queued", queued(tot)),
     ]
     inner = "".join(f'<div class="card">{esc(k)}<b>{esc(v)}</b></div>' for k, v in cards)
     return f'<div class="cards">{inner}</div>'

@@ -152,10 +152,9 @@ def requeue_away(
     except (RtoolError, ParseError) as exc:
         return FAILED, f"not requeued: {exc}"
     if not set(bad) <= set(p.excluded):
-        return (
-            FAILED,
-            f"not requeued: cannot exclude {','.join(bad)} (the cap, or the job requires it)",
-        )
+        kept = [n for n in bad if n not in p.excluded]
+        why = p.why if set(kept) & set(p.skipped) else "the job requires it (--nodelist)"
+        return FAILED, f"not requeued: cannot exclude {','.join(kept)}: {why}"
     old = signal.signal(signal.SIGTERM, signal.SIG_IGN)  # the requeue ends this script
     try:
         slurm.requeue(info.job_id)  # the task (`41_1`), never the bare array id

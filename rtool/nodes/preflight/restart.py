@@ -7,8 +7,9 @@ from the launch's heartbeat, the job's memory cgroup, Slurm's node states and th
 1. a launch that stopped on purpose (its heartbeat says finished, or stopped for the time
    limit, a signal, the kill switch, memory...: torchrun turns a rank's 85 into 1) is not
    restarted;
-2. a restarted launch that made no progress (no step beyond the one it resumed at) is not
-   restarted again (it would only crash again);
+2. a restarted launch that made no progress (no step beyond the one it resumed at, by the
+   heartbeat the shim wrote as the launch ended; a periodic one lags the steps and does not
+   count) is not restarted again (it would only crash again);
 3. a node Slurm shows down, drained or not responding, or that a node-level failure signature in
    the launch's log names (an XID, an ECC error, an NCCL timeout naming its peer), is bad: the
    attempt ends with a requeue that excludes it (`rtool.nodes.preflight.job.requeue_away`);
@@ -84,13 +85,22 @@ class Failed:
         return None
 
     def no_progress(self) -> bool:
-        """A restarted launch (launch >= 1) that ran no step past the one it resumed at."""
+        """A restarted launch (launch >= 1) that ran no step past the one it resumed at, by its
+        own last word: the heartbeat the shim wrote as it ended (crashed, or stopped hung or
+        for a failed peer) names the last step it saw. A periodic heartbeat (written at most
+        every few seconds while the loop moves) lags the steps, so a launch that died without
+        its last word is not judged by it: it ran steps 0-4 in under 5 s and read step 0."""
         if self.launch < 1:
             return False
         hb = self.heartbeat
-        if hb is None or hb.step is None or hb.step_at_start is None:
+        if hb is None:
+            return True  # it died before the shim's first heartbeat: not a step
+        if hb.state not in (RunState.CRASHED, RunState.STOPPED):
+            return False  # progress unknown: the restarts' bound and the crash loop judge it
+        seen = [s for s in (hb.step, hb.stop_step, hb.last_saved_step) if s is not None]
+        if not seen or hb.step_at_start is None:
             return True
-        return hb.step <= hb.step_at_start
+        return max(seen) <= hb.step_at_start
 
 
 def launch_heartbeat(path: str | None, info: JobInfo, launch: int) -> Heartbeat | None:

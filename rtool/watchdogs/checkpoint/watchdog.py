@@ -48,23 +48,23 @@ class CheckpointWatchdog(SpecWatchdog[CheckpointWatch]):
         quota commands run after (each bounded too)."""
         from rtool.watchdogs.disk import read_quota
 
-        points = child.read_mount_points()
+        mounts = child.read_mounts()
         stuck = child.StuckProbes(env.state)
         start = time.monotonic()
         obs = [Observation(s, self.timeout_of(s), uid=os.getuid()) for s in self.specs]
-        for o in obs:
-            o.mount = child.mount_of(o.spec.path, points)
-        hung = stuck.still_stuck([o.mount for o in obs])
+        keys = [stuck.key_of(o.spec.path, mounts) for o in obs]
+        hung = stuck.still_stuck([key for key, _ in keys])
         started = []
-        for o in obs:
-            o.stuck = hung.get(o.mount)
+        for o, (key, point) in zip(obs, keys, strict=True):
+            o.mount, o.stuck = point, hung.get(key)
             if not o.stuck:
                 started.append((o, child.start("scan", _request(o.spec), script=child.CKPT_CHILD)))
         for o, proc in started:
             out = child.collect(proc, start + o.timeout)
             o.error, o.timed_out = out.error, out.timed_out
             if out.timed_out and out.pid:
-                stuck.remember({o.mount: out}, time.time())
+                key, o.mount = child.hung_where(out, keys[obs.index(o)][0], o.mount, mounts)
+                stuck.remember({key: out}, time.time(), {key: (o.spec.path, o.mount)})
             elif out.data:
                 o.read(out.data)
                 remember(env, o, time.time())

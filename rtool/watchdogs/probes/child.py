@@ -45,6 +45,8 @@ class Outcome:
     pid: int | None = None
     tid: int | None = None  # statvfs_all: the child's thread that probed this path
     answered: float | None = None  # statvfs_all: when its answer came (time.monotonic)
+    real: str | None = None  # the probed path resolved (symlinks followed), when it said so
+    dev: str | None = None  # st_dev ("major:minor") of the resolved path, when it said so
 
 
 def start(mode: str, *args: str, script: str = CHILD) -> subprocess.Popen[bytes]:
@@ -66,19 +68,33 @@ def collect(proc: subprocess.Popen[bytes], deadline: float) -> Outcome:
             out, err = proc.communicate()
         else:
             out, err = proc.communicate(timeout=max(0.05, remaining))
-    except subprocess.TimeoutExpired:
+    except subprocess.TimeoutExpired as exc:
         abandon(proc)
-        return Outcome(timed_out=True, pid=proc.pid)
+        said = _where(exc.output or b"")
+        return Outcome(timed_out=True, pid=proc.pid, real=said[0], dev=said[1])
     if proc.returncode != 0:
         last = err.decode(errors="replace").strip().splitlines()[-1:] or ["no output"]
         return Outcome(error=f"probe exited {proc.returncode}: {last[0]}", pid=proc.pid)
     try:
-        data = json.loads(out)
+        data = json.loads(out.rstrip().rsplit(b"\n", 1)[-1])
     except ValueError:
         return Outcome(error="probe printed no JSON", pid=proc.pid)
-    if not data.get("ok"):
+    if not isinstance(data, dict) or not data.get("ok"):
         return Outcome(error=str(data.get("error", "probe failed")), pid=proc.pid)
     return Outcome(data=data, pid=proc.pid)
+
+
+def _where(out: bytes) -> tuple[str | None, str | None]:
+    """(resolved path, its st_dev) from the line a child prints before it touches the folder's
+    filesystem (ckpt_child.py scan), else (None, None)."""
+    try:
+        said = json.loads(out.split(b"\n", 1)[0])
+    except ValueError:
+        return None, None
+    if not isinstance(said, dict) or not isinstance(said.get("dev"), str):
+        return None, None
+    real = said.get("real")
+    return (real if isinstance(real, str) else None), said["dev"]
 
 
 def statvfs_all(paths: list[str], deadlines: list[float]) -> list[Outcome]:
@@ -126,6 +142,9 @@ def _answer(line: bytes, out: list[Outcome], pending: set[int]) -> None:
         return
     if "tid" in msg:
         out[i].tid = int(msg["tid"])
+        return
+    if "dev" in msg:
+        out[i].real, out[i].dev = str(msg.get("real")), str(msg["dev"])
         return
     if msg.get("ok"):
         out[i].data = msg
@@ -209,19 +228,47 @@ class StuckProbes:
                 self.state.write_json(STUCK_FILE, {k: v for k, v in data.items() if k not in gone})
         return out
 
-    def remember(self, stuck: dict[str, Outcome], now: float) -> None:
-        """Remember each mount's timed-out probe (its pid and thread) while it still lives."""
-        entries = {}
+    def remember(
+        self, stuck: dict[str, Outcome], now: float, where: dict[str, tuple[str, str]] | None = None
+    ) -> None:
+        """Remember each mount's timed-out probe (its pid and thread) while it still lives;
+        `where`: {key: (the path probed, its mount point)} for `key_of` on the next sweeps."""
+        entries: dict[str, dict[str, Any]] = {}
         for mount, o in stuck.items():
             start_time = proc_start_time(o.pid, o.tid) if o.pid else None
             if start_time is not None:  # else it died after all
                 entries[mount] = {"pid": o.pid, "tid": o.tid, "start": start_time, "since": now}
+                if where and mount in where:
+                    entries[mount].update(path=where[mount][0], mount=where[mount][1])
         if not entries:
             return
         with self.state.lock("stuck-probes"):
             data = self._load()
             data.update(entries)
             self.state.write_json(STUCK_FILE, data)
+
+    def key_of(self, path: str, mounts: dict[str, str]) -> tuple[str, str]:
+        """(key, mount point) of `path` before it is probed, without touching it: the real
+        mount an earlier probe of this very path hung on, else its device by mount table."""
+        for key, entry in self._load().items():
+            if isinstance(entry, dict) and entry.get("path") == path and key.startswith("dev "):
+                return key, str(entry.get("mount") or "?")
+        point = mount_of(path, list(mounts))
+        return dev_key(mounts.get(point), point), point
+
+
+def dev_key(dev: str | None, point: str) -> str:
+    """The stuck-probe key of a mount: its device ("dev 0:53"), else its mount point."""
+    return f"dev {dev}" if dev else point
+
+
+def hung_where(out: Outcome, key: str, point: str, mounts: dict[str, str]) -> tuple[str, str]:
+    """(key, mount point) of a probe that hung: by the st_dev of the resolved path it printed
+    (a folder reached through a symlink hangs on the mount it leads to), else as before."""
+    if out.dev is None:
+        return key, point
+    real_point = mount_of(out.real, list(mounts)) if out.real else point
+    return dev_key(out.dev, real_point), real_point
 
 
 def _unescape(field: str) -> str:
@@ -252,6 +299,23 @@ def mount_of(path: str, points: list[str]) -> str:
         if inside and len(point) > len(best):
             best = point
     return best
+
+
+def mount_devs(mountinfo: str) -> dict[str, str]:
+    """{mount point: its device "major:minor"} from /proc/self/mountinfo text."""
+    devs = {}
+    for line in mountinfo.splitlines():
+        parts = line.split()
+        if len(parts) > 4:
+            devs[_unescape(parts[4])] = parts[2]
+    return devs
+
+
+def read_mounts() -> dict[str, str]:
+    try:
+        return mount_devs(Path("/proc/self/mountinfo").read_text())
+    except OSError:
+        return {}
 
 
 def read_mount_points() -> list[str]:

@@ -99,8 +99,18 @@ def step_of(name):
     return int(found[-1]) if found else None
 
 
-def _listed(path, pattern):
-    """(name, lstat) of the checkpoint candidates in `path`, at most LIMIT; symlinks skipped."""
+def is_marker(name, marker):
+    """Whether `name` is a checkpoint's completion marker beside it in the folder (`{NAME}.done`
+    names `step_000400.done`): a marker is never a checkpoint itself."""
+    if not marker or "/" in marker or marker.count("{NAME}") != 1 or marker == "{NAME}":
+        return False
+    head, tail = marker.split("{NAME}")
+    return len(name) > len(head) + len(tail) and name.startswith(head) and name.endswith(tail)
+
+
+def _listed(path, pattern, marker=None):
+    """(name, lstat) of the checkpoint candidates in `path`, at most LIMIT; symlinks and the
+    completion markers of other names skipped."""
     out: list = []
     more = False
     with os.scandir(path) as it:
@@ -109,7 +119,7 @@ def _listed(path, pattern):
                 more = True
                 break
             name = entry.name
-            if _SCRATCH.search(name):
+            if _SCRATCH.search(name) or is_marker(name, marker):
                 continue
             if pattern and not fnmatch.fnmatchcase(name, pattern):
                 continue
@@ -232,7 +242,18 @@ def _read_json(path, limit=65536):
     return value if isinstance(value, dict) else {"_invalid": True}
 
 
+def _say_where(path):
+    """Print where `path` really is (symlinks followed, its st_dev) before touching its
+    filesystem further: a probe that hangs there is remembered under that mount."""
+    real = os.path.realpath(path)
+    dev = os.stat(real).st_dev
+    where = {"real": real, "dev": f"{os.major(dev)}:{os.minor(dev)}"}
+    sys.stdout.write(json.dumps(where) + "\n")
+    sys.stdout.flush()
+
+
 def scan(req):
+    _say_where(req["path"])
     try:
         fd = open_folder(req["path"], os.getuid())
     except Refused as exc:
@@ -249,7 +270,7 @@ def _scan(req, fd):
     if not stat.S_ISDIR(st.st_mode):
         return {"ok": False, "error": "not a folder"}
     vfs = os.statvfs(path)
-    entries, more = _listed(path, req.get("pattern"))
+    entries, more = _listed(path, req.get("pattern"), req.get("marker"))
     entries = _order(entries)
     details = _details(path, entries, req)
     out = []

@@ -4,7 +4,8 @@
     python -I -S statfs_child.py logstat PATTERN [HEARTBEAT]
 
 `statvfs` probes every PATH at once, each in its own thread, and prints JSON lines as they
-come: `{"i": N, "tid": T}` when path N's thread starts (T: its kernel thread id), then
+come: `{"i": N, "tid": T}` when path N's thread starts (T: its kernel thread id),
+`{"i": N, "real": R, "dev": "major:minor"}` once the path is resolved (its real mount), then
 `{"i": N, "ok": true, "statvfs": {...}}` or `{"i": N, "ok": false, "error": "..."}` when its
 statvfs returns. A hung mount holds only its own thread: the other paths answer at once.
 `logstat` prints one JSON object: the newest log file matching a glob, the heartbeat and its
@@ -42,11 +43,14 @@ def _emit(line):
 
 def _statvfs_one(i, path):
     _emit(f'{{"i": {i:d}, "tid": {threading.get_native_id():d}}}')
+    import json
+
     try:
+        real = os.path.realpath(path)
+        dev = os.stat(real).st_dev
+        _emit(json.dumps({"i": i, "real": real, "dev": f"{os.major(dev)}:{os.minor(dev)}"}))
         st = statvfs(path)
     except OSError as exc:
-        import json
-
         _emit(json.dumps({"i": i, "ok": False, "error": exc.strerror or str(exc)}))
         return
     fields = ", ".join(f'"{k}": {v:d}' for k, v in st.items())
