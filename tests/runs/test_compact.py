@@ -117,3 +117,13 @@ def test_records_are_read_past_256_kib_and_a_cut_is_said(tmp_path: Path) -> None
     small = read_records(str(path), limit=64 * 1024)
     assert small.cut > 0 and len(small.records) < 6000
     assert small.note().startswith(f"the first {small.cut} bytes of the records not read")
+
+
+def test_the_page_says_what_is_summarised(tmp_path: Path) -> None:
+    from rtool.app.timeline.run import run_page
+
+    led = _ledger(tmp_path, (300, 700, N))
+    page = run_page(led, T0 + 1000.0 * N + 500)
+    assert f"{N} attempt(s)" in page
+    assert "The oldest 900 attempt(s) are compacted: counted in the cards and the losses" in page
+    assert "<code>rtool history llm</code>, not drawn; the last 100 are shown in full." in page
