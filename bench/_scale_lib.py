@@ -46,6 +46,29 @@ def reads_only(calls: Counter[str]) -> bool:
     )
 
 
+def parse_sizes(text: str) -> list[int]:
+    """`64,256` -> [64, 256] (sorted, each at least 1); argparse's error otherwise."""
+    import argparse
+
+    try:
+        got = sorted({int(x) for x in text.split(",")})
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a list of sizes: {text!r}") from None
+    if not got or got[0] < 1:
+        raise argparse.ArgumentTypeError(f"not a list of sizes: {text!r}")
+    return got
+
+
+def listed_attempts(history: str) -> list[int]:
+    """The attempt numbers `rtool history` lists (its table's rows, compacted ones included)."""
+    out = []
+    for line in history.splitlines():
+        first = line.split(maxsplit=1)[0] if line.strip() else ""
+        if first.isdigit() and line[:1].isdigit():
+            out.append(int(first))
+    return out
+
+
 def attempt_records(n: int, job_id: int = 4242, t0: float = 1.7e9, nodes: int = 16) -> str:
     """A batch script's records (rtool/runs/records.py) of `n` attempts of one requeued job:
     a start and an end line each, the next attempt starting 60 s after the previous ended."""

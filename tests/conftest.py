@@ -41,6 +41,49 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"Slurm for the tests ({releases.ENV}): {exc}") from None
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--quick",
+        action="store_true",
+        help="the quick tier (scripts/test --quick): no test that needs the local Slurm "
+        "(the slurm marker or fixture) or is marked slow",
+    )
+
+
+#: Left out of the quick tier though they need no session cluster: their own clusters, real
+#: frameworks under torchrun, a wheel install, timing-bound proofs (each 5-50 s under load;
+#: measured with `--durations` on 2026-11-28).
+SLOW = (
+    "tests/nodes/test_scale.py",
+    "tests/install/",
+    "tests/shim/test_frameworks.py",
+    "tests/shim/test_distributed.py",
+    "tests/watchdogs/test_checkpoint_frameworks.py",
+    "tests/hardening/test_patterns.py",
+    "tests/hardening/test_records.py::test_a_symlink_swapped_in_never_gets_a_record",
+    "tests/hardening/test_bounds.py::test_the_ledger_keeps_the_last_attempts_in_full_plus_totals",
+    "tests/hardening/test_properties_surface.py::test_every_option_refuses_an_empty_value",
+    "tests/shim/test_deadline.py::test_a_rank_stuck_in_a_collective_is_ended_through_the_wakeup_fd",
+    "tests/shim/test_deadline.py::test_a_loop_stuck_after_sigterm_is_ended_and_says_so",
+    "tests/timeline/test_goodput_run.py",
+    "tests/watchdogs/test_checkpoint.py::test_a_writer_that_stops_saving_is_overdue_by_its_pace",
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """`--quick`: deselect the tests that need a Slurm cluster, are marked slow or are SLOW."""
+    if not config.getoption("--quick"):
+        return
+    keep, drop = [], []
+    for item in items:
+        needs = set(getattr(item, "fixturenames", ())) & {"slurm_cluster", "slurm"}
+        slow = item.get_closest_marker("slurm") or item.get_closest_marker("slow") or needs
+        slow = slow or item.nodeid.startswith(SLOW)
+        (drop if slow else keep).append(item)
+    config.hook.pytest_deselected(items=drop)
+    items[:] = keep
+
+
 def pytest_report_header(config: pytest.Config) -> str:
     release = releases.get()
     return f"slurm: {release.name} ({release.prefix or 'Debian packages'}; {releases.ENV})"

@@ -5,7 +5,8 @@ NODE_FAIL attempt of yours (`nodefail.Verdict`, keyed by job id and start time) 
 set of names looked at (`*`: all your jobs), when it was last looked up. A lookup asks sacct
 once for the NODE_FAIL attempts that ended since then (less OVERLAP, for records slurmdbd
 writes a little late): `sacct -X -D --state=NODE_FAIL --starttime=... --endtime=now`, with
-FailedNode where sacct has it (remembered per sacct program, so 22.05 is asked once). Only new
+FailedNode where sacct has it (read from the sacct binary's field table, else asked and
+remembered per sacct program: 22.05 is never asked twice in a sweep of an ELF sacct). Only new
 attempts are judged, with at most one `sacctmgr list events` call for all of them (and one
 `sinfo` when neither says which node failed). A multi-node attempt whose failed node Slurm does
 not name yet, that ended less than GRACE ago, is judged on a later lookup (slurmdbd may still
@@ -100,6 +101,28 @@ def sacct_program() -> str:
     return f"{os.path.realpath(path)}:{st.st_mtime_ns}:{st.st_size}"
 
 
+#: Bytes of a sacct binary read for its field table (Debian's 22.05: 86 KB; 24.11: 240 KB).
+PROGRAM_MAX = 16 * 1024 * 1024
+
+
+def sacct_knows_failed_node() -> bool | None:
+    """Whether the sacct on PATH has the FailedNode field, read from the binary itself (its
+    field table names every field: 24.11's has it, 22.05's not): True or False for an ELF
+    binary, None when it cannot tell (a wrapper script, unreadable, too big): then sacct is
+    asked with FailedNode and its refusal remembered."""
+    path = shutil.which("sacct")
+    if path is None:
+        return None
+    try:
+        with open(path, "rb") as f:
+            data = f.read(PROGRAM_MAX + 1)
+    except OSError:
+        return None
+    if not data.startswith(b"\x7fELF") or len(data) > PROGRAM_MAX:
+        return None
+    return b"FailedNode" in data
+
+
 @dataclass
 class Lookup:
     new: list[Verdict]  # judged by this lookup
@@ -110,6 +133,8 @@ def _node_fail_records(
     slurm: Slurm, mem: Memory, names: Sequence[str], since: float
 ) -> list[SacctRecord]:
     program = sacct_program()
+    if mem.no_failed_node != program and sacct_knows_failed_node() is False:
+        mem.no_failed_node = program  # known without asking sacct twice
     if mem.no_failed_node != program:
         try:
             return slurm.sacct(names=names, since=since, states=["NODE_FAIL"], failed_node=True)

@@ -34,6 +34,11 @@ class UntrustedFile(OSError):
 
 def read_tail(path: str, limit: int = TAIL_BYTES) -> str:
     """The last `limit` bytes of `path` (decoded leniently). Raises OSError/UntrustedFile."""
+    return read_tail_cut(path, limit)[0]
+
+
+def read_tail_cut(path: str, limit: int = TAIL_BYTES) -> tuple[str, int]:
+    """(`read_tail`, the bytes before the part read: 0 when the whole file was read)."""
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     try:
         st = os.fstat(fd)
@@ -51,7 +56,7 @@ def read_tail(path: str, limit: int = TAIL_BYTES) -> str:
     text = data.decode("utf-8", errors="replace")
     if start > 0 and "\n" in text:
         text = text.split("\n", 1)[1]  # drop the partial first line
-    return text
+    return text, start
 
 
 def tail_lines(text: str, n: int = TAIL_LINES, width: int = LINE_WIDTH) -> tuple[str, ...]:

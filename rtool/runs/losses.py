@@ -85,7 +85,8 @@ class Breakdown:
 
 
 def breakdown(ledger: Ledger, tot: Totals, now: float) -> Breakdown:
-    """Losses by cause (largest first), from the attempts in start order."""
+    """Losses by cause (largest first), from the attempts in start order and the compacted
+    ones' tallies (every attempt, as the totals)."""
     ended = ends(ledger, now)
     step = tot.step_seconds or 0.0
     by: dict[Cause, list[float]] = {}
@@ -107,8 +108,26 @@ def breakdown(ledger: Ledger, tot: Totals, now: float) -> Breakdown:
         row[2] += (a.steps_lost or 0) * step
         row[3] += wait
         row[4] += stalled
+    _add_folded(by, ledger, step)
     losses = [Loss(c, int(r[0]), int(r[1]), r[2], r[3], r[4]) for c, r in by.items()]
     losses.sort(key=lambda x: -x.total_s)
     useful = (tot.steps_gained or 0) * step
     spent = sum(x.redone_s + x.stalled_s for x in losses)
     return Breakdown(useful, losses, max(0.0, tot.computing_s - useful - spent), tot.step_seconds)
+
+
+def _add_folded(by: dict[Cause, list[float]], ledger: Ledger, step: float) -> None:
+    """The compacted attempts' losses (rtool.runs.compact), so the table covers every attempt."""
+    causes = ledger.folded.causes if ledger.folded else {}
+    for name, (n, lost, wait, ran, progress) in causes.items():
+        try:
+            cause = Cause(name)
+        except ValueError:
+            continue
+        row = by.setdefault(cause, [0, 0, 0.0, 0.0, 0.0])
+        row[0] += int(n)
+        row[1] += int(lost)
+        row[2] += lost * step
+        row[3] += wait
+        if cause is Cause.HANG:
+            row[4] += max(0.0, ran - progress * step)

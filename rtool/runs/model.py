@@ -241,6 +241,9 @@ class Folded:
     first_step: int | None = None  # the step the run's first attempt started from
     until: float = 0.0  # the latest start among them: older attempts a source reports are these
     keys: tuple[tuple[str, int], ...] = ()  # the last ones' keys (attempts that started at `until`)
+    #: One compact row per folded attempt (rtool.runs.compact), and their losses by cause.
+    rows: tuple[tuple[Any, ...], ...] = ()
+    causes: dict[str, tuple[float, ...]] = field(default_factory=dict)
 
     def add(self, gone: list[Attempt], now: float) -> Folded:
         if not gone:
@@ -255,6 +258,8 @@ class Folded:
             first_step=first,
             until=max([self.until, *(a.started or 0.0 for a in gone)]),
             keys=(*self.keys, *(a.key for a in gone))[-MAX_FOLDED_KEYS:],
+            rows=self.rows,
+            causes=self.causes,
         )
 
     def covers(self, a: Attempt) -> bool:
@@ -264,10 +269,14 @@ class Folded:
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
         d["keys"] = [list(k) for k in self.keys]
+        d["rows"] = [list(r) for r in self.rows]
+        d["causes"] = {k: list(v) for k, v in self.causes.items()}
         return d
 
     @staticmethod
     def from_json(d: Any) -> Folded | None:
+        from rtool.runs import compact
+
         if not isinstance(d, dict):
             return None
         try:
@@ -280,6 +289,8 @@ class Folded:
                 first_step=int(d["first_step"]) if d.get("first_step") is not None else None,
                 until=float(d.get("until") or 0.0),
                 keys=keys[-MAX_FOLDED_KEYS:],
+                rows=compact.rows_from_json(d.get("rows")),
+                causes=compact.causes_from_json(d.get("causes")),
             )
         except (KeyError, TypeError, ValueError, IndexError):
             return None

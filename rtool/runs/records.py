@@ -3,11 +3,11 @@
 The batch script runs `rtool record start` and `rtool record end --rc N`
 (`rtool.runs.record_write`): one JSON line per event appended to `$RTOOL_RUN_RECORDS` (default
 `<heartbeat>.attempts`), made only of fields rtool produced and checked. Read back bounded (the
-file's last `limit` bytes, a trusted regular file only, see `rtool.runs.logtail`), every line
-validated against the schema below: at most `MAX_LINE` bytes, lines split on `\\n` only (a `\\r`,
-a Unicode line separator or a control character makes the line bad), no duplicate JSON key at any
-depth, only known keys with their exact types. A bad line is skipped with a warning and never
-acted on (`Records.skipped` says why).
+file's last `limit` bytes, RECORDS_BYTES: 16 MiB; a trusted regular file only, see
+`rtool.runs.logtail`), every line validated against the schema below: at most `MAX_LINE` bytes,
+lines split on `\\n` only (a `\\r`, a Unicode line separator or a control character makes
+the line bad), no duplicate JSON key at any depth, only known keys with their exact types. A bad
+line is skipped with a warning and never acted on (`Records.skipped` says why).
 """
 
 from __future__ import annotations
@@ -23,12 +23,13 @@ from typing import Any
 
 from rtool.core.heartbeat import Heartbeat, HeartbeatFormatError
 from rtool.core.slurm.parse import ParseError, expand_hostlist
-from rtool.runs.logtail import read_tail
+from rtool.runs.logtail import read_tail_cut
 
 log = logging.getLogger(__name__)
 
 RECORDS_SUFFIX = ".attempts"
-RECORDS_BYTES = 256 * 1024
+#: The most of a records file read (its end): ~45,000 attempts at ~370 bytes per attempt.
+RECORDS_BYTES = 16 * 1024 * 1024
 #: The longest record line rtool writes (a heartbeat copy included) and accepts.
 MAX_LINE = 16 * 1024
 #: The keys of a record line; `event`, `job_id` and `time` are required.
@@ -108,12 +109,18 @@ class Records:
 
     records: list[BatchRecord] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    #: Bytes at the start of the file not read (past RECORDS_BYTES): their attempts are only in
+    #: the stored ledger.
+    cut: int = 0
 
     def note(self) -> str:
-        if not self.skipped:
-            return ""
-        shown = "; ".join(self.skipped[:MAX_REPORTED])
-        return f"{len(self.skipped)} bad record line(s) skipped ({shown})"
+        notes = []
+        if self.cut:
+            notes.append(f"the first {self.cut} bytes of the records not read (older attempts)")
+        if self.skipped:
+            shown = "; ".join(self.skipped[:MAX_REPORTED])
+            notes.append(f"{len(self.skipped)} bad record line(s) skipped ({shown})")
+        return "; ".join(notes)
 
 
 def records_path(heartbeat: str | None, explicit: str | None = None) -> str | None:
@@ -258,9 +265,12 @@ def parse_records(text: str, where: str = "records") -> Records:
 def read_records(path: str, limit: int = RECORDS_BYTES) -> Records:
     """The records in `path` (none when there is no file). Raises OSError on an unsafe file."""
     try:
-        return parse_records(read_tail(path, limit), path)
+        text, cut = read_tail_cut(path, limit)
     except FileNotFoundError:
         return Records()
+    got = parse_records(text, path)
+    got.cut = cut
+    return got
 
 
 def exists(path: str | None) -> bool:

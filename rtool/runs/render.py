@@ -6,6 +6,7 @@ import time
 
 from rtool.core.slurm.hostlist import compress_hostlist
 from rtool.core.units import format_duration
+from rtool.runs.compact import rows_as_attempts
 from rtool.runs.describe import exit_text
 from rtool.runs.model import Attempt, InPlaceRestart, Ledger, Totals
 
@@ -69,9 +70,27 @@ def restart_line(r: InPlaceRestart) -> str:
     return f"     ↳ {at} restarted in place ({why}; {code}): {resumed}{redone}{lost}"
 
 
+def compacted_line(led: Ledger, shown: int) -> str:
+    """What the rows above say of the oldest attempts, and what was summarised."""
+    n = led.folded.attempts if led.folded else 0
+    line = (
+        f"  ↑ the oldest {n} attempt(s), compacted (no nodes, log or signature kept; the "
+        f"ledger keeps the last {len(led.attempts)} in full); the totals cover every attempt"
+    )
+    if shown < n:
+        line += f"; {n - shown} of them from before rtool kept rows: only in the totals"
+    return line
+
+
 def table(led: Ledger, tot: Totals, now: float) -> str:
     head = [h.ljust(w) for h, w in COLUMNS] + ["signature"]
     lines = ["  ".join(head).rstrip()]
+    short = rows_as_attempts(led.run, led.folded)
+    for a in short:
+        cells = [c.ljust(w) for c, (_, w) in zip(row(a, now), COLUMNS, strict=True)]
+        lines.append("  ".join(cells).rstrip())
+    if led.folded and led.folded.attempts:
+        lines.append(compacted_line(led, len(short)))
     for a in led.attempts:
         cells = [c.ljust(w) for c, (_, w) in zip(row(a, now), COLUMNS, strict=True)]
         sig = a.signature.label if a.signature else (a.error or "")

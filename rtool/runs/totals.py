@@ -3,7 +3,9 @@ ledger's running totals of the attempts it no longer keeps in full (`fold`)."""
 
 from __future__ import annotations
 
-from rtool.runs import steps
+from dataclasses import replace
+
+from rtool.runs import compact, steps
 from rtool.runs.model import Attempt, Folded, Ledger, Totals
 
 
@@ -76,7 +78,8 @@ def fold(
     attempts: list[Attempt], folded: Folded | None, keep: int, now: float
 ) -> tuple[list[Attempt], Folded | None]:
     """Keep the last `keep` attempts in full; the ended ones before them are summed up into
-    `folded` (an attempt still running is never folded)."""
+    `folded`, each kept as a compact row, their losses tallied by cause (an attempt still
+    running is never folded)."""
     excess = len(attempts) - max(1, keep)
     if excess <= 0:
         return attempts, folded
@@ -85,4 +88,11 @@ def fold(
         gone.pop()
     if not gone or any(not a.is_over for a in gone):
         return attempts, folded
-    return attempts[len(gone) :], (folded or Folded()).add(gone, now)
+    kept = attempts[len(gone) :]
+    base = (folded or Folded()).add(gone, now)
+    causes = compact.tally(gone, kept[0].started if kept else None)
+    return kept, replace(
+        base,
+        rows=(*base.rows, *(compact.row_of(a) for a in gone)),
+        causes=compact.merged(base.causes, causes),
+    )

@@ -152,8 +152,9 @@ def write_slurm_conf(directory: Path, layout: Layout, slurmd: str) -> Path:
         "KillWait=5",
         "MinJobAge=600",
         "MaxArraySize=10001",
-        # bench/scale.py queues 10,000 jobs beside the tests' own (the default limit is 10,000)
-        "MaxJobCount=50000",
+        # bench/scale.py queues up to 100,000 jobs beside the tests' own (the default limit is
+        # 10,000; each task of a pending array counts)
+        "MaxJobCount=150000",
         # A requeued job waits cred_expire seconds before it may start again (default 120).
         "AuthInfo=cred_expire=10",
     ]

@@ -140,7 +140,7 @@ class JobWatchdog(SpecWatchdog[JobWatch]):
         except ProcError as exc:  # SlurmError, SlurmTimeout
             obs.error = str(exc)
         obs.views = jobdone.observe(
-            env.state, self.specs, jobdone.slurm_confirms(env.slurm or Slurm())
+            env.state, self.specs, jobdone.slurm_confirms(env.slurm or Slurm(), env.state)
         )
         obs.runs = {n: v.ledger for n, v in obs.views.items() if v.ledger is not None}
         if obs.error is not None:

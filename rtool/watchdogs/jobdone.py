@@ -25,6 +25,9 @@ from rtool.watchdogs.config import JobWatch
 
 #: How a finishing run's jobs end: the task that finished, the tasks it cancelled.
 FINISHED_STATES = {"COMPLETED", "CANCELLED"}
+#: Done markers Slurm confirmed (heartbeat path, attempt), kept in the state dir (the newest).
+CONFIRMED = "jobdone/confirmed.json"
+MAX_CONFIRMED = 200
 
 
 @dataclass(frozen=True)
@@ -62,9 +65,30 @@ def observe(
     return views
 
 
-def slurm_confirms(slurm: Slurm) -> Callable[[str], bool]:
-    """Slurm's word on a heartbeat's done marker: the attempt it names ended COMPLETED, exit 0."""
-    return lambda heartbeat: finish.confirmed(slurm, finish.claim(heartbeat))
+def slurm_confirms(slurm: Slurm, state: StateDir | None = None) -> Callable[[str], bool]:
+    """Slurm's word on a heartbeat's done marker: the attempt it names ended COMPLETED, exit 0.
+    A confirmation is kept in `state` (such an attempt stays so), so a finished run that is
+    still watched costs one sacct, not one more on every sweep."""
+
+    def confirm(heartbeat: str) -> bool:
+        c = finish.claim(heartbeat)
+        if c is None or c.key is None:
+            return False
+        key = f"{os.path.realpath(os.path.expanduser(heartbeat))}|{c.key[0]}|{c.key[1]}"
+        kept = _confirmed(state)
+        if key in kept:
+            return True
+        ok = finish.confirmed(slurm, c)
+        if ok and state is not None:
+            state.write_json(CONFIRMED, [*kept, key][-MAX_CONFIRMED:])
+        return ok
+
+    return confirm
+
+
+def _confirmed(state: StateDir | None) -> list[str]:
+    raw = state.read_json(CONFIRMED, default=[]) if state is not None else []
+    return [k for k in raw if isinstance(k, str)]
 
 
 def finished_heartbeat(path: str | None, run: str) -> Heartbeat | None:

@@ -66,8 +66,8 @@ def test_records_make_a_ledger_of_exactly_n_attempts_in_order() -> None:
     assert sorted(a.restart for a in attempts) == list(range(200))
     assert all(a.job_id == "77" and a.is_over for a in attempts)
     assert {a.nodes for a in attempts} == {tuple(f"n{i}" for i in range(1, 17))}
-    # small enough that `rtool history` reads every attempt (it reads the file's last 256 kB)
-    assert len(lib.attempt_records(500)) < 256 * 1024
+    # small enough that `rtool history` reads every attempt (it reads the last 16 MiB)
+    assert len(lib.attempt_records(1000)) < 16 * 1024 * 1024
 
 
 def test_growth_against_the_work() -> None:
@@ -79,3 +79,20 @@ def test_growth_against_the_work() -> None:
     assert lib.growth([50, 500], [0.0, 0.004], floor=0.005).cost == 1.0
     assert lib.goal_line("x", True, "d") == "PASS  x: d"
     assert lib.goal_line("x", False, "d").startswith("FAIL")
+
+
+def test_the_sizes_option_and_the_attempts_history_lists() -> None:
+    import argparse
+
+    import pytest
+
+    assert lib.parse_sizes("256,64,64") == [64, 256]
+    for bad in ("", "a", "0", "64,-1"):
+        with pytest.raises(argparse.ArgumentTypeError, match="not a list of sizes"):
+            lib.parse_sizes(bad)
+    table = (
+        "#    job  nodes\n1    88_1  -\n2    88_2  -\n"
+        "  ↑ the oldest 2 attempt(s), compacted\n3    88_3  n1\n     ↳ 10:00:00 restarted\n\n"
+        "run r: not finished; 3 attempt(s)\n"
+    )
+    assert lib.listed_attempts(table) == [1, 2, 3]

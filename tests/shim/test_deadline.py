@@ -194,3 +194,27 @@ def test_the_end_time_is_read_from_scontrol_with_the_cores_parser() -> None:
     assert parse_end_time(text.replace("EndTime=2026-01-02T03:06:05", "EndTime=Unknown")) is None
     assert parse_end_time(text.replace("2026-01-02T03:06:05", "soon")) is None
     assert parse_end_time("no such job") is None
+
+
+def test_an_array_task_reads_its_own_end_time_not_another_tasks() -> None:
+    """`scontrol show job <array id>` lists every task, and Slurm gives the array's own id to
+    its last task: the shim looks itself up as `<array>_<task>` and reads its own record."""
+    from datetime import datetime
+
+    from rtool.shim.slurm import own_job_id, parse_end_time
+
+    done = (
+        "JobId=11 ArrayJobId=10 ArrayTaskId=1 JobState=COMPLETED\n   EndTime=2026-01-02T03:00:00\n"
+    )
+    last = "JobId=10 ArrayJobId=10 ArrayTaskId=2 JobState=RUNNING\n   EndTime=2026-01-02T03:09:00\n"
+    both = f"{last}\n{done}"
+    mine = datetime(2026, 1, 2, 3, 9).timestamp()
+    assert parse_end_time(both, "10_2") == mine
+    assert parse_end_time(f"{done}\n{last}", "10_2") == mine
+    assert parse_end_time(both, "10") == mine  # JobId=10
+    assert parse_end_time(both) is None  # several records and no id: none is taken as its own
+    assert parse_end_time(done, "10_2") is None
+    env = {"SLURM_JOB_ID": "10", "SLURM_ARRAY_JOB_ID": "10", "SLURM_ARRAY_TASK_ID": "2"}
+    assert own_job_id("10", env) == "10_2"
+    assert own_job_id("10", {"SLURM_JOB_ID": "10"}) == "10"
+    assert own_job_id("77", env) == "77"  # another job: as given

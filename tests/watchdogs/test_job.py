@@ -123,8 +123,8 @@ def test_unreachable_slurmctld_is_unknown_not_missing(slurm_cluster, tmp_path, c
 @pytest.mark.parametrize("n", [1, 20])
 def test_one_squeue_and_at_most_one_sacct_per_sweep(slurm_cluster, tmp_path, n):
     """One squeue for every name; one sacct for their NODE_FAIL attempts since the last sweep
-    (the first sweep of a state dir on 22.05 asks twice: its sacct has no FailedNode field,
-    which is remembered); nothing else when none of the names is queued."""
+    (22.05's sacct has no FailedNode field: read from its binary, not asked, so the first sweep
+    of a state dir asks once too); nothing else when none of the names is queued."""
     names = [f"w{i}" for i in range(n)]
     watchdogs = [
         JobWatchdog([JobWatch(name=x) for x in names]),
@@ -137,8 +137,31 @@ def test_one_squeue_and_at_most_one_sacct_per_sweep(slurm_cluster, tmp_path, n):
         assert len(results) == n + 1
         calls = Counter(c[0] for c in s.calls)
         assert calls["squeue"] == 1 and set(calls) <= {"squeue", "sacct"}, calls
-        assert 1 <= calls["sacct"] <= (2 if first else 1), calls
+        assert calls["sacct"] == 1, (first, calls)
         assert all(r.status == Status.CRITICAL for r in results[:n])
+
+
+def test_a_finished_runs_done_marker_costs_one_sacct_once_not_every_sweep(
+    slurm, job_name, tmp_path
+):
+    """A finished run still watched: Slurm confirms its done marker once (one sacct beside the
+    NODE_FAIL lookup's), and later sweeps ask only the lookup's one sacct."""
+    from rtool.core.heartbeat import Heartbeat, RunState
+
+    job = submit(slurm, job_name, wrap="true")
+    wait_for(lambda: any(r.state == "COMPLETED" for r in slurm.sacct(job_ids=[job])), 60)
+    hb = tmp_path / "hb.json"
+    done = Heartbeat(state=RunState.FINISHED, time=time.time(), run="r", job_id=job, step=9)
+    Path(f"{hb}.done").write_text(done.to_json())
+    wd = JobWatchdog([JobWatch(name=job_name, run="r", heartbeat=str(hb))])
+    state = StateDir(tmp_path / "st")
+    counts = []
+    for _ in range(3):
+        s = Slurm(timeout=30)
+        [result] = sweep([wd], ProbeEnv(s, state, query_for([wd])), 10)
+        assert result.status == Status.OK and "finished" in result.summary, result.summary
+        counts.append(Counter(c[0] for c in s.calls)["sacct"])
+    assert counts == [2, 1, 1], counts
 
 
 def test_stack_dump_srun_targets_an_array_task_by_its_numeric_id(slurm, job_name):

@@ -129,6 +129,18 @@ def _table(led: Ledger, now: float) -> str:
     return f'<div class="scroll"><table class=attempts><tr>{head}</tr>{rows}</table></div>'
 
 
+def _compacted(led: Ledger) -> str:
+    """What is summarised: the oldest attempts, counted above but not drawn or listed here."""
+    n = led.folded.attempts if led.folded else 0
+    if not n:
+        return ""
+    return (
+        f'<p class="muted compacted">The oldest {n} attempt(s) are compacted: counted in the '
+        f"cards and the losses above, listed by <code>rtool history {esc(led.run)}</code>, "
+        f"not drawn; the last {len(led.attempts)} are shown in full.</p>"
+    )
+
+
 def run_section(led: Ledger, now: float, level: int = 1) -> str:
     """The run's part of a page (`level`: its heading's level, 1 alone, 2 in the status page),
     as of its ledger's last update: an attempt running then is drawn up to that time."""
@@ -151,6 +163,7 @@ def run_section(led: Ledger, now: float, level: int = 1) -> str:
         + f"<{sub}>Where the time went</{sub}>"
         + _bar(bd)
         + _losses(bd)
+        + _compacted(led)
         + f"<{sub}>Attempts</{sub}>"
         + _table(led, now)
         + "</section>"
