@@ -26,12 +26,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rtool.core import ckptscan
 from rtool.core.heartbeat import Heartbeat, HeartbeatFormatError
 from rtool.core.state import StateDir
 
 CHILD = str(Path(__file__).with_name("statfs_child.py"))
 #: The checkpoint watchdog's child (scan a checkpoint folder, prune old checkpoints).
-CKPT_CHILD = str(Path(__file__).with_name("ckpt_child.py"))
+CKPT_CHILD = str(Path(ckptscan.__file__))
 STUCK_FILE = "watch/stuck-probes.json"
 
 
