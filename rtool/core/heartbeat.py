@@ -120,6 +120,8 @@ class Heartbeat:
     stop_job_id: str | None = None
     exit_code: int | None = None
     error: ErrorInfo | None = None
+    resumed_from: str | None = None  # the checkpoint rtool.shim.latest_checkpoint chose
+    set_aside: str | None = None  # what it set aside: "step_300 (incomplete: ...) -> ...; ..."
 
     # -- JSON ------------------------------------------------------------------------------
 

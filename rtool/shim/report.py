@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from rtool.core.heartbeat import ErrorInfo, RunState
+from rtool.shim.checkpoints import last_resume
 from rtool.shim.crash import CrashHooks
 from rtool.shim.decision import Decision
 from rtool.shim.heartbeat import HeartbeatWriter, JobIdentity
@@ -81,6 +82,7 @@ class Reporter:
             "last_saved_step": t.last_save_step,
             "last_save_time": t.last_save_time,
             "nonfinite_count": t.nonfinite,
+            **_resume_fields(),
         }
 
     def progress(self) -> None:
@@ -135,3 +137,9 @@ class Reporter:
         if self._hooks is not None:
             self._hooks.restore()
             self._hooks = None
+
+
+def _resume_fields() -> dict[str, Any]:
+    """What rtool.shim.latest_checkpoint resumed from and set aside in this process."""
+    resume = last_resume()
+    return resume.heartbeat_fields() if resume is not None else {}
