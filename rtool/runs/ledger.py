@@ -246,6 +246,7 @@ def _apply_heartbeat(a: Attempt, hb: Heartbeat, final: bool = True) -> Attempt:
         changes.setdefault("stop_reason", "crashed")
     if hb.state is RunState.FINISHED:
         changes["finished"] = True
+    changes.update({k: v for k in ("resumed_from", "set_aside") if (v := getattr(hb, k))})
     if not a.nodes and hb.host:
         changes["nodes"] = (hb.host,)
     return a.with_(**changes)

@@ -82,6 +82,8 @@ class Attempt:
     stop_reason: str | None = None  # the shim's (time limit, signal, hang kill ...)
     error: str | None = None  # "RuntimeError: CUDA out of memory ..." from the shim
     finished: bool = False  # the run called finished() in this attempt
+    resumed_from: str | None = None  # the checkpoint rtool.shim.latest_checkpoint chose
+    set_aside: str | None = None  # the checkpoints it set aside (incomplete, failed to load)
     signature: Signature | None = None
     log_path: str | None = None
     log_tail: tuple[str, ...] = ()
