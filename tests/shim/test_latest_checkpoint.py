@@ -15,6 +15,8 @@ from rtool.core import ckptscan
 from rtool.core.heartbeat import read_heartbeat
 from rtool.shim import Guard, latest_checkpoint
 from rtool.shim.checkpoints import find, last_resume
+from tests.helpers import wait_for
+from tests.shim.conftest import run_toy, start_toy, steps_run
 
 MARKER = "{NAME}/COMPLETE"
 
@@ -150,3 +152,36 @@ def test_another_users_checkpoint_is_never_chosen(tmp_path: Path) -> None:
         os.chown(p, 4321, 4321)
     assert latest_checkpoint(tmp_path, marker=MARKER) == tmp_path / "step_000100"
     assert "step_000200" in _names(tmp_path)
+
+
+def _mid_save(top: Path) -> tuple[str, str] | None:
+    """(newest complete, half-written) once the toy is in the middle of a save after one."""
+    if not top.exists():
+        return None
+    done = sorted(p.name for p in top.iterdir() if (p / "COMPLETE").exists())
+    half = sorted(p.name for p in top.iterdir() if not (p / "COMPLETE").exists())
+    return (done[-1], half[-1]) if done and half and half[-1] > done[-1] else None
+
+
+def test_the_toy_killed_in_a_save_resumes_from_the_save_before(tmp_path: Path) -> None:
+    top = tmp_path / "ckpts"
+    args = ("--steps", "60", "--step-seconds", "0.02", "--save-every", "10")
+    env = {"TOY_CKPT_FOLDERS": str(top), "TOY_SAVE_SECONDS": "3"}
+    proc = start_toy(tmp_path, *args, **env)
+    try:
+        done, half = wait_for(lambda: _mid_save(top), 30, 0.05, "a save under way after one")
+    finally:
+        proc.kill()  # SIGKILL in the middle of the save: no stop, no save of its own
+        proc.communicate(timeout=30)
+    code, out = run_toy(
+        tmp_path, *args, timeout=120, TOY_CKPT_FOLDERS=str(top), TOY_SAVE_SECONDS="0"
+    )
+    assert code == 0, out
+    assert f"resuming from {done}" in out, out
+    assert f"checkpoint {half} set aside: incomplete: missing {half}/COMPLETE" in out, out
+    moved = [p for p in top.iterdir() if p.name.startswith(f"{half}.set-aside-")]
+    assert len(moved) == 1 and (moved[0] / "state.json").exists()  # kept, not deleted
+    ran = steps_run(tmp_path / "steps.log")
+    resumed = int(done.split("_")[1]) + 1
+    cut = next(i for i in range(1, len(ran)) if ran[i] <= ran[i - 1])  # the second run
+    assert ran[:cut] == list(range(cut)) and ran[cut:] == list(range(resumed, 60)), ran
