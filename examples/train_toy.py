@@ -20,11 +20,14 @@ TOY_CRASH_FILE, TOY_CRASH_AT, TOY_CKPT_FOLDERS); the guard reads RTOOL_* (see do
 --ckpt-folders DIR: save into DIR/step_NNNNNN/ (state.json, written in two halves
 `--save-seconds` apart, then the marker COMPLETE) and resume from the newest complete one that
 loads (rtool.shim.latest_checkpoint: a half-written one is set aside).
+--config PATH: a config file (read by nobody; the ledger records its hash). --import NAME:
+import that module first (a library the training uses; the ledger records its version).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import math
 import os
@@ -61,6 +64,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--crash-file", default=_env("TOY_CRASH_FILE", None))
     p.add_argument("--crash-at", type=int, default=_int(_env("TOY_CRASH_AT", None)))
     p.add_argument("--ckpt-folders", default=_env("TOY_CKPT_FOLDERS", None))
+    p.add_argument("--config", default=None)
+    p.add_argument("--import", dest="imports", action="append", default=[])
     return p.parse_args(argv)
 
 
@@ -138,6 +143,8 @@ def write_atomic(path: Path, data: dict[str, Any]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    for name in args.imports:
+        importlib.import_module(name)
     folder = Path(args.dir)
     folder.mkdir(parents=True, exist_ok=True)
     ckpt = Path(args.checkpoint) if args.checkpoint else folder / "checkpoint.json"

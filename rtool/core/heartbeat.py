@@ -122,6 +122,9 @@ class Heartbeat:
     error: ErrorInfo | None = None
     resumed_from: str | None = None  # the checkpoint rtool.shim.latest_checkpoint chose
     set_aside: str | None = None  # what it set aside: "step_300 (incomplete: ...) -> ...; ..."
+    code_version: str | None = None  # the script's git revision: "1a2b3c4d5e6f (dirty)"
+    packages: str | None = None  # the imported distributions: "numpy==2.1.0 torch==2.13.0"
+    inputs: str | None = None  # the files on its command line: "cfg.yaml sha256:0a1b2c3d4e5f"
 
     # -- JSON ------------------------------------------------------------------------------
 

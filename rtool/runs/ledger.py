@@ -17,7 +17,7 @@ from rtool.core.slurm import RUNNING_STATES, SqueueJob, expand_hostlist
 from rtool.runs import inplace, signatures
 from rtool.runs.finish import Claim
 from rtool.runs.inplace import RestartRecord
-from rtool.runs.model import Attempt, Ledger, Source
+from rtool.runs.model import FROM_HEARTBEAT, Attempt, Ledger, Source
 from rtool.runs.records import BatchRecord, shown_id
 from rtool.runs.totals import fold
 
@@ -246,7 +246,7 @@ def _apply_heartbeat(a: Attempt, hb: Heartbeat, final: bool = True) -> Attempt:
         changes.setdefault("stop_reason", "crashed")
     if hb.state is RunState.FINISHED:
         changes["finished"] = True
-    changes.update({k: v for k in ("resumed_from", "set_aside") if (v := getattr(hb, k))})
+    changes.update({k: v for k in FROM_HEARTBEAT if (v := getattr(hb, k))})
     if not a.nodes and hb.host:
         changes["nodes"] = (hb.host,)
     return a.with_(**changes)

@@ -6,6 +6,7 @@ import time
 
 from rtool.core.slurm.hostlist import compress_hostlist
 from rtool.core.units import format_duration
+from rtool.runs import provenance
 from rtool.runs.describe import exit_text
 from rtool.runs.model import Attempt, InPlaceRestart, Ledger, Totals
 
@@ -67,6 +68,7 @@ def restart_line(r: InPlaceRestart) -> str:
 def table(led: Ledger, tot: Totals, now: float) -> str:
     head = [h.ljust(w) for h, w in COLUMNS] + ["signature"]
     lines = ["  ".join(head).rstrip()]
+    changed = provenance.changed(led.attempts)
     for a in led.attempts:
         cells = [c.ljust(w) for c, (_, w) in zip(row(a, now), COLUMNS, strict=True)]
         sig = a.signature.label if a.signature else (a.error or "")
@@ -75,6 +77,8 @@ def table(led: Ledger, tot: Totals, now: float) -> str:
             sig = line if line.startswith(a.signature.label) else f"{sig}: {line}"
         lines.append("  ".join([*cells, sig]).rstrip())
         lines += [restart_line(r) for r in led.restarts_of(a)]
+        if a.number in changed:
+            lines.append(provenance.line(*changed[a.number]))
     good = f"{tot.goodput:.2f}" if tot.goodput is not None else "?"
     status = "finished" if led.finished else "not finished"
     lines += [

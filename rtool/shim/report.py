@@ -13,6 +13,7 @@ from rtool.shim.crash import CrashHooks
 from rtool.shim.decision import Decision
 from rtool.shim.heartbeat import HeartbeatWriter, JobIdentity
 from rtool.shim.monitor import Timing
+from rtool.shim.provenance import Provenance
 
 
 class Reporter:
@@ -30,6 +31,7 @@ class Reporter:
         self.last_step: Callable[[], int | None] = lambda: None
         self.progress_time: Callable[[], float | None] = lambda: None
         self._hooks: CrashHooks | None = None
+        self.provenance = Provenance()  # collected from the first step on (rank 0)
         if self.writer is not None:
             self.set_rank(ident.rank, ident.world_size)
             if self.writer.enabled:
@@ -70,7 +72,10 @@ class Reporter:
 
     def fields(self, step: int | None = None) -> dict[str, Any]:
         t = self.timing
+        if t.first_step is not None and self.writer is not None and self.writer.enabled:
+            self.provenance.start()
         return {
+            **self.provenance.fields(),
             "step": self.last_step() if step is None else step,
             "time": (self.progress_time() or time.time()) if step is None else time.time(),
             "step_at_start": t.first_step,
@@ -107,6 +112,7 @@ class Reporter:
 
     def finished(self, step: int | None) -> None:
         if self.writer is not None:
+            self.provenance.wait(2.0)  # a short run's record, complete
             self.writer.final(RunState.FINISHED, self.fields(step))
             self.writer.mark_done()
 

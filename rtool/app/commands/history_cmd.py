@@ -68,7 +68,7 @@ def history(
         return _write_page(html, led, now)
     tot = totals(led, now)
     if as_json:
-        doc = {"ledger": led.to_json(), "totals": tot.to_json()}
+        doc = {"ledger": led.to_json(), "totals": tot.to_json(), "changes": _changes(led)}
         sys.stdout.write(json.dumps(doc, indent=1) + "\n")
         return 0
     from rtool.runs.render import table
@@ -104,3 +104,11 @@ def _refresh(app_ctx: AppContext, spec: RunWatch, now: float) -> Ledger | None:
 
 def register(cli: typer.Typer) -> None:
     cli.command("history")(history)
+
+
+def _changes(led: Ledger) -> dict[str, dict[str, object]]:
+    """What changed between attempts (their provenance), by attempt number."""
+    from rtool.runs import provenance
+
+    found = provenance.changed(led.attempts)
+    return {str(n): {"since": since, "what": what} for n, (since, what) in found.items()}
