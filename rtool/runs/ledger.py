@@ -194,6 +194,7 @@ def _carry(new: Attempt, old: Attempt | None) -> Attempt:
         "signature",
         "log_path",
         "queued_at",
+        *FROM_HEARTBEAT,
     ):
         if getattr(new, name) is None and getattr(old, name) is not None:
             keep[name] = getattr(old, name)
