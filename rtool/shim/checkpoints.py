@@ -94,7 +94,8 @@ def latest_checkpoint(
     resume = find(folder, pattern, files, marker, min_size, settle, load, move_aside)
     _last = resume
     for s in resume.set_aside:
-        log.warning("rtool.shim: checkpoint %s set aside: %s", s.name, s.why)
+        done = "set aside" if s.moved_to else "skipped"
+        log.warning("rtool.shim: checkpoint %s %s: %s", s.name, done, s.why)
     if resume.set_aside:
         log.warning("rtool.shim: resuming from %s", resume.path or "the start (no checkpoint)")
     return resume.path
