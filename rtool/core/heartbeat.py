@@ -125,6 +125,7 @@ class Heartbeat:
     code_version: str | None = None  # the script's git revision: "1a2b3c4d5e6f (dirty)"
     packages: str | None = None  # the imported distributions: "numpy==2.1.0 torch==2.13.0"
     inputs: str | None = None  # the files on its command line: "cfg.yaml sha256:0a1b2c3d4e5f"
+    mlflow_run_id: str | None = None  # the MLflow run it logged to (the next launch resumes it)
 
     # -- JSON ------------------------------------------------------------------------------
 

@@ -14,6 +14,8 @@ from rtool.shim.decision import Decision
 from rtool.shim.heartbeat import HeartbeatWriter, JobIdentity
 from rtool.shim.monitor import Timing
 from rtool.shim.provenance import Provenance
+from rtool.shim.trackers import export as export_tracker_env
+from rtool.shim.trackers import fields as tracker_fields
 
 
 class Reporter:
@@ -32,6 +34,7 @@ class Reporter:
         self.progress_time: Callable[[], float | None] = lambda: None
         self._hooks: CrashHooks | None = None
         self.provenance = Provenance()  # collected from the first step on (rank 0)
+        export_tracker_env(previous=self.writer.previous if self.writer is not None else None)
         if self.writer is not None:
             self.set_rank(ident.rank, ident.world_size)
             if self.writer.enabled:
@@ -76,6 +79,7 @@ class Reporter:
             self.provenance.start()
         return {
             **self.provenance.fields(),
+            **tracker_fields(),
             "step": self.last_step() if step is None else step,
             "time": (self.progress_time() or time.time()) if step is None else time.time(),
             "step_at_start": t.first_step,
