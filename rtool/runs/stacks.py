@@ -115,11 +115,9 @@ def summary(stacks: Sequence[RankStack], most: int = 4) -> str | None:
         groups.setdefault(s.frames, []).append(s)
     ordered = sorted(groups.values(), key=lambda g: (-len(g), g[0].rank))
     big = ordered[0]
-    head = f"{len(big)} rank{'s' if len(big) > 1 else ''} in {big[0].where}"
-    if len(ordered) == 1:
-        return head if len(big) > 1 else f"rank {big[0].rank} on {big[0].host} in {big[0].where}"
-    odd = [s for g in ordered[1:] for s in g]
+    head = [f"{len(big)} ranks in {big[0].where}"] if len(big) > 1 else []
+    odd = [s for g in ordered[1 if head else 0 :] for s in g]  # no group: every rank
     parts = [f"rank {s.rank} on {s.host} in {s.where}" for s in odd[:most]]
     if len(odd) > most:
         parts.append(f"{len(odd) - most} more ranks elsewhere")
-    return "; ".join([head, *parts])
+    return "; ".join(head + parts)
