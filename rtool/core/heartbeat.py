@@ -126,6 +126,9 @@ class Heartbeat:
     packages: str | None = None  # the imported distributions: "numpy==2.1.0 torch==2.13.0"
     inputs: str | None = None  # the files on its command line: "cfg.yaml sha256:0a1b2c3d4e5f"
     mlflow_run_id: str | None = None  # the MLflow run it logged to (the next launch resumes it)
+    slowest_rank: int | None = None  # the rank with the longest step time at the last agreement
+    slowest_node: str | None = None  # its node
+    slowest_lag: float | None = None  # its step time over the ranks' median, minus 1 (0.2)
 
     # -- JSON ------------------------------------------------------------------------------
 

@@ -34,6 +34,7 @@ class Reporter:
         self.progress_time: Callable[[], float | None] = lambda: None
         self._hooks: CrashHooks | None = None
         self.provenance = Provenance()  # collected from the first step on (rank 0)
+        self.straggler: dict[str, Any] = {}  # the slowest rank at the last agreement
         export_tracker_env(previous=self.writer.previous if self.writer is not None else None)
         if self.writer is not None:
             self.set_rank(ident.rank, ident.world_size)
@@ -80,6 +81,7 @@ class Reporter:
         return {
             **self.provenance.fields(),
             **tracker_fields(),
+            **self.straggler,
             "step": self.last_step() if step is None else step,
             "time": (self.progress_time() or time.time()) if step is None else time.time(),
             "step_at_start": t.first_step,
