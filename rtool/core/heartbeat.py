@@ -120,6 +120,15 @@ class Heartbeat:
     stop_job_id: str | None = None
     exit_code: int | None = None
     error: ErrorInfo | None = None
+    resumed_from: str | None = None  # the checkpoint rtool.shim.latest_checkpoint chose
+    set_aside: str | None = None  # what it set aside: "step_300 (incomplete: ...) -> ...; ..."
+    code_version: str | None = None  # the script's git revision: "1a2b3c4d5e6f (dirty)"
+    packages: str | None = None  # the imported distributions: "numpy==2.1.0 torch==2.13.0"
+    inputs: str | None = None  # the files on its command line: "cfg.yaml sha256:0a1b2c3d4e5f"
+    mlflow_run_id: str | None = None  # the MLflow run it logged to (the next launch resumes it)
+    slowest_rank: int | None = None  # the rank with the longest step time at the last agreement
+    slowest_node: str | None = None  # its node
+    slowest_lag: float | None = None  # its step time over the ranks' median, minus 1 (0.2)
 
     # -- JSON ------------------------------------------------------------------------------
 

@@ -18,7 +18,7 @@ from rtool.runs import inplace, signatures, steps
 from rtool.runs.finish import Claim
 from rtool.runs.inplace import RestartRecord
 from rtool.runs.logtail import shown
-from rtool.runs.model import Attempt, Ledger, Source
+from rtool.runs.model import FROM_HEARTBEAT, Attempt, Ledger, Source
 from rtool.runs.records import BatchRecord, shown_id
 from rtool.runs.stops import degraded_state, own_stop
 from rtool.runs.totals import fold
@@ -196,6 +196,7 @@ def _carry(new: Attempt, old: Attempt | None) -> Attempt:
         "signature",
         "log_path",
         "queued_at",
+        *FROM_HEARTBEAT,
     ):
         if getattr(new, name) is None and getattr(old, name) is not None:
             keep[name] = getattr(old, name)
@@ -248,6 +249,7 @@ def _apply_heartbeat(a: Attempt, hb: Heartbeat, final: bool = True) -> Attempt:
         changes.setdefault("stop_reason", "crashed")
     if hb.state is RunState.FINISHED:
         changes["finished"] = True
+    changes.update({k: v for k in FROM_HEARTBEAT if (v := getattr(hb, k))})
     if not a.nodes and hb.host:
         changes["nodes"] = (hb.host,)
     return a.with_(**changes)

@@ -60,6 +60,10 @@ class Signature:
     action: str = ""  # what the user needs to do ("free space on /scratch ...")
 
 
+#: Attempt fields copied as they are from the heartbeat of its last launch (rtool.shim).
+FROM_HEARTBEAT = ("resumed_from", "set_aside", "code_version", "packages", "inputs")
+
+
 @dataclass(frozen=True)
 class Attempt:
     """One attempt of a run: one Slurm job, array task, or one restart of a requeued job."""
@@ -85,6 +89,11 @@ class Attempt:
     stop_reason: str | None = None  # the shim's (time limit, signal, hang kill ...)
     error: str | None = None  # "RuntimeError: CUDA out of memory ..." from the shim
     finished: bool = False  # the run called finished() in this attempt
+    resumed_from: str | None = None  # the checkpoint rtool.shim.latest_checkpoint chose
+    set_aside: str | None = None  # the checkpoints it set aside (incomplete, failed to load)
+    code_version: str | None = None  # provenance (rtool.shim.provenance): git revision, state
+    packages: str | None = None  # "name==version ..." the training imported
+    inputs: str | None = None  # "cfg.yaml sha256:..." of the files on its command line
     signature: Signature | None = None
     log_path: str | None = None
     log_tail: tuple[str, ...] = ()

@@ -6,6 +6,7 @@ import time
 
 from rtool.core.slurm.hostlist import compress_hostlist
 from rtool.core.units import format_duration
+from rtool.runs import provenance
 from rtool.runs.compact import rows_as_attempts
 from rtool.runs.describe import exit_text
 from rtool.runs.model import Attempt, InPlaceRestart, Ledger, Totals
@@ -91,6 +92,7 @@ def table(led: Ledger, tot: Totals, now: float) -> str:
         lines.append("  ".join(cells).rstrip())
     if led.folded and led.folded.attempts:
         lines.append(compacted_line(led, len(short)))
+    changed = provenance.changed(led.attempts)
     for a in led.attempts:
         cells = [c.ljust(w) for c, (_, w) in zip(row(a, now), COLUMNS, strict=True)]
         sig = a.signature.label if a.signature else (a.error or "")
@@ -99,6 +101,8 @@ def table(led: Ledger, tot: Totals, now: float) -> str:
             sig = line if line.startswith(a.signature.label) else f"{sig}: {line}"
         lines.append("  ".join([*cells, sig]).rstrip())
         lines += [restart_line(r) for r in led.restarts_of(a)]
+        if a.number in changed:
+            lines.append(provenance.line(*changed[a.number]))
     good = f"{tot.goodput:.2f}" if tot.goodput is not None else "?"
     status = "finished" if led.finished else "not finished"
     lines += [

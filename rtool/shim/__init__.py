@@ -17,11 +17,13 @@ Modules: guard (the Guard), options (GuardOptions: every setting, and the RTOOL_
 environment), decision (Decision, exit codes), monitor (the polling thread), stopping (save,
 stop, hold at a step boundary), report and heartbeat (the heartbeat record), crash (uncaught
 exceptions), distributed (agreement across ranks), signals, forced_exit (save timeout,
-unresponsive after TERM), slurm (scontrol/scancel from inside a job); integrations/ for
+unresponsive after TERM), slurm (scontrol/scancel from inside a job), checkpoints
+(`latest_checkpoint`: the newest complete checkpoint to resume from); integrations/ for
 Hugging Face and Lightning. `import rtool.shim` loads only the standard library, psutil and
 stdlib-only rtool.core modules (units, heartbeat).
 """
 
+from rtool.shim.checkpoints import latest_checkpoint
 from rtool.shim.decision import (
     HANG_EXIT_CODE,
     NONFINITE_EXIT_CODE,
@@ -43,4 +45,5 @@ __all__ = [
     "Guard",
     "GuardOptions",
     "ShimConfigError",
+    "latest_checkpoint",
 ]

@@ -3,13 +3,19 @@
 Every rank calls `agree()` at the same steps (every `interval` guard.step() calls); one
 all-reduce MAX of a small int64 tensor combines the stop/save flags of all ranks, so all of them
 act at the same step even when only one saw a file or got a signal. The same all-reduce agrees
-on the next interval (the smallest one any rank proposes). torch is imported only here, and only
-when the caller found `torch.distributed` already imported and initialised.
+on the next interval (the smallest one any rank proposes), and carries each rank's step time
+since the last agreement (its own slot of the tensor, the time spent waiting in the agreement
+left out), so rank 0 knows the slowest rank, its node and its lag (docs/guide/stragglers.md)
+without a collective of its own. torch is imported only here, and only when the caller found
+`torch.distributed` already imported and initialised.
 """
 
 from __future__ import annotations
 
 import math
+import os
+import socket
+import statistics
 import time
 from typing import Any
 
@@ -52,6 +58,21 @@ class Agreement:
         else:
             self.device = torch.device("cpu")
         self._last: float | None = None
+        self._left: float | None = None  # when the last agreement returned
+        self.step_times: list[float] = []  # each rank's, from the last agreement (seconds)
+        self.nodes: list[str] = [""] * self.world
+        node = os.environ.get("SLURMD_NODENAME") or socket.gethostname()
+        dist.all_gather_object(self.nodes, node)  # once, at the first step
+
+    def slowest(self) -> dict[str, Any]:
+        """The heartbeat's `slowest_rank`, `slowest_node`, `slowest_lag` (its step time over
+        the ranks' median, minus 1); empty until every rank reported a step time."""
+        times = self.step_times
+        if len(times) < 2 or min(times) <= 0:
+            return {}
+        rank = max(range(len(times)), key=lambda r: times[r])
+        lag = times[rank] / statistics.median(times) - 1
+        return {"slowest_rank": rank, "slowest_node": self.nodes[rank], "slowest_lag": lag}
 
     def propose(self, steps_since: int, now: float) -> int:
         """Steps until the next agreement: fixed, or about `sync_seconds` worth of steps."""
@@ -71,9 +92,15 @@ class Agreement:
         proposal = self.propose(steps_since, time.monotonic())
         if urgent:
             proposal = 1
-        values = [(flags >> i) & 1 for i in range(FLAG_BITS)] + [-proposal]
+        now = time.monotonic()
+        busy = (now - self._left) / steps_since if self._left and steps_since > 0 else 0.0
+        mine = [0] * self.world
+        mine[self.rank] = int(busy * 1e6)  # microseconds; the others' slots stay 0 (MAX)
+        values = [(flags >> i) & 1 for i in range(FLAG_BITS)] + [-proposal] + mine
         t = self.torch.tensor(values, dtype=self.torch.int64, device=self.device)
         self.dist.all_reduce(t, op=self.dist.ReduceOp.MAX)
+        self._left = time.monotonic()
         out = [int(v) for v in t.tolist()]
+        self.step_times = [v / 1e6 for v in out[FLAG_BITS + 1 :]]
         agreed = sum(1 << i for i in range(FLAG_BITS) if out[i])
         return agreed, max(1, -out[FLAG_BITS])

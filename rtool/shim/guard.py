@@ -259,6 +259,7 @@ class Guard(InProcessWatch):
         if self._countdown > 0:
             return CONTINUE
         flags, self._interval = agreement.agree(self._collect(), self._interval, urgent=near)
+        self._report.straggler = agreement.slowest()
         self._countdown = self._interval
         return self._act(step, flags)
 

@@ -118,13 +118,17 @@ def py_spy() -> str | None:
     return shutil.which("py-spy")
 
 
-def dump_stacks(header: str) -> None:
-    """Every thread's stack to stderr: faulthandler (always), py-spy (where installed)."""
+def dump_stacks(header: str, to: str | None = None, head: str = "") -> None:
+    """Every thread's stack to stderr: faulthandler (always), py-spy (where installed); and
+    faulthandler's, after the line `head`, to the file `to` (this rank's, beside the abort
+    file: rtool groups the ranks' stacks, rtool.runs.stacks)."""
     with contextlib.suppress(Exception):
         sys.stderr.write(f"rtool.shim: {header}; the stacks of all threads:\n")
         sys.stderr.flush()
     with contextlib.suppress(Exception):
         faulthandler.dump_traceback(all_threads=True)
+    if to is not None:
+        _dump_to(to, head)
     spy = py_spy()
     if spy is None:
         return
@@ -139,6 +143,17 @@ def dump_stacks(header: str) -> None:
         )
         sys.stderr.write(f"rtool.shim: py-spy dump:\n{(res.stdout + res.stderr)[-20000:]}\n")
         sys.stderr.flush()
+
+
+def _dump_to(path: str, head: str) -> None:
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
+    with contextlib.suppress(Exception):
+        fd = os.open(path, flags, 0o600)
+        try:
+            os.write(fd, (head + "\n").encode())
+            faulthandler.dump_traceback(file=fd, all_threads=True)
+        finally:
+            os.close(fd)
 
 
 class HangWatch:
@@ -184,6 +199,12 @@ class HangWatch:
         if idle >= limit:
             self.settled = True
             self.fire(idle)
+
+    def stack_file(self, rank: int) -> tuple[str | None, str]:
+        """(this rank's stack file beside the abort file, or None; its first line)."""
+        host = os.environ.get("SLURMD_NODENAME") or socket.gethostname()
+        head = f"rtool-stacks rank={rank} host={host} pid={os.getpid()} launch={self.launch}"
+        return (f"{self.abort_file}.stacks-{rank}" if self.abort_file else None), head
 
     def abort(self, rank: int, reason: str, detail: str) -> None:
         """Tell the other ranks of this launch (the abort file)."""

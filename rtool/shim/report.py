@@ -8,10 +8,14 @@ from collections.abc import Callable
 from typing import Any
 
 from rtool.core.heartbeat import ErrorInfo, RunState
+from rtool.shim.checkpoints import last_resume
 from rtool.shim.crash import CrashHooks
 from rtool.shim.decision import Decision
 from rtool.shim.heartbeat import HeartbeatWriter, JobIdentity
 from rtool.shim.monitor import Timing
+from rtool.shim.provenance import Provenance
+from rtool.shim.trackers import export as export_tracker_env
+from rtool.shim.trackers import fields as tracker_fields
 
 
 class Reporter:
@@ -29,6 +33,9 @@ class Reporter:
         self.last_step: Callable[[], int | None] = lambda: None
         self.progress_time: Callable[[], float | None] = lambda: None
         self._hooks: CrashHooks | None = None
+        self.provenance = Provenance()  # collected from the first step on (rank 0)
+        self.straggler: dict[str, Any] = {}  # the slowest rank at the last agreement
+        export_tracker_env(previous=self.writer.previous if self.writer is not None else None)
         if self.writer is not None:
             self.set_rank(ident.rank, ident.world_size)
             if self.writer.enabled:
@@ -69,7 +76,12 @@ class Reporter:
 
     def fields(self, step: int | None = None) -> dict[str, Any]:
         t = self.timing
+        if t.first_step is not None and self.writer is not None and self.writer.enabled:
+            self.provenance.start()
         return {
+            **self.provenance.fields(),
+            **tracker_fields(),
+            **self.straggler,
             "step": self.last_step() if step is None else step,
             "time": (self.progress_time() or time.time()) if step is None else time.time(),
             "step_at_start": t.first_step,
@@ -81,6 +93,7 @@ class Reporter:
             "last_saved_step": t.last_save_step,
             "last_save_time": t.last_save_time,
             "nonfinite_count": t.nonfinite,
+            **_resume_fields(),
         }
 
     def progress(self) -> None:
@@ -105,6 +118,7 @@ class Reporter:
 
     def finished(self, step: int | None) -> None:
         if self.writer is not None:
+            self.provenance.wait(2.0)  # a short run's record, complete
             self.writer.final(RunState.FINISHED, self.fields(step))
             self.writer.mark_done()
 
@@ -135,3 +149,9 @@ class Reporter:
         if self._hooks is not None:
             self._hooks.restore()
             self._hooks = None
+
+
+def _resume_fields() -> dict[str, Any]:
+    """What rtool.shim.latest_checkpoint resumed from and set aside in this process."""
+    resume = last_resume()
+    return resume.heartbeat_fields() if resume is not None else {}

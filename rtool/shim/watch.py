@@ -72,7 +72,9 @@ class InProcessWatch:
 
     def _end_hung(self, reason: str, detail: str) -> None:
         self._unresponsive.settled = True
-        dump_stacks(f"{reason.upper()} at step {self._step}: {detail}")
+        dump_stacks(
+            f"{reason.upper()} at step {self._step}: {detail}", *self._hang.stack_file(self.rank)
+        )
         self._stopper.hung(reason, detail, self._step)
         end(HANG_EXIT_CODE)
 

@@ -123,7 +123,7 @@ def would(action: Action) -> str:
 def delete(action: Action, timeout: float) -> str:
     """Remove the checkpoints `action.names` of the folder `action.path` in an abandonable
     child (a hung filesystem never hangs rtool), each only if it is not a symlink and all of
-    it is yours (rtool/watchdogs/probes/ckpt_child.py); what it did, in one line."""
+    it is yours (rtool/core/ckptscan.py); what it did, in one line."""
     from rtool.watchdogs.probes import child
 
     request = json.dumps({"folder": action.path, "names": list(action.names)})

@@ -4,7 +4,8 @@ Per `[[watch.run]]` entry, the probe rebuilds the run's attempt ledger (sacct, o
 mode; heartbeats, the batch script's records, log tails) and stores it; the check reads it:
 finished is OK; CRITICAL crash loop (K bad attempts in a row; the rest of the array is held
 unless `on_crash_loop = "none"`), CRITICAL stalled, CRITICAL exhausted without finished(),
-WARNING budget, WARNING restart storm. Every non-OK result names the attempt, its nodes,
+WARNING budget, WARNING restart storm, WARNING checkpoint set aside (by the shim's
+latest_checkpoint in the last attempt). Every non-OK result names the attempt, its nodes,
 state, exit code, signature and the last lines of its log. Only your own jobs are attempts (a
 same-named job of another user is neither counted nor held).
 """
@@ -41,9 +42,9 @@ class RunWatchdog(SpecWatchdog[RunWatch]):
     """Is the run progressing across its attempts (array tasks, requeues, chained jobs)?
 
     CRITICAL crash loop (and the rest of the array held), stalled, or exhausted without
-    finished(); WARNING budget or restart storm. NAME is the run's name or its jobs' name; a
-    [[watch.run]] entry of that name in the config gives the defaults, else what `rtool submit`
-    recorded for the run (heartbeat, log); flags override them.
+    finished(); WARNING budget, restart storm or checkpoint set aside. NAME is the run's name
+    or its jobs' name; a [[watch.run]] entry of that name in the config gives the defaults,
+    else what `rtool submit` recorded for the run (heartbeat, log); flags override them.
 
     Example: rtool watch run llama-7b --heartbeat ckpt/heartbeat.json --log 'logs/llama-%A_%a.out'
     """
@@ -192,6 +193,10 @@ def _check_one(obs: RunObservation, now: float) -> CheckResult:
             f"(limit {spec.restart_storm})"
         )
         return _result(obs, Status.WARNING, text)
+    if led.last is not None and led.last.set_aside:
+        where = led.last.resumed_from or "the start (no complete checkpoint)"
+        text = f"checkpoint set aside: {led.last.set_aside}; resumed from {where}"
+        return _result(obs, Status.WARNING, f"{text} (attempt {led.last.number})")
     return _result(obs, Status.OK, _ok_text(led, queue), attempt=False)
 
 

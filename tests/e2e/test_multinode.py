@@ -261,3 +261,6 @@ def test_two_nodes_restart_together_in_place_after_one_rank_crashes_or_hangs(
     hung = recs[1].cause == "hung" and "no step for" in recs[1].detail  # its own hang
     told = recs[1].cause == "peer_failed" and "hung" in recs[1].detail  # the other rank's
     assert hung or told, recs[1]
+    # where each rank was (their stack files beside the abort file): rank 0 in the toy's hang
+    stacks = recs[1].detail.partition("; stacks: ")[2]
+    assert stacks.startswith("rank 0 on ") and " in fault at ddp_toy.py:" in stacks, recs[1]

@@ -10,8 +10,8 @@ from typing import Any
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from rtool.watchdogs.checkpoint.model import Ckpt
-from rtool.watchdogs.probes.ckpt_child import step_of
+from rtool.core.checkpoints import Ckpt
+from rtool.core.ckptscan import step_of
 from tests.hardening.conftest import no_traceback
 from tests.hardening.test_properties import CLI, TEXT, VALUES
 

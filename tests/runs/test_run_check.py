@@ -102,3 +102,19 @@ def test_restart_storm_and_exhausted() -> None:
     status, summary, fields, _ = _check(led, "")
     assert status is Status.CRITICAL and "exhausted without finished() at step 90" in summary
     assert fields["attempt"] == "8"
+
+
+def test_a_checkpoint_set_aside_by_the_shim_is_a_warning_naming_both() -> None:
+    aside = "step_000300 (incomplete: missing step_000300/COMPLETE) -> step_000300.set-aside-x.incomplete"
+    first = _att(1, 0, 320, state="NODE_FAIL")
+    second = _att(2, 201, 260, state="RUNNING", resumed_from="step_000200", set_aside=aside)
+    led = Ledger(run="llm", attempts=[first, second], best_step=320, best_step_at=NOW - 5)
+    status, summary, fields, _ = _check(led, RUNNING)
+    assert status is Status.WARNING, summary
+    assert summary == (f"llm checkpoint set aside: {aside}; resumed from step_000200 (attempt 2)")
+    assert fields["attempt"] == "2"
+    # a later attempt that set nothing aside: OK again
+    third = _att(3, 261, 300, state="RUNNING", resumed_from="step_000250")
+    led.attempts.append(third)
+    status, _, _, _ = _check(led, RUNNING)
+    assert status is Status.OK

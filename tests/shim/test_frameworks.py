@@ -241,3 +241,55 @@ def test_plain_torch_distributed_and_accelerate_loops_under_torchrun(tmp_path: P
     assert hb["last_save_seconds"] > 0 and hb["world_size"] == 2
     assert r0[3]["heartbeat"]["stop_reason"] == "nonfinite_loss"
     assert r0[4]["heartbeat"]["state"] == "finished"
+
+
+def test_hugging_face_resumes_from_the_newest_checkpoint_that_was_completely_written(
+    tmp_path: Path,
+) -> None:
+    attempts = [
+        {"max_steps": 14, "save_steps": 3, "signal_at": 8},  # checkpoint-3, -6, -8
+        {"max_steps": 14, "save_steps": 3, "signal_at": 11, "cut_newest": True},
+        {"max_steps": 14, "save_steps": 3, "corrupt_newest": True},
+    ]
+    code, r, log = run_worker(tmp_path, "hf", attempts)
+    assert code == 0, log
+    a1, a2, a3 = r
+    assert kept(a1) == list(range(1, 9)) and a1["checkpoints"][-1] == "checkpoint-8"
+    # checkpoint-8 half written (no trainer_state.json): set aside, resumed from checkpoint-6
+    assert kept(a2)[0] == 7 and a2["heartbeat"]["resumed_from"] == "checkpoint-6", log
+    aside = a2["heartbeat"]["set_aside"]
+    assert aside.startswith("checkpoint-8 (incomplete: missing trainer_state.json) -> "), aside
+    assert any(c.startswith("checkpoint-8.set-aside-") for c in a2["checkpoints"])
+    # checkpoint-11 complete by its files but its weights cut short: it does not load
+    assert kept(a3) == list(range(10, 15)) and a3["heartbeat"]["resumed_from"] == "checkpoint-9"
+    aside = a3["heartbeat"]["set_aside"]
+    assert aside.startswith("checkpoint-11 (failed to load: SafetensorError: "), aside
+    assert a3["heartbeat"]["state"] == "finished"
+
+
+def test_lightning_resumes_from_the_newest_checkpoint_that_was_completely_written(
+    tmp_path: Path,
+) -> None:
+    each = {"max_steps": 14, "step_files": True}
+    attempts = [
+        {**each, "save_at": 3, "signal_at": 6},  # rtool-step=3.ckpt, rtool-step=6.ckpt
+        {**each, "save_at": 9, "signal_at": 11, "cut_newest": True},
+        {**each, "corrupt_newest": True},
+    ]
+    code, r, log = run_worker(tmp_path, "lightning", attempts)
+    assert code == 0, log
+    a1, a2, a3 = r
+    assert kept(a1) == list(range(1, 7)) and a1["saves"] == [3, 6]
+    # rtool-step=6.ckpt cut to a third while written: too small, set aside; resumed after 3
+    assert kept(a2)[0] == 4 and a2["heartbeat"]["resumed_from"] == "rtool-step=3.ckpt", log
+    aside = a2["heartbeat"]["set_aside"]
+    assert aside.startswith("rtool-step=6.ckpt (too small: "), aside
+    # rtool-step=11.ckpt lost its last bytes: it does not load; resumed after 9
+    assert kept(a3)[0] == 10 and a3["heartbeat"]["resumed_from"] == "rtool-step=9.ckpt", log
+    aside = a3["heartbeat"]["set_aside"]
+    assert aside.startswith("rtool-step=11.ckpt (failed to load: BadZipFile: "), aside
+    assert a3["heartbeat"]["state"] == "finished" and 14 in a3["saves"]
+    names = sorted(p.name for p in (tmp_path / "ckpts").iterdir())
+    assert [n for n in names if ".set-aside-" in n] == [
+        n for n in names if n.startswith(("rtool-step=6.ckpt.", "rtool-step=11.ckpt."))
+    ]

@@ -30,7 +30,8 @@ def test_import_rtool_shim_imports_no_heavy_module() -> None:
     others -= {"__main__", "psutil", "rtool", "_distutils_hack"}
     assert {m for m in others if not m.startswith("__editable__")} == set(), others
     core = sorted(m for m in loaded if m.startswith("rtool.core."))
-    expected = ["rtool.core.cgroup", "rtool.core.heartbeat", "rtool.core.identity"]
+    expected = ["rtool.core.cgroup", "rtool.core.checkpoints", "rtool.core.ckptscan"]
+    expected += ["rtool.core.heartbeat", "rtool.core.identity"]
     assert core == [*expected, "rtool.core.units"], core
 
 

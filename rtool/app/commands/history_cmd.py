@@ -15,7 +15,7 @@ from rtool.app.context import get_context
 if TYPE_CHECKING:
     from rtool.app.context import AppContext
     from rtool.runs.config import RunWatch
-    from rtool.runs.model import Ledger
+    from rtool.runs.model import Ledger, Totals
 
 
 def history(
@@ -46,7 +46,6 @@ def history(
     Example: rtool history llama-7b --stored --html llama-7b.html
     """
     from rtool.core.errors import UsageError
-    from rtool.core.redact import redact_data
     from rtool.runs import names, store
     from rtool.runs.config import RunWatch
     from rtool.runs.totals import totals
@@ -70,15 +69,20 @@ def history(
         return 1
     if html is not None:
         return _write_page(html, led, now, mode)
-    tot = totals(led, now)
-    if as_json:
-        doc = redact_data({"ledger": led.to_json(), "totals": tot.to_json()})
-        sys.stdout.write(json.dumps(doc, indent=1) + "\n")
-        return 0
+    _print(led, totals(led, now), now, as_json)
+    return 0
+
+
+def _print(led: Ledger, tot: Totals, now: float, as_json: bool) -> None:
+    """The ledger as the table, or (redacted) as JSON with its totals and what changed."""
+    from rtool.core.redact import redact_data
     from rtool.runs.render import table
 
-    sys.stdout.write(table(led, tot, now))
-    return 0
+    if as_json:
+        doc = {"ledger": led.to_json(), "totals": tot.to_json(), "changes": _changes(led)}
+        sys.stdout.write(json.dumps(redact_data(doc), indent=1) + "\n")
+    else:
+        sys.stdout.write(table(led, tot, now))
 
 
 def _write_page(html: Path, led: Ledger, now: float, mode: str | None) -> int:
@@ -108,3 +112,11 @@ def _refresh(app_ctx: AppContext, spec: RunWatch, now: float) -> Ledger | None:
 
 def register(cli: typer.Typer) -> None:
     cli.command("history")(history)
+
+
+def _changes(led: Ledger) -> dict[str, dict[str, object]]:
+    """What changed between attempts (their provenance), by attempt number."""
+    from rtool.runs import provenance
+
+    found = provenance.changed(led.attempts)
+    return {str(n): {"since": since, "what": what} for n, (since, what) in found.items()}

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from rtool.app.timeline.page import COLOURS, esc
 from rtool.core.units import format_duration
+from rtool.runs import provenance
 from rtool.runs.describe import phrase
 from rtool.runs.losses import Cause, cause_of
 from rtool.runs.model import Attempt, Ledger
@@ -199,6 +200,23 @@ def _lanes(led: Ledger, s: Scale, end: dict[int, float], top: float) -> tuple[st
     return "".join(out), len(nodes) + (1 if len(count) > MAX_LANES else 0)
 
 
+def _changes(led: Ledger, s: Scale, bottom: float) -> str:
+    """A dashed purple line where an attempt started with other code, packages or inputs."""
+    out, changed = [], provenance.changed(led.attempts)
+    for a in led.attempts:
+        found = changed.get(a.number)
+        if found is None or a.started is None:
+            continue
+        x = s.x(a.started)
+        tip = esc(f"attempt {a.number}: changed since attempt {found[0]}: {'; '.join(found[1])}")
+        out.append(
+            f'<line class="changed" data-attempt="{a.number}" x1="{x:.1f}" y1="{TOP}" '
+            f'x2="{x:.1f}" y2="{bottom}" stroke="#7b3294" stroke-width="2" '
+            f'stroke-dasharray="2 3"><title>{tip}</title></line>'
+        )
+    return "".join(out)
+
+
 def chart(led: Ledger, now: float) -> str:
     """The SVG of the run (a note when no attempt has started)."""
     s = _scale(led, now)
@@ -217,6 +235,7 @@ def chart(led: Ledger, now: float) -> str:
         f'<line class="axis" x1="{LEFT}" y1="{TOP}" x2="{LEFT}" y2="{bottom}"/>',
         f'<text x="{LEFT + 4}" y="{TOP + 10}">step</text>',
         *(_attempt(a, s, end[a.number], k) for a in led.attempts if a.started is not None),
+        _changes(led, s, bottom),
         lanes,
     ]
     label = esc(f"Steps over time of run {led.run}, {len(led.attempts)} attempt(s)")

@@ -6,6 +6,7 @@ from __future__ import annotations
 from rtool.app.timeline.chart import W, chart
 from rtool.app.timeline.page import COLOURS, document, esc, legend, stamp
 from rtool.core.units import format_duration
+from rtool.runs import provenance
 from rtool.runs.describe import exit_text
 from rtool.runs.losses import Breakdown, Cause, breakdown, cause_of
 from rtool.runs.model import Attempt, Ledger, Totals
@@ -90,7 +91,7 @@ def _losses(bd: Breakdown) -> str:
     return f"<table class=losses>{head}{''.join(rows)}</table>{note}"
 
 
-def _row(a: Attempt, end: float | None) -> str:
+def _row(a: Attempt, end: float | None, changed: tuple[int, list[str]] | None = None) -> str:
     ran = end - a.started if end is not None and a.started is not None else None
     steps = "-" if a.step_end is None else f"{a.step_start if a.step_start is not None else '-'}"
     steps += "" if a.step_end is None else f"–{a.step_end}"
@@ -117,6 +118,9 @@ def _row(a: Attempt, end: float | None) -> str:
     tds = "".join(f"<td>{esc(c)}</td>" for c in cells[:-1])
     tail = "\n".join(line[:200] for line in a.log_tail[-TAIL_LINES:])
     log = f"<details><summary>log</summary><pre>{esc(tail)}</pre></details>" if tail else ""
+    if changed is not None:
+        what = f"changed since attempt {changed[0]}: {'; '.join(changed[1])}"
+        log = f'<div class="changed">{esc(what)}</div>{log}'
     tds += f"<td>{esc(cells[-1])}{log}</td>"
     return f'<tr data-attempt="{a.number}" data-cause="{esc(cause.value)}">{tds}</tr>'
 
@@ -125,7 +129,8 @@ def _table(led: Ledger, now: float) -> str:
     names = "# job nodes started ran state exit ended steps saved lost stop signature"
     head = "".join(f"<th>{n}</th>" for n in names.split())
     end = ends(led, now)
-    rows = "".join(_row(a, end.get(a.number)) for a in led.attempts)
+    changed = provenance.changed(led.attempts)
+    rows = "".join(_row(a, end.get(a.number), changed.get(a.number)) for a in led.attempts)
     return f'<div class="scroll"><table class=attempts><tr>{head}</tr>{rows}</table></div>'
 
 

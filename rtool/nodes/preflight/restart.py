@@ -30,7 +30,7 @@ from rtool.core.heartbeat import Heartbeat, HeartbeatFormatError, RunState, read
 from rtool.core.slurm.nodes import NodeState
 from rtool.nodes.preflight.job import JobInfo
 from rtool.nodes.signatures import blamed
-from rtool.runs import signatures
+from rtool.runs import signatures, stacks
 from rtool.runs.inplace import RestartRecord
 from rtool.runs.logtail import tail_lines
 
@@ -157,6 +157,10 @@ def record(
 ) -> RestartRecord:
     """The restart record of the launch `launch` about to start."""
     kind, detail = failed.cause()
+    abort = env.get("RTOOL_ABORT_FILE")
+    if kind in FAILED_STOPS and abort:  # where each rank was (their stack files)
+        where = stacks.summary(stacks.read_stacks(abort, failed.launch))
+        detail = f"{detail}; stacks: {where}" if where else detail
     array, task = env.get("SLURM_ARRAY_JOB_ID"), env.get("SLURM_ARRAY_TASK_ID")
     return RestartRecord(
         job_id=env.get("SLURM_JOB_ID", ""),

@@ -5,7 +5,9 @@ training. Imports neither framework (torch only when a loss is summed)."""
 from __future__ import annotations
 
 import os
+import zipfile
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from rtool.shim import Decision, Guard
@@ -27,6 +29,13 @@ def summed_loss(losses: list[Any]) -> float:
     import torch
 
     return float(torch.stack([x.float().sum() for x in losses]).sum())
+
+
+def torch_file_loads(path: Path) -> None:
+    """Raise when a torch checkpoint file is cut short: torch.save writes a zip archive, whose
+    directory is at its end (read without loading the tensors)."""
+    with zipfile.ZipFile(path) as z:
+        z.infolist()
 
 
 class GuardCallback:

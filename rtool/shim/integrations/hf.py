@@ -1,10 +1,10 @@
 """rtool.shim for the Hugging Face `transformers` Trainer (the `[hf]` extra: transformers 4.45+).
 
-    from rtool.shim.integrations.hf import RtoolCallback
+    from rtool.shim.integrations.hf import RtoolCallback, last_checkpoint
 
     rtool_cb = RtoolCallback()                       # Guard.from_env(save=None, exit=False)
     trainer = Trainer(model, args, ..., callbacks=[rtool_cb])
-    trainer.train(resume_from_checkpoint=get_last_checkpoint(args.output_dir))
+    trainer.train(resume_from_checkpoint=last_checkpoint(args.output_dir))
     sys.exit(rtool_cb.exit_code)                     # 0, 85 (requeue), 86 (non-finite) ...
 
 The Trainer does the saving (its own `checkpoint-N`, so `resume_from_checkpoint` finds it):
@@ -25,19 +25,26 @@ The Trainer does the saving (its own `checkpoint-N`, so `resume_from_checkpoint`
   `guard.finished()`. While the Trainer evaluates (`on_prediction_step`) or saves, no step
   comes: the guard's hang detection (`RTOOL_HANG_AFTER`) is told so.
 A model whose output has no `loss` (a custom `compute_loss`) can call `rtool_cb.check_loss(x)`.
+`last_checkpoint(output_dir)` is `get_last_checkpoint` that skips a half-written checkpoint-N
+(rtool.shim.latest_checkpoint: trainer_state.json, written last, missing, or a file that does
+not load) and sets it aside.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import time
+from pathlib import Path
 from typing import Any
 
-from rtool.shim import Guard
+from rtool.shim import Guard, latest_checkpoint
 from rtool.shim.integrations.common import (
     DEFAULT_MAX_NONFINITE,
     GuardCallback,
     guard_from_env,
     summed_loss,
+    torch_file_loads,
 )
 
 try:
@@ -50,7 +57,28 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
         "accelerate)"
     ) from exc
 
-__all__ = ["DEFAULT_MAX_NONFINITE", "RtoolCallback"]
+__all__ = ["DEFAULT_MAX_NONFINITE", "RtoolCallback", "last_checkpoint"]
+
+
+def last_checkpoint(output_dir: str | os.PathLike[str]) -> str | None:
+    """The newest checkpoint-N of `output_dir` that was completely written and loads (None:
+    none); newer half-written ones are set aside (rtool.shim.latest_checkpoint)."""
+    found = latest_checkpoint(output_dir, pattern="checkpoint-*", load=_loads)
+    return os.fspath(found) if found is not None else None
+
+
+def _loads(folder: Path) -> None:
+    """Raise when the checkpoint's trainer state or a weights file is cut short (headers and
+    zip directories only: no tensor is read)."""
+    json.loads((folder / "trainer_state.json").read_text())
+    for f in sorted(folder.iterdir()):
+        if f.suffix == ".safetensors":
+            from safetensors import safe_open
+
+            with safe_open(str(f), framework="pt"):
+                pass
+        elif f.suffix in (".bin", ".pt", ".pth"):
+            torch_file_loads(f)
 
 
 class RtoolCallback(GuardCallback, TrainerCallback):  # type: ignore[misc]

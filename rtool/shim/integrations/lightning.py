@@ -1,13 +1,16 @@
 """rtool.shim for Lightning (the `[lightning]` extra: `pip install '<checkout>[lightning]'`).
 
-    from rtool.shim.integrations.lightning import RtoolCallback
+    from rtool.shim.integrations.lightning import RtoolCallback, last_checkpoint
 
-    ckpt = "checkpoints/rtool-last.ckpt"
-    rtool_cb = RtoolCallback(ckpt)
+    rtool_cb = RtoolCallback("checkpoints/rtool-step={step}.ckpt")
     trainer = L.Trainer(callbacks=[rtool_cb], plugins=[SLURMEnvironment(auto_requeue=False)])
-    trainer.fit(model, ckpt_path=ckpt if os.path.exists(ckpt) else None)
+    trainer.fit(model, ckpt_path=last_checkpoint("checkpoints"))
     sys.exit(rtool_cb.exit_code)                     # 0, 85 (requeue), 86 (non-finite) ...
 
+- `last_checkpoint(folder)`: the newest `*.ckpt` of the folder (rtool's and ModelCheckpoint's)
+  that was completely written (not far smaller than the one before, its zip directory whole);
+  newer half-written ones are set aside (rtool.shim.latest_checkpoint). A `ckpt_path` with
+  `{step}` keeps one file per save, so a save cut short leaves the one before it.
 - The guard saves with `trainer.save_checkpoint(ckpt_path)` (on every rank, at the same step)
   on the save switch (training goes on) and on a stop, then sets `trainer.should_stop`; the
   ModelCheckpoint callbacks are told that step is saved, so one stop writes ONE checkpoint.
@@ -36,11 +39,13 @@ import os
 import time
 from typing import Any
 
+from rtool.shim import latest_checkpoint
 from rtool.shim.integrations.common import (
     DEFAULT_MAX_NONFINITE,
     GuardCallback,
     guard_from_env,
     summed_loss,
+    torch_file_loads,
 )
 
 try:
@@ -51,9 +56,15 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
         "rtool.shim.integrations.lightning needs lightning (pip install 'lightning>=2.2')"
     ) from exc
 
-__all__ = ["DEFAULT_MAX_NONFINITE", "RtoolCallback"]
+__all__ = ["DEFAULT_MAX_NONFINITE", "RtoolCallback", "last_checkpoint"]
 
 log = logging.getLogger("rtool.shim")
+
+
+def last_checkpoint(folder: str | os.PathLike[str]) -> str | None:
+    """The newest complete `*.ckpt` in `folder` that loads (None: none); see the module doc."""
+    found = latest_checkpoint(folder, pattern="*.ckpt", load=torch_file_loads)
+    return os.fspath(found) if found is not None else None
 
 
 class RtoolCallback(GuardCallback, Callback):  # type: ignore[misc]
@@ -71,7 +82,7 @@ class RtoolCallback(GuardCallback, Callback):  # type: ignore[misc]
         self.guard = guard_from_env(self._save, options)
 
     def _save(self, step: int) -> None:
-        self._trainer.save_checkpoint(self.ckpt_path)
+        self._trainer.save_checkpoint(self.ckpt_path.replace("{step}", str(step)))
 
     # -- hooks -------------------------------------------------------------------------------
 

@@ -1,106 +1,18 @@
-"""What the checkpoint probe saw: the checkpoints of one folder, by name and size (typed)."""
+"""What the checkpoint probe saw: the checkpoints of one folder, by name and size (typed;
+`Ckpt` and `Phase` live in rtool.core.checkpoints, shared with rtool.shim)."""
 
 from __future__ import annotations
 
-import dataclasses
-import enum
-import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from rtool.core.checkpoints import Ckpt
 from rtool.core.heartbeat import Heartbeat
 from rtool.watchdogs.probes.child import parse_heartbeat
 
 if TYPE_CHECKING:
     from rtool.watchdogs.checkpoint.spec import CheckpointWatch
     from rtool.watchdogs.quota import Quota
-
-
-class Phase(enum.Enum):
-    """How complete a checkpoint is."""
-
-    COMPLETE = "complete"
-    WRITING = "being written"  # changed within `settle`: not judged yet
-    PARTIAL = "incomplete"  # settled, but a required file or the marker is missing
-    SMALL = "too small"  # settled, far smaller than the complete one before it
-    UNSEEN = "not looked into"  # older than the newest few: only its name is known
-
-
-@dataclass(frozen=True)
-class Ckpt:
-    """One checkpoint (a folder or a file). Sizes are known for the newest few only."""
-
-    name: str
-    step: int | None
-    is_dir: bool
-    uid: int
-    mtime: float
-    size: int | None = None
-    files: int | None = None
-    newest: float | None = None  # the newest mtime inside it
-    missing: tuple[str, ...] = ()
-    truncated: bool = False  # more files than the probe counts
-
-    @property
-    def detailed(self) -> bool:
-        return self.size is not None
-
-    @property
-    def written(self) -> float:
-        """When it was last written (the newest mtime inside a folder)."""
-        return self.newest if self.newest is not None else self.mtime
-
-    def to_state(self) -> dict[str, Any]:
-        return {k: v for k, v in dataclasses.asdict(self).items() if k != "missing"}
-
-    @staticmethod
-    def from_state(d: Any) -> Ckpt | None:
-        """A checkpoint remembered in the state dir (None when it is not a valid record)."""
-        try:
-            return Ckpt(
-                name=str(d["name"]),
-                step=int(d["step"]) if d.get("step") is not None else None,
-                is_dir=bool(d.get("is_dir")),
-                uid=int(d.get("uid", -1)),
-                mtime=_finite(d.get("mtime")),
-                size=int(d["size"]),
-                files=int(d.get("files") or 0),
-                newest=_finite(d.get("newest")),
-            )
-        except (KeyError, TypeError, ValueError, AttributeError):
-            return None
-
-    @staticmethod
-    def from_json(d: dict[str, Any]) -> Ckpt:
-        """An entry of the child's scan."""
-        detail = d.get("detail") if isinstance(d.get("detail"), dict) else None
-        step = d.get("step")
-        base = Ckpt(
-            name=str(d["name"]),
-            step=step if isinstance(step, int) else None,
-            is_dir=bool(d.get("dir")),
-            uid=int(d.get("uid", -1)),
-            mtime=_finite(d.get("mtime")),
-        )
-        if detail is None:
-            return base
-        missing = tuple(str(m) for m in detail.get("missing") or [])
-        return dataclasses.replace(
-            base,
-            size=int(detail.get("size") or 0),
-            files=int(detail.get("files") or 0),
-            newest=_finite(detail.get("newest")),
-            missing=missing,
-            truncated=bool(detail.get("truncated")),
-        )
-
-
-def _finite(value: Any) -> float:
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        return 0.0
-    return x if math.isfinite(x) else 0.0
 
 
 @dataclass

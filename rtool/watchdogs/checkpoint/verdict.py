@@ -8,10 +8,14 @@ import statistics
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from rtool.core import checkpoints
 from rtool.core.alert import Status
+from rtool.core.checkpoints import Ckpt, Judged, Phase, newest_complete
+from rtool.core.checkpoints import ago as _ago
+from rtool.core.checkpoints import shown_size as _size
 from rtool.core.heartbeat import Heartbeat, RunState
 from rtool.core.units import format_duration, format_size
-from rtool.watchdogs.checkpoint.model import Ckpt, Observation, Phase
+from rtool.watchdogs.checkpoint.model import Observation
 
 if TYPE_CHECKING:
     from rtool.watchdogs.checkpoint.spec import CheckpointWatch
@@ -26,13 +30,6 @@ MAX_PRUNE = 50
 
 
 @dataclass(frozen=True)
-class Judged:
-    ckpt: Ckpt
-    phase: Phase
-    why: str = ""
-
-
-@dataclass(frozen=True)
 class Pace:
     """How often the run saves: in steps and in seconds (None: not known)."""
 
@@ -44,48 +41,9 @@ class Pace:
 def judge(
     entries: list[Ckpt], spec: CheckpointWatch, now: float, remembered: Ckpt | None = None
 ) -> list[Judged]:
-    """Each checkpoint's phase, oldest first; sizes compare with the complete one before. An
-    older one not looked into this time is complete when an earlier sweep found it so (its
-    record `remembered`, sizes included)."""
-    out: list[Judged] = []
-    before: Ckpt | None = None
-    for c in entries:
-        if not c.detailed and remembered is not None and c.name == remembered.name:
-            out.append(Judged(remembered, Phase.COMPLETE))
-            before = remembered
-        elif not c.detailed:
-            out.append(Judged(c, Phase.UNSEEN))
-        elif c.written > now - spec.settle:
-            out.append(Judged(c, Phase.WRITING, f"written {_ago(now - c.written)}"))
-        elif c.missing:
-            out.append(Judged(c, Phase.PARTIAL, "missing " + _names(c.missing)))
-        elif not c.size:
-            out.append(Judged(c, Phase.PARTIAL, "empty"))
-        elif before and before.size and (c.size or 0) < before.size * spec.min_size / 100:
-            share = (c.size or 0) / before.size * 100
-            why = f"{format_size(c.size or 0)}, {share:.0f}% of {before.name} ({_size(before)})"
-            out.append(Judged(c, Phase.SMALL, why))
-        else:
-            out.append(Judged(c, Phase.COMPLETE))
-            before = c
-    return out
-
-
-def _names(items: tuple[str, ...]) -> str:
-    shown = ", ".join(items[:4])
-    return shown + (f" and {len(items) - 4} more" if len(items) > 4 else "")
-
-
-def _ago(seconds: float) -> str:
-    return f"{format_duration(max(0.0, seconds))} ago"
-
-
-def _size(c: Ckpt) -> str:
-    return format_size(c.size or 0)
-
-
-def newest_complete(judged: list[Judged]) -> Ckpt | None:
-    return next((j.ckpt for j in reversed(judged) if j.phase is Phase.COMPLETE), None)
+    """Each checkpoint's phase, oldest first (rtool.core.checkpoints.judge, by the entry's
+    `settle` and `min_size`)."""
+    return checkpoints.judge(entries, spec.settle, spec.min_size, now, remembered)
 
 
 def _median_gap(values: list[float]) -> float | None:

@@ -2,7 +2,7 @@
 
 The probe never touches the folder in rtool's own process: the listing (names and lstat
 sizes, never a checkpoint's contents), statvfs and the heartbeat are read by
-`probes/ckpt_child.py` in an abandonable child, and a mount whose earlier probe still hangs is
+`rtool/core/ckptscan.py` in an abandonable child, and a mount whose earlier probe still hangs is
 reported, not probed again (the disk watchdog's machinery, `probes/child.py`). Retention
 deletes are `Action`s the runner carries out (in the same kind of child), once the checks
 are done.
@@ -15,10 +15,11 @@ import os
 import time
 
 from rtool.core.alert import Status
+from rtool.core.checkpoints import Ckpt, Phase
 from rtool.core.units import format_duration, format_size
 from rtool.watchdogs.base import Action, CheckResult, ProbeEnv, SpecWatchdog
 from rtool.watchdogs.checkpoint import verdict
-from rtool.watchdogs.checkpoint.model import Ckpt, Observation, Phase
+from rtool.watchdogs.checkpoint.model import Observation
 from rtool.watchdogs.checkpoint.spec import CheckpointWatch
 from rtool.watchdogs.history import slug
 from rtool.watchdogs.probes import child

@@ -26,12 +26,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rtool.core import ckptscan
 from rtool.core.heartbeat import Heartbeat, HeartbeatFormatError
 from rtool.core.state import StateDir
 
 CHILD = str(Path(__file__).with_name("statfs_child.py"))
 #: The checkpoint watchdog's child (scan a checkpoint folder, prune old checkpoints).
-CKPT_CHILD = str(Path(__file__).with_name("ckpt_child.py"))
+CKPT_CHILD = str(Path(ckptscan.__file__))
 STUCK_FILE = "watch/stuck-probes.json"
 
 
@@ -86,7 +87,7 @@ def collect(proc: subprocess.Popen[bytes], deadline: float) -> Outcome:
 
 def _where(out: bytes) -> tuple[str | None, str | None]:
     """(resolved path, its st_dev) from the line a child prints before it touches the folder's
-    filesystem (ckpt_child.py scan), else (None, None)."""
+    filesystem (ckptscan.py scan), else (None, None)."""
     try:
         said = json.loads(out.split(b"\n", 1)[0])
     except ValueError:

@@ -4,11 +4,12 @@ A worker runs several ATTEMPTS of one training in one process (the framework is 
 once: transformers and lightning take seconds to import), each a fresh Trainer and a fresh
 rtool callback resuming from the last checkpoint, as a requeued job would. An attempt is a
 dict: {"max_steps": N, "signal_at": k, "signal": "USR1", "save_at": k, "kill_at": k,
-"nan_from": k, "heartbeat_at": k}; each trigger fires at the START of step k (1-based, the
-step after it is counted), so the guard acts at step k. The report (report.json) holds per
-attempt: the steps run (with whether their update was dropped), the exit code the callback
-gave, whether the train call returned, the callbacks and loggers that ran after rtool's, the
-heartbeat.
+"nan_from": k, "heartbeat_at": k, "cut_newest": true, "corrupt_newest": true}; each trigger
+fires at the START of step k (1-based, the step after it is counted), so the guard acts at
+step k; `cut_newest` and `corrupt_newest` break the newest checkpoint before the attempt.
+The report (report.json) holds per attempt: the steps run (with whether their update was
+dropped), the exit code the callback gave, whether the train call returned, the callbacks and
+loggers that ran after rtool's, the heartbeat.
 """
 
 from __future__ import annotations
@@ -65,3 +66,18 @@ def prepare(attempt: dict[str, Any]) -> None:
     """Before an attempt: remove the kill switch when asked (the user released the run)."""
     if attempt.get("remove_kill"):
         Path(os.environ["RTOOL_KILL_SWITCH"]).unlink(missing_ok=True)
+
+
+def break_newest(attempt: dict[str, Any], weights: Path | None, last: Path | None) -> None:
+    """Before an attempt: `cut_newest`, the node died in the middle of the newest save (the
+    file written `last` is missing, the `weights` file half written); `corrupt_newest`, the
+    weights file lost its last bytes (complete by size and files, but it does not load)."""
+    if weights is None:
+        return
+    size = weights.stat().st_size
+    if attempt.get("cut_newest"):
+        os.truncate(weights, size // 3)
+        if last is not None:
+            last.unlink()
+    elif attempt.get("corrupt_newest"):
+        os.truncate(weights, size - 64)

@@ -1,6 +1,7 @@
 """Attempts of a tiny Hugging Face Trainer run (1-layer GPT-2, random tokens, CPU) under
 rtool's callback. Run by test_frameworks.py: `hf_worker.py OUT ATTEMPTS_JSON`; see common.py.
-Checkpoints: OUT/hf/checkpoint-N (the Trainer's own); exits with the last attempt's code."""
+Checkpoints: OUT/hf/checkpoint-N (the Trainer's own), resumed from with rtool's last_checkpoint;
+exits with the last attempt's code."""
 
 from __future__ import annotations
 
@@ -10,10 +11,19 @@ from typing import Any
 
 import torch
 from transformers import GPT2Config, GPT2LMHeadModel, Trainer, TrainerCallback, TrainingArguments
-from transformers.trainer_utils import get_last_checkpoint
 
-from rtool.shim.integrations.hf import RtoolCallback
-from tests.shim.frameworks.common import ATTEMPTS, OUT, fire, nan_due, peek, prepare, record
+from rtool.core.ckptscan import step_of
+from rtool.shim.integrations.hf import RtoolCallback, last_checkpoint
+from tests.shim.frameworks.common import (
+    ATTEMPTS,
+    OUT,
+    break_newest,
+    fire,
+    nan_due,
+    peek,
+    prepare,
+    record,
+)
 
 
 class Probe(TrainerCallback):  # type: ignore[misc]
@@ -48,6 +58,9 @@ def main() -> int:
     code = 0
     for attempt in ATTEMPTS:
         prepare(attempt)
+        newest = max(out_dir.glob("checkpoint-*[0-9]"), key=lambda p: step_of(p.name), default=None)
+        if newest is not None:
+            break_newest(attempt, newest / "model.safetensors", newest / "trainer_state.json")
         result: dict[str, Any] = {"steps": [], "nan": False}
         results.append(result)
         model = GPT2LMHeadModel(cfg)
@@ -73,7 +86,7 @@ def main() -> int:
         rtool = RtoolCallback()
         trainer = Trainer(model=model, args=args, train_dataset=data(), callbacks=[rtool])
         trainer.add_callback(Probe(attempt, rtool, result))
-        trainer.train(resume_from_checkpoint=get_last_checkpoint(str(out_dir)))
+        trainer.train(resume_from_checkpoint=last_checkpoint(out_dir))
         result["returned"] = True
         result["exit_code"] = code = rtool.exit_code
         result["weights_finite"] = all(

@@ -15,8 +15,18 @@ import torch
 from lightning.pytorch.loggers.logger import Logger
 from torch.utils.data import DataLoader, TensorDataset
 
-from rtool.shim.integrations.lightning import RtoolCallback
-from tests.shim.frameworks.common import ATTEMPTS, OUT, fire, nan_due, peek, prepare, record
+from rtool.core.ckptscan import step_of
+from rtool.shim.integrations.lightning import RtoolCallback, last_checkpoint
+from tests.shim.frameworks.common import (
+    ATTEMPTS,
+    OUT,
+    break_newest,
+    fire,
+    nan_due,
+    peek,
+    prepare,
+    record,
+)
 
 RANK = int(os.environ.get("SLURM_PROCID", "0"))
 WORLD = int(os.environ.get("SLURM_NTASKS", "1"))
@@ -91,13 +101,17 @@ def main() -> int:
     results: list[dict[str, Any]] = []
     code = 0
     for attempt in ATTEMPTS:
+        files = OUT / "ckpts"  # with `step_files`: one file per save, rtool's last_checkpoint
         if RANK == 0:
             prepare(attempt)
+            newest = max(files.glob("*.ckpt"), key=lambda p: step_of(p.name), default=None)
+            break_newest(attempt, newest, None)
         result: dict[str, Any] = {"steps": [], "saves": []}
         results.append(result)
         torch.manual_seed(0)
         model = Tiny()
-        rtool = RtoolCallback(ckpt)
+        each = attempt.get("step_files")
+        rtool = RtoolCallback(files / "rtool-step={step}.ckpt" if each else ckpt)
         trainer = L.Trainer(
             max_steps=attempt["max_steps"],
             accelerator="cpu",
@@ -110,7 +124,8 @@ def main() -> int:
             enable_model_summary=False,
             num_sanity_val_steps=0,
         )
-        trainer.fit(model, ckpt_path=str(ckpt) if ckpt.exists() else None)
+        resume = last_checkpoint(files) if each else (str(ckpt) if ckpt.exists() else None)
+        trainer.fit(model, ckpt_path=resume)
         result["returned"] = True
         result["exit_code"] = code = rtool.exit_code
         finite = [math.isfinite(float(p.detach().abs().sum())) for p in model.parameters()]

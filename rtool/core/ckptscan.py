@@ -1,7 +1,8 @@
-"""Child-process checkpoint probe (stdlib only, run as a script, never imported by rtool).
+"""The checkpoint scan (stdlib only): the checkpoint watchdog runs it as a child process, and
+`rtool.shim.latest_checkpoint` imports it (the same rules for both; docs/guide/resume.md).
 
-    python -I -S ckpt_child.py scan '{"path": ..., "pattern": ..., "files": [...], ...}'
-    python -I -S ckpt_child.py prune '{"folder": ..., "names": [...]}'
+    python -I -S ckptscan.py scan '{"path": ..., "pattern": ..., "files": [...], ...}'
+    python -I -S ckptscan.py prune '{"folder": ..., "names": [...]}'
 
 `scan` lists the checkpoints of one folder by NAME and lstat only (it never opens a
 checkpoint, never follows a symlink: a symlink is not a checkpoint) and prints one JSON object:
