@@ -79,6 +79,7 @@ class Guard(InProcessWatch):
         self._report = Reporter(opts.heartbeat, self.ident, self._timing)
         self._report.carry_previous()
         self._stopper = Stopper(opts, save, self._src, self._timing, self._report)
+        self._stopper.on_stop = self._stop_begun
         self._monitor = Monitor(self._monitor_config(), self._src, self._timing, self._wake)
         self._monitor.current_step = lambda: self._step
         self._monitor.on_progress = self._report.progress
@@ -292,6 +293,11 @@ class Guard(InProcessWatch):
                 self.close()
                 raise SystemExit(d.exit_code)
         return d
+
+    def _stop_begun(self) -> None:
+        """A stop reached its safe point: its save is bounded by save_timeout (and the grace
+        of a preemption), no longer by the unresponsive timer."""
+        self._unresponsive.settled = True
 
     def _settle(self, d: Decision) -> None:
         self._unresponsive.settled = self._hang.settled = True

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import subprocess
+from dataclasses import dataclass
 
 log = logging.getLogger("rtool.shim")
 
@@ -81,3 +82,53 @@ def hold_pending(array_job_id: str, timeout: float = SLURM_TIMEOUT) -> bool:
 def cancel_pending(array_job_id: str, timeout: float = SLURM_TIMEOUT) -> bool:
     """Cancel only the PENDING tasks of an array; the running task is left alone."""
     return run_slurm(["scancel", "--state=PENDING", array_job_id], timeout) is not None
+
+
+#: Seconds the preemption lookup (two scontrol calls) may take on the way out.
+PREEMPT_TIMEOUT = 5.0
+
+
+@dataclass(frozen=True)
+class Preemption:
+    """Slurm is preempting this job: since `at` (Unix time), with the partition's GraceTime."""
+
+    at: float
+    partition: str
+    grace: float  # seconds (0: Slurm's default, TERM and KILL after KillWait at once)
+
+    def left(self, now: float) -> float | None:
+        """Seconds of the grace left at `now` (None with GraceTime 0)."""
+        return max(0.0, self.grace - (now - self.at)) if self.grace > 0 else None
+
+
+def parse_preemption(show_job: str) -> tuple[float, str] | None:
+    """(PreemptTime, Partition) of `scontrol show job` output when the job is being
+    preempted (PreemptTime is set), else None."""
+    from rtool.core.slurm.parse import ParseError, parse_scontrol_record, parse_slurm_timestamp
+
+    try:
+        rec = parse_scontrol_record(show_job)
+        stamp = parse_slurm_timestamp(rec.get("PreemptTime", ""))
+    except ParseError:
+        return None
+    if stamp is None:
+        return None
+    return stamp.timestamp(), rec.get("Partition", "")
+
+
+def preemption(job_id: str, timeout: float = PREEMPT_TIMEOUT) -> Preemption | None:
+    """The job's preemption when Slurm is preempting it (the grace from `scontrol show
+    partition`, 0 when not read), else None. Two scontrol calls, each bounded."""
+    from rtool.core.slurm.partition import parse_partitions
+
+    out = run_slurm(["scontrol", "show", "job", job_id], timeout)
+    found = parse_preemption(out) if out is not None else None
+    if found is None:
+        return None
+    at, part = found
+    grace = 0.0
+    if part and "," not in part:
+        text = run_slurm(["scontrol", "show", "partition", part], timeout)
+        parts = parse_partitions(text) if text is not None else []
+        grace = parts[0].grace if parts else 0.0
+    return Preemption(at, part, grace)

@@ -23,6 +23,7 @@ from rtool.shim.decision import (
     NONFINITE,
     NONFINITE_EXIT_CODE,
     PERIODIC,
+    PREEMPTED,
     SAVE_FAILED_EXIT_CODE,
     SAVE_SWITCH,
     SAVE_TIMEOUT,
@@ -77,6 +78,9 @@ class Stopper:
         self.switch_pending: tuple[int, int] | None = None  # framework mode: save asked for
         self._stopping_at: tuple[int | None, str] = (None, "")
         self.forced = ForcedExit(opts.save_timeout, SAVE_TIMEOUT_EXIT_CODE, self._on_forced_exit)
+        #: called when a stop begins (a safe point reached): the unresponsive timer ends there
+        self.on_stop: Callable[[], None] | None = None
+        self.preempted: shim_slurm.Preemption | None = None
 
     def act(self, step: int, flags: int) -> Decision:
         if flags & F_NONFINITE:
@@ -171,6 +175,14 @@ class Stopper:
     # -- stops -------------------------------------------------------------------------------
 
     def stop(self, step: int, reason: str) -> Decision:
+        if self.on_stop is not None:
+            self.on_stop()
+        job = self.report.ident.job_id
+        if reason == SIGNAL and job:
+            self.preempted = shim_slurm.preemption(job)
+            if self.preempted is not None:
+                reason = PREEMPTED
+                self.bound_save(self.preempted)
         code = self.stop_code(reason)
         saved = False
         self._stopping_at = (step, reason)
@@ -188,6 +200,38 @@ class Stopper:
             elif self.save is None:
                 self.switch_pending = ident
         return self.stopped(step, reason, code, saved, save_requested=True)
+
+    def bound_save(self, p: shim_slurm.Preemption) -> None:
+        """A preemption: the save may take what is left of the grace (when shorter than
+        save_timeout), said in the log with the longest save measured."""
+        timeout, left = self.opts.save_timeout, p.left(time.time())
+        grace = f"partition {p.partition or '?'}, GraceTime {p.grace:g}s"
+        measured = self.timing.longest_save
+        seen = f"; the longest save measured took {measured:.1f}s" if measured else ""
+        if left is not None and (timeout <= 0 or left < timeout):
+            self.forced.timeout = max(1.0, left)
+            log.warning(
+                "rtool.shim: Slurm is preempting this job (%s): the save has the %.1fs left of "
+                "the grace%s",
+                grace,
+                left,
+                seen,
+            )
+            if measured > left:
+                log.warning(
+                    "rtool.shim: the save (%.1fs) is longer than the grace left (%.1fs): "
+                    "ask for a longer GraceTime or save more often (save_every)",
+                    measured,
+                    left,
+                )
+        else:
+            log.warning(
+                "rtool.shim: Slurm is preempting this job (%s): the save is bounded by "
+                "save_timeout %gs%s",
+                grace,
+                timeout,
+                seen,
+            )
 
     def stop_nonfinite(self, step: int) -> Decision:
         log.error(
@@ -249,11 +293,19 @@ class Stopper:
         local = {
             KILLED: s.kill and f"kill switch {self.opts.kill_switch}",
             SIGNAL: s.signal,
+            PREEMPTED: self.preempted and self.preempted_detail(self.preempted),
             TIME_LIMIT: s.time_up,
             MEMORY: s.memory,
             GPU_MEMORY: s.gpu,
         }.get(reason)
         return str(local) if local else "seen on another rank"
+
+    def preempted_detail(self, p: shim_slurm.Preemption) -> str:
+        sig = self.src.signal or "a signal seen on another rank"
+        when = time.strftime("%H:%M:%S", time.localtime(p.at))
+        part = p.partition or "?"
+        grace = f"partition {part}, GraceTime {p.grace:g}s"
+        return f"{sig} while Slurm preempts the job (since {when}, {grace})"
 
     def hung(self, reason: str, detail: str, step: int | None) -> None:
         """Hung (or another rank failed): record why the process is ended now (nothing saved)."""
