@@ -1,0 +1,121 @@
+"""Preemption on the real local Slurm (the `low`/`low0`/`high` partitions, docs/local-slurm.md):
+the README's Guard loop (examples/train_toy.py) submitted by `rtool submit --partition low` is
+preempted by a `high` job that takes every node (`-N3 --exclusive`). Slurm sends SIGTERM to
+the tasks, the shim saves (inside the 20 s grace, or within KillWait with GraceTime 0) and
+exits, the batch script requeues the job (Slurm would not: the job ended inside the grace), and
+the next attempt resumes at the saved step + 1: every step is trained exactly once, and
+`rtool history` labels each preempted attempt "preempted" with 0 steps lost."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rtool.core.slurm import Slurm
+from rtool.testing import localslurm
+from tests.e2e.conftest import TOY, RtoolRun, steps_of
+from tests.helpers import wait_for
+from tests.shim.test_slurm import _active
+
+pytestmark = [pytest.mark.slurm]
+
+STEP_S = 0.1
+#: Steps each attempt trains before the next preemption (the last one trains to the end).
+PER_ATTEMPT = 30
+
+
+def _config(tmp: Path) -> None:
+    q = json.dumps
+    (tmp / "rtool.toml").write_text(
+        f"[state]\ndir = {q(str(tmp / 'state'))}\n"
+        f"[notify.log]\npath = {q(str(tmp / 'alerts.log'))}\n"
+    )
+
+
+def _pids(run: Path) -> list[int]:
+    return list(dict.fromkeys(s.pid for s in steps_of(run)))
+
+
+def _output(tmp: Path) -> str:
+    return "".join(p.read_text(errors="replace") for p in sorted((tmp / "job").glob("*.out")))
+
+
+def _preempt(cluster: localslurm.Cluster, name: str) -> None:
+    """A `high` job that needs every node, exclusively: it preempts the `low` jobs on them."""
+    argv = ["sbatch", "--parsable", "-p", "high", "-N3", "--exclusive", "-J", name]
+    argv += ["-o", "/dev/null", "--wrap", "sleep 2"]
+    subprocess.run(argv, env=cluster.env, check=True, capture_output=True, timeout=30)
+
+
+CASES = {
+    # name: (partition, save seconds, preemptions, submit options)
+    "requeue": ("low", 0.3, 3, ["--requeue"]),
+    "array-long-save": ("low", 8.0, 1, ["--array", "0-3%1"]),
+    "auto-requeue": ("low", 0.3, 1, ["--auto-requeue"]),
+    "grace-0": ("low0", 0.3, 1, ["--requeue"]),
+}
+
+
+@pytest.mark.timeout(420)
+@pytest.mark.parametrize("case", list(CASES))
+def test_a_preempted_run_saves_is_requeued_and_resumes_with_no_step_lost(
+    case: str,
+    tmp_path: Path,
+    rtool: RtoolRun,
+    slurm: Slurm,
+    slurm_cluster: localslurm.Cluster,
+    job_name: str,
+) -> None:
+    partition, save_s, preemptions, extra = CASES[case]
+    _config(tmp_path)
+    run = tmp_path / "job" / "run"
+    run.mkdir(parents=True)
+    steps = PER_ATTEMPT * (preemptions + 1)
+    toy = ["--steps", str(steps), "--step-seconds", str(STEP_S), "--dir", str(run)]
+    toy += ["--save-seconds", str(save_s)]
+    rtool(
+        *("submit", str(TOY), "--job-name", job_name, "--partition", partition),
+        *("--time", "0:10:00", "--python", sys.executable, "--heartbeat", str(run / "hb.json")),
+        *("--args", shlex.join(toy), "--parsable", *extra, "--", "--open-mode=append"),
+        cwd=tmp_path / "job",
+        env={"RTOOL_HEARTBEAT_INTERVAL": "1s"},
+    )
+    high = f"{job_name}-high"
+    try:
+        for n in range(preemptions):
+            wait_for(
+                lambda n=n: (
+                    len(_pids(run)) == n + 1
+                    and sum(s.pid == _pids(run)[n] for s in steps_of(run)) >= PER_ATTEMPT // 2
+                ),
+                120,
+                0.2,
+                f"attempt {n + 1} to train",
+            )
+            _preempt(slurm_cluster, high)
+            wait_for(lambda n=n: len(_pids(run)) >= n + 2, 150, 0.5, f"attempt {n + 2} to resume")
+        wait_for(lambda: not _active(slurm, job_name), 150, 0.5, "the run to end")
+    finally:
+        slurm.scancel(name=high)
+
+    out = _output(tmp_path)
+    lines = steps_of(run)
+    # every step exactly once: each attempt resumed at the saved step + 1, none lost
+    assert [s.step for s in lines] == list(range(steps)), out[-4000:]
+    assert len(_pids(run)) == preemptions + 1
+    assert out.count("stopping at step") == preemptions, out[-4000:]
+    assert "Slurm is preempting this job" in out and "no safe point" not in out
+    assert "training finished" in out
+    assert "restarting the training in place" not in out
+    hist = rtool("history", job_name, "--heartbeat", str(run / "hb.json"), "--json")
+    attempts = json.loads(hist.stdout)["ledger"]["attempts"]
+    assert [a.get("stop_reason") for a in attempts[:-1]] == ["preempted"] * preemptions, attempts
+    assert all(a.get("steps_lost") == 0 for a in attempts), attempts
+    assert attempts[-1].get("finished"), attempts[-1]
+    text = rtool("history", job_name, "--heartbeat", str(run / "hb.json")).stdout
+    assert text.count("preempted") >= preemptions, text
