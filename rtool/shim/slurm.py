@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import subprocess
+import time
 from dataclasses import dataclass
 
 log = logging.getLogger("rtool.shim")
@@ -101,9 +102,10 @@ class Preemption:
         return max(0.0, self.grace - (now - self.at)) if self.grace > 0 else None
 
 
-def parse_preemption(show_job: str) -> tuple[float, str] | None:
-    """(PreemptTime, Partition) of `scontrol show job` output when the job is being
-    preempted (PreemptTime is set), else None."""
+def parse_preemption(show_job: str, now: float, restart: int) -> tuple[float, str, bool] | None:
+    """(since when, Partition, PreemptTime set) of `scontrol show job` output when the job is
+    being preempted (PreemptTime set) or was requeued while attempt `restart` runs (its
+    `Restarts=` is higher: GraceTime 0, the job COMPLETING; since `now`), else None."""
     from rtool.core.slurm.parse import ParseError, parse_scontrol_record, parse_slurm_timestamp
 
     try:
@@ -111,24 +113,26 @@ def parse_preemption(show_job: str) -> tuple[float, str] | None:
         stamp = parse_slurm_timestamp(rec.get("PreemptTime", ""))
     except ParseError:
         return None
-    if stamp is None:
-        return None
-    return stamp.timestamp(), rec.get("Partition", "")
+    part = rec.get("Partition", "")
+    if stamp is not None:
+        return stamp.timestamp(), part, True
+    restarts = rec.get("Restarts", "")
+    return (now, part, False) if restarts.isdigit() and int(restarts) > restart else None
 
 
-def preemption(job_id: str, timeout: float = PREEMPT_TIMEOUT) -> Preemption | None:
+def preemption(job_id: str, restart: int, timeout: float = PREEMPT_TIMEOUT) -> Preemption | None:
     """The job's preemption when Slurm is preempting it (the grace from `scontrol show
-    partition`, 0 when not read), else None. Two scontrol calls, each bounded."""
+    partition`), else None; a job requeued while running counts only on a partition whose
+    PreemptMode requeues. Two scontrol calls, each bounded."""
     from rtool.core.slurm.partition import parse_partitions
 
     out = run_slurm(["scontrol", "show", "job", job_id], timeout)
-    found = parse_preemption(out) if out is not None else None
+    found = parse_preemption(out, time.time(), restart) if out is not None else None
     if found is None:
         return None
-    at, part = found
-    grace = 0.0
-    if part and "," not in part:
-        text = run_slurm(["scontrol", "show", "partition", part], timeout)
-        parts = parse_partitions(text) if text is not None else []
-        grace = parts[0].grace if parts else 0.0
-    return Preemption(at, part, grace)
+    at, part, marked = found
+    text = run_slurm(["scontrol", "show", "partition", part], timeout) if part else None
+    parts = parse_partitions(text) if text is not None and "," not in part else []
+    if not marked and not (parts and parts[0].requeues):
+        return None  # requeued by hand or by a watchdog, not preempted
+    return Preemption(at, part, parts[0].grace if parts else 0.0)

@@ -179,7 +179,7 @@ class Stopper:
             self.on_stop()
         job = self.report.ident.job_id
         if reason == SIGNAL and job:
-            self.preempted = shim_slurm.preemption(job)
+            self.preempted = shim_slurm.preemption(job, self.report.ident.restart_count)
             if self.preempted is not None:
                 reason = PREEMPTED
                 self.bound_save(self.preempted)

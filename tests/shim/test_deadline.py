@@ -240,10 +240,14 @@ def test_a_preemption_is_read_from_the_jobs_preempt_time() -> None:
         "   PreemptEligibleTime=2026-01-02T03:04:00 PreemptTime=2026-01-02T03:04:05\n"
     )
     at = datetime(2026, 1, 2, 3, 4, 5).timestamp()
-    assert parse_preemption(text) == (at, "low")
+    assert parse_preemption(text, 1.0, 0) == (at, "low", True)
     not_preempted = text.replace("PreemptTime=2026-01-02T03:04:05", "PreemptTime=None")
-    assert parse_preemption(not_preempted) is None
-    assert parse_preemption("no such job") is None
+    assert parse_preemption(not_preempted + "   Restarts=0\n", 1.0, 0) is None
+    # GraceTime 0: Slurm requeued the job at once (COMPLETING, no PreemptTime, Restarts up)
+    requeued = "JobId=7\n   JobState=COMPLETING Restarts=1\n   Partition=low0\n"
+    assert parse_preemption(requeued, 1.0, 0) == (1.0, "low0", False)
+    assert parse_preemption(requeued, 1.0, 1) is None
+    assert parse_preemption("no such job", 1.0, 0) is None
     assert Preemption(at, "low", 20).left(at + 5) == 15
     assert Preemption(at, "low", 20).left(at + 25) == 0
     assert Preemption(at, "low0", 0).left(at + 1) is None
