@@ -17,7 +17,8 @@ Modules: guard (the Guard), options (GuardOptions: every setting, and the RTOOL_
 environment), decision (Decision, exit codes), monitor (the polling thread), stopping (save,
 stop, hold at a step boundary), report and heartbeat (the heartbeat record), crash (uncaught
 exceptions), distributed (agreement across ranks), signals, forced_exit (save timeout,
-unresponsive after TERM), slurm (scontrol/scancel from inside a job); integrations/ for
+unresponsive after TERM), slurm (scontrol/scancel from inside a job), preempt (the save
+bound and detail of a stop while Slurm preempts the job); integrations/ for
 Hugging Face and Lightning. `import rtool.shim` loads only the standard library, psutil and
 stdlib-only rtool.core modules (units, heartbeat).
 """

@@ -294,11 +294,6 @@ class Guard(InProcessWatch):
                 raise SystemExit(d.exit_code)
         return d
 
-    def _stop_begun(self) -> None:
-        """A stop reached its safe point: its save is bounded by save_timeout (and the grace
-        of a preemption), no longer by the unresponsive timer."""
-        self._unresponsive.settled = True
-
     def _settle(self, d: Decision) -> None:
         self._unresponsive.settled = self._hang.settled = True
         self._decision = d

@@ -13,6 +13,7 @@ import os
 import time
 from collections.abc import Callable
 
+from rtool.shim import preempt
 from rtool.shim import slurm as shim_slurm
 from rtool.shim.decision import (
     CONTINUE,
@@ -182,7 +183,9 @@ class Stopper:
             self.preempted = shim_slurm.preemption(job, self.report.ident.restart_count)
             if self.preempted is not None:
                 reason = PREEMPTED
-                self.bound_save(self.preempted)
+                self.forced.timeout = preempt.save_bound(
+                    self.preempted, self.opts.save_timeout, self.timing.longest_save
+                )
         code = self.stop_code(reason)
         saved = False
         self._stopping_at = (step, reason)
@@ -200,38 +203,6 @@ class Stopper:
             elif self.save is None:
                 self.switch_pending = ident
         return self.stopped(step, reason, code, saved, save_requested=True)
-
-    def bound_save(self, p: shim_slurm.Preemption) -> None:
-        """A preemption: the save may take what is left of the grace (when shorter than
-        save_timeout), said in the log with the longest save measured."""
-        timeout, left = self.opts.save_timeout, p.left(time.time())
-        grace = f"partition {p.partition or '?'}, GraceTime {p.grace:g}s"
-        measured = self.timing.longest_save
-        seen = f"; the longest save measured took {measured:.1f}s" if measured else ""
-        if left is not None and (timeout <= 0 or left < timeout):
-            self.forced.timeout = max(1.0, left)
-            log.warning(
-                "rtool.shim: Slurm is preempting this job (%s): the save has the %.1fs left of "
-                "the grace%s",
-                grace,
-                left,
-                seen,
-            )
-            if measured > left:
-                log.warning(
-                    "rtool.shim: the save (%.1fs) is longer than the grace left (%.1fs): "
-                    "ask for a longer GraceTime or save more often (save_every)",
-                    measured,
-                    left,
-                )
-        else:
-            log.warning(
-                "rtool.shim: Slurm is preempting this job (%s): the save is bounded by "
-                "save_timeout %gs%s",
-                grace,
-                timeout,
-                seen,
-            )
 
     def stop_nonfinite(self, step: int) -> Decision:
         log.error(
@@ -293,19 +264,12 @@ class Stopper:
         local = {
             KILLED: s.kill and f"kill switch {self.opts.kill_switch}",
             SIGNAL: s.signal,
-            PREEMPTED: self.preempted and self.preempted_detail(self.preempted),
+            PREEMPTED: self.preempted and preempt.detail(s.signal, self.preempted),
             TIME_LIMIT: s.time_up,
             MEMORY: s.memory,
             GPU_MEMORY: s.gpu,
         }.get(reason)
         return str(local) if local else "seen on another rank"
-
-    def preempted_detail(self, p: shim_slurm.Preemption) -> str:
-        sig = self.src.signal or "a signal seen on another rank"
-        when = time.strftime("%H:%M:%S", time.localtime(p.at))
-        part = p.partition or "?"
-        grace = f"partition {part}, GraceTime {p.grace:g}s"
-        return f"{sig} while Slurm preempts the job (since {when}, {grace})"
 
     def hung(self, reason: str, detail: str, step: int | None) -> None:
         """Hung (or another rank failed): record why the process is ended now (nothing saved)."""
