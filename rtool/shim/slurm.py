@@ -111,10 +111,11 @@ def parse_preemption(show_job: str, now: float, restart: int) -> tuple[float, st
     try:
         rec = parse_scontrol_record(show_job)
         stamp = parse_slurm_timestamp(rec.get("PreemptTime", ""))
+        started = parse_slurm_timestamp(rec.get("StartTime", ""))
     except ParseError:
         return None
     part = rec.get("Partition", "")
-    if stamp is not None:
+    if stamp is not None and (started is None or stamp >= started):  # not an earlier attempt's
         return stamp.timestamp(), part, True
     restarts = rec.get("Restarts", "")
     return (now, part, False) if restarts.isdigit() and int(restarts) > restart else None

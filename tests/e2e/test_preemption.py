@@ -119,3 +119,57 @@ def test_a_preempted_run_saves_is_requeued_and_resumes_with_no_step_lost(
     assert attempts[-1].get("finished"), attempts[-1]
     text = rtool("history", job_name, "--heartbeat", str(run / "hb.json")).stdout
     assert text.count("preempted") >= preemptions, text
+
+
+DDP_STEPS = 120
+
+
+@pytest.mark.timeout(420)
+def test_a_preempted_two_node_launch_stops_both_ranks_and_resumes(
+    tmp_path: Path, rtool: RtoolRun, slurm: Slurm, slurm_cluster: localslurm.Cluster, job_name: str
+) -> None:
+    """A 2-node DDP launch (torchrun, gloo, one rank per node) on `low` with `--requeue`: both
+    ranks get Slurm's SIGTERM, save the same step, the job is requeued and both resume."""
+    from tests.e2e.test_multinode import DDP, _free_port, read
+
+    _config(tmp_path)
+    run = tmp_path / "run"
+    run.mkdir()
+    torchrun = Path(sys.executable).with_name("torchrun")
+    launcher = (
+        f"{torchrun} --nnodes 2 --nproc-per-node 1 --rdzv-backend c10d "
+        f"--rdzv-endpoint 127.0.0.1:{_free_port()} --rdzv-id {job_name}"
+    )
+    env = {"DDP_DIR": str(run), "DDP_STEPS": str(DDP_STEPS), "DDP_STEP_SECONDS": "0.1"}
+    env |= {"DDP_CKPT_EVERY": "1000", "OMP_NUM_THREADS": "1", "RTOOL_HEARTBEAT_INTERVAL": "1s"}
+    rtool(
+        *("submit", str(DDP), "--job-name", job_name, "--nodes", "2", "--launcher", launcher),
+        *("--partition", "low", "--requeue", "--time", "0:10:00", "--parsable"),
+        *("--heartbeat", str(run / "hb.json"), "--", "--open-mode=append"),
+        cwd=tmp_path,
+        env=env,
+    )
+    high = f"{job_name}-high"
+    try:
+        wait_for(lambda: len(read(run / "steps-1.log")) >= 30, 180, 0.5, "30 steps on rank 1")
+        _preempt(slurm_cluster, high)
+        wait_for(lambda: not _active(slurm, job_name), 300, 1, "the run to end")
+    finally:
+        slurm.scancel(name=high)
+
+    out = "".join(p.read_text(errors="replace") for p in tmp_path.glob("*.out"))
+    stops = [s for s in read(run / "saves.log") if s.reason == "stop"]
+    assert sorted(s.rank for s in stops) == [0, 1], out[-4000:]  # both ranks saved...
+    assert len({s.step for s in stops}) == 1  # ...the same step
+    for rank in (0, 1):
+        lines = read(run / f"steps-{rank}.log")
+        assert [s.step for s in lines] == list(range(DDP_STEPS)), (rank, out[-4000:])
+        attempts = list(dict.fromkeys(s.attempt for s in lines))
+        assert len(attempts) == 2
+        resumed = next(s.step for s in lines if s.attempt == attempts[1])
+        assert resumed == stops[0].step + 1
+    assert "Slurm is preempting this job" in out
+    hist = rtool("history", job_name, "--heartbeat", str(run / "hb.json"), "--json")
+    attempts_seen = json.loads(hist.stdout)["ledger"]["attempts"]
+    assert attempts_seen[0].get("stop_reason") == "preempted", attempts_seen
+    assert attempts_seen[0].get("steps_lost") == 0, attempts_seen

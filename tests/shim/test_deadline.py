@@ -248,6 +248,9 @@ def test_a_preemption_is_read_from_the_jobs_preempt_time() -> None:
     assert parse_preemption(requeued, 1.0, 0) == (1.0, "low0", False)
     assert parse_preemption(requeued, 1.0, 1) is None
     assert parse_preemption("no such job", 1.0, 0) is None
+    # 24.11 keeps an earlier attempt's PreemptTime: not this attempt's preemption
+    later = text + "   StartTime=2026-01-02T03:05:00 EndTime=Unknown\n   Restarts=1\n"
+    assert parse_preemption(later, 1.0, 1) is None
     assert Preemption(at, "low", 20).left(at + 5) == 15
     assert Preemption(at, "low", 20).left(at + 25) == 0
     assert Preemption(at, "low0", 0).left(at + 1) is None
