@@ -135,9 +135,9 @@ def test_a_preempted_two_node_launch_stops_both_ranks_and_resumes(
     _config(tmp_path)
     run = tmp_path / "run"
     run.mkdir()
-    torchrun = Path(sys.executable).with_name("torchrun")
-    launcher = (
-        f"{torchrun} --nnodes 2 --nproc-per-node 1 --rdzv-backend c10d "
+    launcher = (  # torchrun as a module of this interpreter (a venv may lack the script)
+        f"{sys.executable} -m torch.distributed.run --nnodes 2 --nproc-per-node 1 "
+        "--rdzv-backend c10d "
         f"--rdzv-endpoint 127.0.0.1:{_free_port()} --rdzv-id {job_name}"
     )
     env = {"DDP_DIR": str(run), "DDP_STEPS": str(DDP_STEPS), "DDP_STEP_SECONDS": "0.1"}
