@@ -141,8 +141,8 @@ class SubmitRequest:
     )
     requeue: bool | None = option(
         "--requeue/--no-requeue",
-        help="Requeue the job after a node failure or a preemption (rtool requeues a preempted "
-        "job itself: docs/submit.md).",
+        help="Requeue the job after a node failure or a preemption (rtool sees that a preempted "
+        "job comes back: docs/submit.md).",
         sbatch="requeue",
     )
     after: str | None = option(
