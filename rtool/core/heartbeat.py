@@ -69,6 +69,7 @@ STOP_REASONS = (
     "crashed",
     "hung",  # no step for the hang threshold: stacks dumped, process ended (rtool.shim)
     "peer_failed",  # another rank hung or crashed: this one ended with it
+    "preempted",  # SIGTERM while Slurm preempts the job (its PreemptTime is set)
 )
 
 

@@ -47,8 +47,8 @@ class Queue:
 def bad_attempt(a: Attempt, short: float) -> bool:
     """An ended attempt that made no progress, or that the training itself ended (not a time
     limit, preemption or node failure) within `short` of starting without keeping a step."""
-    if not a.is_over or a.finished:
-        return False
+    if not a.is_over or a.finished or a.state == "PREEMPTED" or a.stop_reason == "preempted":
+        return False  # a preemption is never the training's failure, even before a step
     if a.progress is not None and a.progress == 0:
         return True
     if a.state in LIMIT_STATES or a.state == "NODE_FAIL":

@@ -18,7 +18,8 @@ environment), decision (Decision, exit codes), monitor (the polling thread), sto
 stop, hold at a step boundary), report and heartbeat (the heartbeat record), crash (uncaught
 exceptions), distributed (agreement across ranks), signals, forced_exit (save timeout,
 unresponsive after TERM), slurm (scontrol/scancel from inside a job), checkpoints
-(`latest_checkpoint`: the newest complete checkpoint to resume from); integrations/ for
+(`latest_checkpoint`: the newest complete checkpoint to resume from), preempt (the save
+bound and detail of a stop while Slurm preempts the job); integrations/ for
 Hugging Face and Lightning. `import rtool.shim` loads only the standard library, psutil and
 stdlib-only rtool.core modules (units, heartbeat).
 """

@@ -17,6 +17,7 @@ KILLED, SIGNAL, TIME_LIMIT, MEMORY = "killed", "signal", "time_limit", "memory"
 GPU_MEMORY, NONFINITE, SAVE_SWITCH = "gpu_memory", "nonfinite_loss", "save_switch"
 SAVE_TIMEOUT, UNRESPONSIVE = "save_timeout", "unresponsive"
 HUNG, PEER_FAILED = "hung", "peer_failed"
+PREEMPTED = "preempted"  # a SIGNAL stop while Slurm preempts the job
 PERIODIC = "periodic"  # a save of the save_every cadence (training goes on)
 
 

@@ -79,6 +79,7 @@ class Guard(InProcessWatch):
         self._report = Reporter(opts.heartbeat, self.ident, self._timing)
         self._report.carry_previous()
         self._stopper = Stopper(opts, save, self._src, self._timing, self._report)
+        self._stopper.on_stop = self._stop_begun
         self._monitor = Monitor(self._monitor_config(), self._src, self._timing, self._wake)
         self._monitor.current_step = lambda: self._step
         self._monitor.on_progress = self._report.progress

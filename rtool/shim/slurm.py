@@ -12,6 +12,8 @@ from __future__ import annotations
 import logging
 import os
 import subprocess
+import time
+from dataclasses import dataclass
 
 log = logging.getLogger("rtool.shim")
 
@@ -114,3 +116,63 @@ def hold_pending(array_job_id: str, timeout: float = SLURM_TIMEOUT) -> bool:
 def cancel_pending(array_job_id: str, timeout: float = SLURM_TIMEOUT) -> bool:
     """Cancel only the PENDING tasks of an array; the running task is left alone."""
     return run_slurm(["scancel", "--state=PENDING", array_job_id], timeout) is not None
+
+
+#: Seconds the preemption lookup (two scontrol calls) may take on the way out.
+PREEMPT_TIMEOUT = 5.0
+
+
+@dataclass(frozen=True)
+class Preemption:
+    """Slurm is preempting this job: since `at` (Unix time), with the partition's GraceTime."""
+
+    at: float
+    partition: str
+    grace: float  # seconds (0: Slurm's default, TERM and KILL after KillWait at once)
+
+    def left(self, now: float) -> float | None:
+        """Seconds of the grace left at `now` (None with GraceTime 0)."""
+        return max(0.0, self.grace - (now - self.at)) if self.grace > 0 else None
+
+
+def parse_preemption(
+    show_job: str, now: float, restart: int, job_id: str | None = None
+) -> tuple[float, str, bool] | None:
+    """(since when, Partition, PreemptTime set) of `scontrol show job` output when the job is
+    being preempted (PreemptTime set) or was requeued while attempt `restart` runs (its
+    `Restarts=` is higher: GraceTime 0, the job COMPLETING; since `now`), else None. The
+    record read is `job_id`'s when the output holds several (own_record)."""
+    from rtool.core.slurm.parse import ParseError, parse_scontrol_show_job, parse_slurm_timestamp
+
+    rec = own_record(parse_scontrol_show_job(show_job), job_id)
+    if rec is None:
+        return None
+    try:
+        stamp = parse_slurm_timestamp(rec.get("PreemptTime", ""))
+        started = parse_slurm_timestamp(rec.get("StartTime", ""))
+    except ParseError:
+        return None
+    part = rec.get("Partition", "")
+    if stamp is not None and (started is None or stamp >= started):  # not an earlier attempt's
+        return stamp.timestamp(), part, True
+    restarts = rec.get("Restarts", "")
+    return (now, part, False) if restarts.isdigit() and int(restarts) > restart else None
+
+
+def preemption(job_id: str, restart: int, timeout: float = PREEMPT_TIMEOUT) -> Preemption | None:
+    """The job's preemption when Slurm is preempting it (the grace from `scontrol show
+    partition`), else None; a job requeued while running counts only on a partition whose
+    PreemptMode requeues. Two scontrol calls, each bounded."""
+    from rtool.core.slurm.partition import parse_partitions
+
+    lookup = own_job_id(job_id)  # the last array task: its own record, not the array's
+    out = run_slurm(["scontrol", "show", "job", lookup], timeout)
+    found = parse_preemption(out, time.time(), restart, lookup) if out is not None else None
+    if found is None:
+        return None
+    at, part, marked = found
+    text = run_slurm(["scontrol", "show", "partition", part], timeout) if part else None
+    parts = parse_partitions(text) if text is not None and "," not in part else []
+    if not marked and not (parts and parts[0].requeues):
+        return None  # requeued by hand or by a watchdog, not preempted
+    return Preemption(at, part, parts[0].grace if parts else 0.0)

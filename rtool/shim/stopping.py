@@ -13,6 +13,7 @@ import os
 import time
 from collections.abc import Callable
 
+from rtool.shim import preempt
 from rtool.shim import slurm as shim_slurm
 from rtool.shim.decision import (
     CONTINUE,
@@ -23,6 +24,7 @@ from rtool.shim.decision import (
     NONFINITE,
     NONFINITE_EXIT_CODE,
     PERIODIC,
+    PREEMPTED,
     SAVE_FAILED_EXIT_CODE,
     SAVE_SWITCH,
     SAVE_TIMEOUT,
@@ -77,6 +79,9 @@ class Stopper:
         self.switch_pending: tuple[int, int] | None = None  # framework mode: save asked for
         self._stopping_at: tuple[int | None, str] = (None, "")
         self.forced = ForcedExit(opts.save_timeout, SAVE_TIMEOUT_EXIT_CODE, self._on_forced_exit)
+        #: called when a stop begins (a safe point reached): the unresponsive timer ends there
+        self.on_stop: Callable[[], None] | None = None
+        self.preempted: shim_slurm.Preemption | None = None
 
     def act(self, step: int, flags: int) -> Decision:
         if flags & F_NONFINITE:
@@ -171,6 +176,16 @@ class Stopper:
     # -- stops -------------------------------------------------------------------------------
 
     def stop(self, step: int, reason: str) -> Decision:
+        if self.on_stop is not None:
+            self.on_stop()
+        job = self.report.ident.job_id
+        if reason == SIGNAL and job:
+            self.preempted = shim_slurm.preemption(job, self.report.ident.restart_count)
+            if self.preempted is not None:
+                reason = PREEMPTED
+                self.forced.timeout = preempt.save_bound(
+                    self.preempted, self.opts.save_timeout, self.timing.longest_save
+                )
         code = self.stop_code(reason)
         saved = False
         self._stopping_at = (step, reason)
@@ -249,6 +264,7 @@ class Stopper:
         local = {
             KILLED: s.kill and f"kill switch {self.opts.kill_switch}",
             SIGNAL: s.signal,
+            PREEMPTED: self.preempted and preempt.detail(s.signal, self.preempted),
             TIME_LIMIT: s.time_up,
             MEMORY: s.memory,
             GPU_MEMORY: s.gpu,

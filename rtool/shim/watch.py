@@ -45,6 +45,11 @@ class InProcessWatch:
         self._unresponsive.check(mono)
         self._hang.check(mono, self._step, self._alive)
 
+    def _stop_begun(self) -> None:
+        """A stop reached its safe point: its save is bounded by save_timeout (and the grace
+        of a preemption), no longer by the unresponsive timer."""
+        self._unresponsive.settled = True
+
     def _unresponsive_bound(self) -> float:
         after = self.options.unresponsive_after
         if after is None:

@@ -141,7 +141,8 @@ class SubmitRequest:
     )
     requeue: bool | None = option(
         "--requeue/--no-requeue",
-        help="Let Slurm requeue the job (node failure, preemption).",
+        help="Requeue the job after a node failure or a preemption (rtool sees that a preempted "
+        "job comes back: docs/submit.md).",
         sbatch="requeue",
     )
     after: str | None = option(

@@ -181,6 +181,11 @@ class TrainingJob(SlurmJob):
         return REQUEUE_EXIT_CODE
 
     @property
+    def requeue_on_preempt(self) -> bool:
+        """A preempted attempt is requeued by the batch script (docs/submit.md, Preemption)."""
+        return bool(self.requeue or self.array or self.auto_requeue)
+
+    @property
     def shim_signals(self) -> str:
         """RTOOL_SIGNALS for the shim: the chosen signal, and TERM (sent at cancel/time out)."""
         names = [self.signal.name] if self.signal else []

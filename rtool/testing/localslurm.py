@@ -204,7 +204,7 @@ def up(
     ensure_munge()
     have = cluster.layout
     shape = (len(have.nodes), have.accounting, have.extra, have.release) if have else None
-    if shape == (nodes, accounting, list(extra), rel.name) and ready(cluster):
+    if shape == (nodes, accounting, list(extra), rel.name) and _current(cluster) and ready(cluster):
         return cluster
     problem = ""
     for _attempt in range(3):  # a port taken between picking and binding: new ports, again
@@ -223,6 +223,15 @@ def up(
     logs = sorted((cluster.dir / "log").glob("*.log"))
     down(cluster.dir)
     raise LocalSlurmError(f"local Slurm did not start: {problem}\n" + "".join(map(tail, logs)))
+
+
+def _current(cluster: Cluster) -> bool:
+    """The running cluster's slurm.conf has today's partitions (a cluster started before the
+    preemption partitions existed is started again)."""
+    try:
+        return "PartitionName=high " in cluster.conf.read_text()
+    except OSError:
+        return False
 
 
 def _start(cluster: Cluster, layout: Layout, timeout: float) -> None:

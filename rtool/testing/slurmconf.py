@@ -168,14 +168,32 @@ def write_slurm_conf(directory: Path, layout: Layout, slurmd: str) -> Path:
             f"Port={layout.node_ports[name]} CPUs={cpus} RealMemory={mem} "
             f"Gres=gpu:{FAKE_GPUS} State=UNKNOWN"
         )
-    lines.append(
-        f"PartitionName=debug Nodes={layout.node_range} Default=YES MaxTime=INFINITE State=UP "
-        "OverSubscribe=FORCE:4"
-    )
+    lines += partition_lines(layout.node_range)
     conf = d / "slurm.conf"
     conf.write_text("\n".join(lines) + "\n")
     write_gres_conf(d, layout)
     return conf
+
+
+#: Preemption (docs/local-slurm.md): `high` jobs preempt `low`/`low0` ones (REQUEUE, grace 20 s
+#: and Slurm's default 0); jobs of the default `debug` partition are never preempted.
+PREEMPTION = ("PreemptType=preempt/partition_prio", "PreemptMode=REQUEUE", "JobRequeue=1")
+PREEMPT_PARTITIONS = (
+    ("low", "PriorityTier=1 PreemptMode=REQUEUE GraceTime=20"),
+    ("low0", "PriorityTier=1 PreemptMode=REQUEUE GraceTime=0"),
+    ("high", "PriorityTier=2 PreemptMode=OFF"),
+)
+
+
+def partition_lines(nodes: str) -> list[str]:
+    """The preemption keys and the partitions, all on `nodes`; `debug` stays the default."""
+    common = f"Nodes={nodes} MaxTime=INFINITE State=UP"
+    return [
+        *PREEMPTION,
+        f"PartitionName=debug {common} Default=YES OverSubscribe=FORCE:4 PriorityTier=1 "
+        "PreemptMode=OFF",
+        *(f"PartitionName={name} {common} {keys}" for name, keys in PREEMPT_PARTITIONS),
+    ]
 
 
 def _accounting_lines(layout: Layout) -> list[str]:

@@ -118,3 +118,26 @@ def test_a_checkpoint_set_aside_by_the_shim_is_a_warning_naming_both() -> None:
     led.attempts.append(third)
     status, _, _, _ = _check(led, RUNNING)
     assert status is Status.OK
+
+
+def test_preemptions_before_any_step_are_no_crash_loop() -> None:
+    """Attempts preempted before their first step (model loading): REQUEUED by rtool with
+    the shim's "preempted" stop, or PREEMPTED by Slurm; none is the training's failure."""
+    led = Ledger(
+        run="llm",
+        attempts=[
+            _att(1, 0, 100),
+            _att(2, 101, 101, "REQUEUED", stop_reason="preempted"),
+            _att(3, 101, 101, "PREEMPTED"),
+            _att(4, 101, 101, "COMPLETED", stop_reason="preempted"),
+        ],
+        best_step=101,
+        best_step_at=NOW - 5,
+    )
+    status, summary, _, actions = _check(led, PENDING, crash_loop=3)
+    assert "crash loop" not in summary and actions == [], summary
+    led.attempts[1] = _att(2, 101, 101, "FAILED")
+    led.attempts[2] = _att(3, 101, 101, "FAILED")
+    led.attempts[3] = _att(4, 101, 101, "FAILED")
+    status, summary, _, _ = _check(led, PENDING, crash_loop=3)
+    assert status is Status.CRITICAL and "crash loop" in summary  # the same, as failures

@@ -218,3 +218,63 @@ def test_an_array_task_reads_its_own_end_time_not_another_tasks() -> None:
     assert own_job_id("10", env) == "10_2"
     assert own_job_id("10", {"SLURM_JOB_ID": "10"}) == "10"
     assert own_job_id("77", env) == "77"  # another job: as given
+
+
+def test_a_long_save_on_sigterm_is_not_cut_short_by_the_unresponsive_timer(
+    tmp_path: Path,
+) -> None:
+    """SIGTERM while no save was measured yet (the unresponsive bound is its 5 s floor), and
+    the stop's save takes 8 s: the timer covers only reaching the safe point, so the save
+    finishes, the checkpoint is written and the process exits as a saved stop does."""
+    hb = tmp_path / "hb.json"
+    proc = start_toy(
+        tmp_path,
+        *("--steps", "100000", "--step-seconds", "0.05", "--save-seconds", "8"),
+        RTOOL_HEARTBEAT=str(hb),
+        RTOOL_AUTO_REQUEUE="1",
+        RTOOL_POLL_INTERVAL="0.1",
+        RTOOL_UNRESPONSIVE_AFTER="auto",
+    )
+    try:
+        assert proc.stdout is not None
+        wait_for(lambda: "step 5 " in proc.stdout.readline(), 30, 0, "step 5")
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == REQUEUE_EXIT_CODE, out
+    assert "no safe point" not in out, out
+    saved = [line for line in out.splitlines() if line.startswith("saved step ")]
+    assert len(saved) == 1, out
+    ckpt = (tmp_path / "checkpoint.json").read_text()
+    assert f'"step": {saved[0].split()[-1]}' in ckpt
+    got = read_heartbeat(hb)
+    assert got is not None and got.state is RunState.STOPPED and got.stop_reason == "signal"
+    assert got.exit_code == REQUEUE_EXIT_CODE and got.last_saved_step == int(saved[0].split()[-1])
+
+
+def test_a_preemption_is_read_from_the_jobs_preempt_time() -> None:
+    from datetime import datetime
+
+    from rtool.shim.slurm import Preemption, parse_preemption
+
+    text = (
+        "JobId=7 JobName=train\n   Partition=low AllocNode:Sid=h:1\n"
+        "   PreemptEligibleTime=2026-01-02T03:04:00 PreemptTime=2026-01-02T03:04:05\n"
+    )
+    at = datetime(2026, 1, 2, 3, 4, 5).timestamp()
+    assert parse_preemption(text, 1.0, 0) == (at, "low", True)
+    not_preempted = text.replace("PreemptTime=2026-01-02T03:04:05", "PreemptTime=None")
+    assert parse_preemption(not_preempted + "   Restarts=0\n", 1.0, 0) is None
+    # GraceTime 0: Slurm requeued the job at once (COMPLETING, no PreemptTime, Restarts up)
+    requeued = "JobId=7\n   JobState=COMPLETING Restarts=1\n   Partition=low0\n"
+    assert parse_preemption(requeued, 1.0, 0) == (1.0, "low0", False)
+    assert parse_preemption(requeued, 1.0, 1) is None
+    assert parse_preemption("no such job", 1.0, 0) is None
+    # 24.11 keeps an earlier attempt's PreemptTime: not this attempt's preemption
+    later = text + "   StartTime=2026-01-02T03:05:00 EndTime=Unknown\n   Restarts=1\n"
+    assert parse_preemption(later, 1.0, 1) is None
+    assert Preemption(at, "low", 20).left(at + 5) == 15
+    assert Preemption(at, "low", 20).left(at + 25) == 0
+    assert Preemption(at, "low0", 0).left(at + 1) is None

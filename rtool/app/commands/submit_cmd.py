@@ -37,6 +37,7 @@ def submit(ctx: typer.Context, **given: Any) -> int:
     for note in job.notes:
         typer.echo(f"rtool: {note}", err=True)
     own_kill_switch = _check_switches(job)
+    _warn_preemption(app_ctx, job)
     text = prepare(app_ctx, req, job)
     if req.dry_run:
         typer.echo(text, nl=False)
@@ -61,6 +62,14 @@ def prepare(app_ctx: AppContext, req: SubmitRequest, job: TrainingJob) -> str:
     if req.after_name:
         job.dependency = f"afterany:{_find_job(app_ctx, req.after_name)}"
     return _render(app_ctx, job, req.template)
+
+
+def _warn_preemption(app_ctx: AppContext, job: TrainingJob) -> None:
+    from rtool.app.commands.submit_preempt import preempt_warning
+
+    line = preempt_warning(app_ctx, job)
+    if line:
+        typer.echo(f"rtool: warning: {line}", err=True)
 
 
 def _check_switches(job: TrainingJob) -> bool:
