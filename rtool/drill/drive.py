@@ -24,6 +24,8 @@ log = logging.getLogger(__name__)
 Say = Callable[[str], None]
 
 POLL = 1.0
+#: While the attempt stops: the next attempt may replace its heartbeat within seconds.
+STOP_POLL = 0.25
 #: Waited beyond the lead (or the job's end) for the stop before saying it never came: the
 #: lead again, at least MIN_SLACK, at most MAX_SLACK.
 MIN_SLACK, MAX_SLACK = 15.0, 60.0
@@ -160,21 +162,59 @@ def wait_stop(slurm: Slurm, plan: Plan, obs: Observation, say: Say) -> None:
     else:
         deadline = obs.signalled_at + lead + slack
     while True:
-        hb = read_hb(plan.heartbeat)
-        if this_attempt(hb, t) and hb is not None:
-            obs.last = hb
-            if hb.state is RunState.SAVING and obs.saving_seen_at is None:
-                obs.saving_seen_at = time.time()
-            if hb.state in ENDED and (hb.stop_time or 0) >= obs.signalled_at - 1:
-                obs.stop = hb
+        _note(plan, obs, read_hb(plan.heartbeat))
         rec = job_record(slurm, t)
         if _over(rec, t):
             obs.slurm_state = (rec or {}).get("JobState") or "gone"
+            _last_look(plan, obs)
             return
         if time.time() > deadline:
             obs.still_running = True
             return
-        time.sleep(POLL)
+        time.sleep(STOP_POLL)
+
+
+def _note(plan: Plan, obs: Observation, hb: Heartbeat | None) -> None:
+    """One heartbeat read while the attempt stops: kept only when it is the drilled attempt's."""
+    if not this_attempt(hb, plan.target) or hb is None or obs.signalled_at is None:
+        return
+    obs.last = hb
+    if hb.state is RunState.SAVING and obs.saving_seen_at is None:
+        obs.saving_seen_at = time.time()
+    if hb.state in ENDED and (hb.stop_time or 0) >= obs.signalled_at - 1:
+        obs.stop = hb
+
+
+def _last_look(plan: Plan, obs: Observation) -> None:
+    """Once the attempt ended: its final heartbeat, or, when a later attempt already replaced
+    it, that attempt's record of the drilled one's stop (the shim carries the previous stop and
+    save over until it stops itself). Never a later attempt's own state."""
+    hb = read_hb(plan.heartbeat)
+    _note(plan, obs, hb)
+    if obs.stop is not None or hb is None or this_attempt(hb, plan.target):
+        return
+    carried = carried_stop(hb, plan.target, obs.signalled_at or 0.0)
+    if carried is not None:
+        obs.stop = carried
+        obs.notes.append(
+            "the next attempt had replaced the heartbeat: its stop read from the "
+            "stop and save the next attempt carries over"
+        )
+
+
+def carried_stop(hb: Heartbeat, target: Target, since: float) -> Heartbeat | None:
+    """The drilled attempt's stop as a later heartbeat carries it (stop_job_id is the target),
+    with its save when that save came no later than the stop."""
+    if hb.stop_job_id != target.raw_id or (hb.stop_time or 0.0) < since - 1:
+        return None
+    saved = hb.last_save_time is not None and hb.last_save_time <= (hb.stop_time or 0.0) + 1
+    ended = RunState.CRASHED if hb.stop_reason == "crashed" else RunState.STOPPED
+    return hb.replace(
+        state=ended, job_id=target.raw_id, restart_count=target.restart, step=hb.stop_step,
+        time=hb.stop_time, last_saved_step=hb.last_saved_step if saved else None,
+        last_save_time=hb.last_save_time if saved else None,
+        last_save_seconds=hb.last_save_seconds if saved else None,
+    )  # fmt: skip
 
 
 def _end_record(plan: Plan) -> BatchRecord | None:
@@ -201,20 +241,28 @@ def collect(slurm: Slurm, plan: Plan, obs: Observation) -> None:
         if this_attempt(hb, plan.target) and hb is not None and hb.state in ENDED:
             obs.stop = hb
         obs.ended_at = max(end.time, obs.stop.stop_time or 0.0) if obs.stop else end.time
-    if obs.exit_code is None:
-        _slurm_exit(slurm, plan, obs)
+    _slurm_exit(slurm, plan, obs)
     if obs.exit_code is not None and obs.exit_code > 128:
         obs.exit_signal = obs.exit_code - 128
 
 
 def _slurm_exit(slurm: Slurm, plan: Plan, obs: Observation) -> None:
-    """Slurm's ExitCode (`85:0`, `0:10` killed by signal 10) when no record says."""
-    rec = job_record(slurm, plan.target) or {}
+    """Slurm's ExitCode of the attempt (`85:0`; `0:10`: the batch shell died of signal 10),
+    read once the job left COMPLETING (bounded); the exit code when no record said it."""
+    deadline, rec = time.time() + RECORD_WAIT, job_record(slurm, plan.target) or {}
+    while "COMPLETING" in rec.get("JobState", "") and time.time() < deadline:
+        time.sleep(POLL)
+        rec = job_record(slurm, plan.target) or {}
+    restarts = rec.get("Restarts", "0")
+    if restarts.isdigit() and int(restarts) > plan.target.restart:
+        rec = {}  # requeued: the record is the next attempt's
+    obs.slurm_state = rec.get("JobState", "").split(" ")[0] or obs.slurm_state
     code, _, sig = rec.get("ExitCode", "").partition(":")
     if code.isdigit() and sig.isdigit():
-        obs.exit_code = int(code)
-        obs.exit_signal = int(sig) or None
-    elif obs.stop is not None:
+        obs.shell_signal = int(sig) or None
+        if obs.exit_code is None:
+            obs.exit_code = int(code)
+    elif obs.exit_code is None and obs.stop is not None:
         obs.exit_code = obs.stop.exit_code
 
 

@@ -84,7 +84,8 @@ class Observation:
     ended_at: float | None = None  # the training process exited (records, else seen)
     still_running: bool = False  # the attempt had not ended when the drill gave up
     exit_code: int | None = None  # the training's (the batch script's record), else Slurm's
-    exit_signal: int | None = None  # killed by this signal
+    exit_signal: int | None = None  # the training's process was killed by it (exit 128+N)
+    shell_signal: int | None = None  # the batch shell died of it (Slurm's ExitCode 0:N)
     slurm_state: str | None = None  # the attempt's Slurm state after it ended
     requeued: bool | None = None  # the same job back in the queue (auto-requeue)
     next_job: str | None = None  # the attempt that continues the run (queued or running)

@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 from rtool.core.alert import Status
 from rtool.core.heartbeat import Heartbeat
+from rtool.drill.fixes import reach_hint, signame, wrapper_hint
 from rtool.drill.model import Mode, Observation, Plan, Report, Step, StepResult
 
 #: The shim keeps twice the measured step + save before the end (docs/shim.md): a stop that
@@ -28,32 +29,6 @@ def _s(seconds: float) -> str:
 
 def _sig(plan: Plan) -> str:
     return f"SIG{plan.signal.name}" if plan.signal is not None else "the signal"
-
-
-def reach_hint(plan: Plan) -> str:
-    """What to change when the signal never reached the training."""
-    f, spec = plan.facts, plan.signal
-    if spec is not None and not spec.batch:
-        return (
-            f"--signal={spec.sbatch()} goes to the job steps only, never to a training the "
-            f"batch shell runs itself: use --signal=B:{spec.name}@{spec.lead} with rtool "
-            "submit's template (it forwards it to the training)"
-        )
-    if not f.rtool_template:
-        return (
-            "the batch shell gets the signal but does not pass it on (bash even dies of an "
-            "untrapped USR1): submit with rtool submit, or trap it and kill -USR1 the "
-            "training (docs/shim.md)"
-        )
-    if f.launcher:
-        return (
-            f"{f.launcher} stands between the batch shell and the training and eats it: start "
-            f"the ranks with srun (one task per rank), or make {f.launcher} forward it"
-        )
-    return (
-        "make the Guard (rtool.shim) in the training's main thread, with the signal in "
-        "RTOOL_SIGNALS, before the first step"
-    )
 
 
 def sent(obs: Observation) -> bool:
@@ -108,6 +83,9 @@ def reached_step(plan: Plan, obs: Observation) -> StepResult | None:
         text += f": {hb.stop_detail}){after}" if hb.stop_detail else f"){after}"
         if hb.stop_reason not in ("signal", "time_limit"):
             return StepResult(Step.REACHED, Status.WARNING, text + ", not on the signal")
+        other = _other_signal(plan, hb)
+        if other is not None:
+            return StepResult(Step.REACHED, Status.CRITICAL, text + other, reach_hint(plan))
         return StepResult(Step.REACHED, Status.OK, text)
     if obs.saving_seen_at is not None:
         after = _s(obs.saving_seen_at - obs.signalled_at)
@@ -121,11 +99,30 @@ def reached_step(plan: Plan, obs: Observation) -> StepResult | None:
         text = f"after {sig} the training took no step and never stopped (stuck at {last.step})"
         return StepResult(Step.REACHED, Status.CRITICAL, text, reach_hint(plan))
     if plan.signal is not None and obs.exit_signal == plan.signal.number:
-        text = f"the job died of {sig}: nothing handled it, nothing was saved"
+        text = f"the training's process died of {sig} (exit code {obs.exit_code} = 128+"
+        text += f"{obs.exit_signal}): nothing handled it, nothing was saved"
+        return StepResult(Step.REACHED, Status.CRITICAL, text, wrapper_hint(plan, obs.exit_signal))
+    if plan.signal is not None and obs.shell_signal == plan.signal.number:
+        text = f"the batch shell died of {sig} (Slurm: {obs.slurm_state or 'FAILED'} 0:"
+        text += f"{obs.shell_signal}): nothing handled it, nothing was saved"
         return StepResult(Step.REACHED, Status.CRITICAL, text, reach_hint(plan))
     code = f"exit {obs.exit_code}" if obs.exit_code is not None else "no exit code"
     text = f"the job ended ({obs.slurm_state or 'gone'}, {code}) without the training stopping"
     return StepResult(Step.REACHED, Status.CRITICAL, text, reach_hint(plan))
+
+
+def _other_signal(plan: Plan, hb: Heartbeat) -> str | None:
+    """Why a stop on a signal is not the drill's: the training stopped on another signal (the
+    TERM Slurm sends when the batch shell died of the one the drill sent)."""
+    spec = plan.signal
+    got = (hb.stop_detail or "").split(" ")[0].upper().removeprefix("SIG")
+    if spec is None or hb.stop_reason != "signal" or not got or got == spec.name:
+        return None
+    return (
+        f", not on the SIG{spec.name} the drill sent: only SIG{got} after it made the training "
+        f"stop (at the time limit Slurm sends TERM only KillWait before the KILL, far less "
+        f"than the {spec.lead}s lead)"
+    )
 
 
 def save_step(plan: Plan, obs: Observation) -> StepResult | None:
@@ -198,6 +195,9 @@ def exit_step(plan: Plan, obs: Observation) -> StepResult | None:
         why = "no batch-script record and Slurm no longer says"
         return StepResult(Step.EXIT, Status.UNKNOWN, f"exit code unknown ({why})")
     meaning = "requeue me" if want == plan.facts.requeue_exit_code and want else "stopped"
+    died = _died(plan, obs)
+    if died is not None:
+        return died
     if code == want:
         return StepResult(Step.EXIT, Status.OK, f"exit code {code} ({meaning}), as expected")
     text = f"exit code {code}, expected {want} ({meaning})"
@@ -208,6 +208,22 @@ def exit_step(plan: Plan, obs: Observation) -> StepResult | None:
         fix = "the shim was not asked to requeue (RTOOL_AUTO_REQUEUE=1, rtool submit "
         return StepResult(Step.EXIT, Status.CRITICAL, text, fix + "--auto-requeue)")
     return StepResult(Step.EXIT, Status.CRITICAL, text)
+
+
+def _died(plan: Plan, obs: Observation) -> StepResult | None:
+    """The batch shell (Slurm's `0:N`) or the training's process (exit 128+N) died of a signal:
+    whatever the exit code, nothing handled it."""
+    if obs.shell_signal:
+        name = signame(obs.shell_signal)
+        text = f"the batch shell died of {name} (Slurm: {obs.slurm_state or 'FAILED'} "
+        text += f"0:{obs.shell_signal}), though the exit code reads {obs.exit_code}"
+        return StepResult(Step.EXIT, Status.CRITICAL, text, reach_hint(plan))
+    if obs.exit_signal and obs.exit_code is not None:
+        name = signame(obs.exit_signal)
+        text = f"exit code {obs.exit_code}: the training's process died of {name} "
+        text += f"(128+{obs.exit_signal}), expected {plan.expected_code}"
+        return StepResult(Step.EXIT, Status.CRITICAL, text, wrapper_hint(plan, obs.exit_signal))
+    return None
 
 
 def requeue_step(plan: Plan, obs: Observation) -> StepResult | None:

@@ -100,20 +100,23 @@ def _timeouts(app_ctx: AppContext, opts: dict[str, Any]) -> dict[str, float]:
 
 def _wanted(app_ctx: AppContext, opts: dict[str, Any], submit: dict[str, Any]) -> Wanted:
     from rtool.drill.find import Wanted
+    from rtool.runs import names
     from rtool.slurm_templates.specs import SpecError, validate_signal
 
-    run, waits = opts["target"], _timeouts(app_ctx, opts)
-    entry = next((r for r in app_ctx.config.watch.run if r.name == run), None)
+    waits = _timeouts(app_ctx, opts)
+    # the same lookup as rtool history: the run or job name, its [[watch.run]] entry, else
+    # what rtool submit recorded for it
+    base = names.watch_base(app_ctx.state, opts["target"], app_ctx.config.watch.run)
     try:
         signal = validate_signal(submit["signal"]) if submit.get("signal") else None
     except SpecError as exc:
         raise UsageError(str(exc)) from None
     return Wanted(
-        run=run,
-        job_name=submit.get("job_name") or (entry.slurm_name if entry else run),
+        run=base["name"],
+        job_name=submit.get("job_name") or base.get("job_name") or base["name"],
         job=opts.get("job"),
         signal=signal,
-        heartbeat=submit.get("heartbeat") or (entry.heartbeat if entry else None),
+        heartbeat=submit.get("heartbeat") or base.get("heartbeat"),
         no_requeue=bool(opts["no_requeue"]),
         start_timeout=waits["start_timeout"],
         resume_timeout=waits["resume_timeout"],
