@@ -85,7 +85,11 @@ def reached_step(plan: Plan, obs: Observation) -> StepResult | None:
             return StepResult(Step.REACHED, Status.WARNING, text + ", not on the signal")
         other = _other_signal(plan, hb)
         if other is not None:
-            return StepResult(Step.REACHED, Status.CRITICAL, text + other, reach_hint(plan))
+            died = (
+                obs.exit_signal if obs.exit_signal == (plan.signal and plan.signal.number) else None
+            )
+            fix = wrapper_hint(plan, died) if died else reach_hint(plan)
+            return StepResult(Step.REACHED, Status.CRITICAL, text + other, fix)
         return StepResult(Step.REACHED, Status.OK, text)
     if obs.saving_seen_at is not None:
         after = _s(obs.saving_seen_at - obs.signalled_at)
