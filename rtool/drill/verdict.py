@@ -83,7 +83,7 @@ def reached_step(plan: Plan, obs: Observation) -> StepResult | None:
         text += f": {hb.stop_detail}){after}" if hb.stop_detail else f"){after}"
         if hb.stop_reason not in ("signal", "time_limit"):
             return StepResult(Step.REACHED, Status.WARNING, text + ", not on the signal")
-        other = _other_signal(plan, hb)
+        other = _other_signal(plan, hb, obs.shell_signal)
         if other is not None:
             died = (
                 obs.exit_signal if obs.exit_signal == (plan.signal and plan.signal.number) else None
@@ -115,17 +115,19 @@ def reached_step(plan: Plan, obs: Observation) -> StepResult | None:
     return StepResult(Step.REACHED, Status.CRITICAL, text, reach_hint(plan))
 
 
-def _other_signal(plan: Plan, hb: Heartbeat) -> str | None:
+def _other_signal(plan: Plan, hb: Heartbeat, shell: int | None) -> str | None:
     """Why a stop on a signal is not the drill's: the training stopped on another signal (the
     TERM Slurm sends when the batch shell died of the one the drill sent)."""
     spec = plan.signal
     got = (hb.stop_detail or "").split(" ")[0].upper().removeprefix("SIG")
     if spec is None or hb.stop_reason != "signal" or not got or got == spec.name:
         return None
+    why = "that followed"
+    if shell == spec.number:
+        why = f"Slurm sent the job's tasks when the batch shell died of SIG{spec.name}"
     return (
-        f", not on the SIG{spec.name} the drill sent: only SIG{got} after it made the training "
-        f"stop (at the time limit Slurm sends TERM only KillWait before the KILL, far less "
-        f"than the {spec.lead}s lead)"
+        f", not on the SIG{spec.name} the drill sent but on the SIG{got} {why} (at the time "
+        f"limit that TERM comes only KillWait before the KILL, not {spec.lead}s before)"
     )
 
 

@@ -78,3 +78,6 @@ def test_a_hand_written_script_is_ok_exactly_when_the_toy_resumed_at_the_saved_s
     said = broken["text"] + " -> " + (broken["fix"] or "")
     assert all(w in said for w in words), said
     assert report["summary"].startswith(f"run {job_name}: reached: ")
+    if case == "srun-no-trap-B":  # saved only on the TERM that followed: still CRITICAL
+        assert "the batch shell died of SIGUSR1 (Slurm: FAILED 0:10)" in by_step["exit"]["text"]
+        assert "not on the SIGUSR1 the drill sent" in said or "died of SIGUSR1" in said

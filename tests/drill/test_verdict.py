@@ -258,7 +258,10 @@ def test_a_stop_on_slurms_term_after_the_batch_shell_died_of_usr1_is_critical() 
     v = verdicts(p, o)
     assert report.status is Status.CRITICAL and report.broken().step is Step.REACHED  # type: ignore[union-attr]
     status, text, fix = v[Step.REACHED]
-    assert "not on the SIGUSR1 the drill sent: only SIGTERM after it made the training stop" in text
+    assert (
+        "not on the SIGUSR1 the drill sent but on the SIGTERM Slurm sent the job's tasks " in text
+    )
+    assert "when the batch shell died of SIGUSR1 (at the time limit that TERM comes only " in text
     assert "drop B: so Slurm signals the srun tasks (--signal=USR1@30)" in fix
     assert "trap 'kill -USR1 $pid' USR1; srun python train.py & pid=$!" in fix
     status, text, _ = v[Step.EXIT]
