@@ -18,6 +18,7 @@ from rtool.core.identity import is_mine
 from rtool.core.proc import ProcError
 from rtool.core.slurm import QUEUED_STATES, RUNNING_STATES, Slurm
 from rtool.drill.model import Mode, Observation, Plan, Target
+from rtool.drill.preempt import end_grace
 from rtool.runs.records import BatchRecord, read_records
 
 log = logging.getLogger(__name__)
@@ -126,8 +127,10 @@ def send(slurm: Slurm, plan: Plan, obs: Observation, say: Say) -> None:
     left = t.end_time - now if t.end_time is not None else None
     obs.deadline_mode = (
         plan.facts.is_deadline(spec.name) and left is not None and left < plan.facts.deadline_window
-    )
-    where = "its batch shell" if spec.batch else "its steps"
+    ) and plan.preempt is None
+    where = "its batch shell" if spec.batch else "every task of its steps"
+    if plan.preempt is not None:
+        where += f" (a preemption on partition {plan.preempt.partition}: {spec.lead}s grace)"
     step = obs.ready.step if obs.ready is not None else "?"
     say(f"job {t.job_id} is at step {step}: sending SIG{spec.name} to {where}")
     obs.signalled_at = now
@@ -159,6 +162,8 @@ def wait_stop(slurm: Slurm, plan: Plan, obs: Observation, say: Say) -> None:
     if obs.deadline_mode and t.end_time is not None:
         deadline = t.end_time + slack
         say(f"the job ends in {t.end_time - obs.signalled_at:.0f}s: the shim trains on to then")
+    elif plan.preempt is not None:
+        deadline = obs.signalled_at + plan.preempt.grace  # then Slurm ends it and requeues it
     else:
         deadline = obs.signalled_at + lead + slack
     while True:
@@ -169,6 +174,10 @@ def wait_stop(slurm: Slurm, plan: Plan, obs: Observation, say: Say) -> None:
             _last_look(plan, obs)
             return
         if time.time() > deadline:
+            if plan.preempt is not None:
+                end_grace(slurm, plan, obs, say)
+                _last_look(plan, obs)
+                return
             obs.still_running = True
             return
         time.sleep(STOP_POLL)
@@ -271,7 +280,7 @@ def next_attempt(slurm: Slurm, plan: Plan, obs: Observation) -> None:
     t = plan.target
     deadline = time.time() + REQUEUE_WAIT
     while True:
-        if plan.mode is Mode.AUTO_REQUEUE:
+        if plan.mode is Mode.AUTO_REQUEUE or obs.grace_ended:
             rec = job_record(slurm, t) or {}
             restarts, state = rec.get("Restarts", "0"), rec.get("JobState", "").split(" ")[0]
             obs.slurm_state = state or obs.slurm_state
@@ -284,7 +293,8 @@ def next_attempt(slurm: Slurm, plan: Plan, obs: Observation) -> None:
             if obs.next_job is not None:
                 return
         if plan.mode is Mode.NONE or time.time() > deadline:
-            obs.requeued = False if plan.mode is Mode.AUTO_REQUEUE else obs.requeued
+            requeues = plan.mode is Mode.AUTO_REQUEUE or obs.grace_ended
+            obs.requeued = False if requeues else obs.requeued
             return
         time.sleep(POLL)
 
@@ -322,6 +332,6 @@ def wait_resume(slurm: Slurm, plan: Plan, obs: Observation, say: Say) -> None:
                 obs.resumed = hb
                 return
         polls += 1
-        if polls % 10 == 0 and plan.mode is not Mode.AUTO_REQUEUE:
+        if polls % 10 == 0 and plan.mode is not Mode.AUTO_REQUEUE and not obs.grace_ended:
             _queued_next(slurm, plan, obs)
         time.sleep(POLL)

@@ -24,6 +24,10 @@ def signame(number: int) -> str:
 def reach_hint(plan: Plan) -> str:
     """What to change when the signal never reached the training."""
     f, spec = plan.facts, plan.signal
+    if plan.preempt is not None:
+        from rtool.drill.preempt import preempt_hint
+
+        return preempt_hint()
     if spec is not None and not spec.batch:
         if f.uses_srun and not f.rtool_template:
             return (

@@ -13,6 +13,7 @@ from rtool.core.alert import Status
 from rtool.core.heartbeat import Heartbeat
 from rtool.drill.fixes import reach_hint, signame, wrapper_hint
 from rtool.drill.model import Mode, Observation, Plan, Report, Step, StepResult
+from rtool.drill.preempt import grace_step, grace_text, preempt_hint, signal_text
 
 #: The shim keeps twice the measured step + save before the end (docs/shim.md): a stop that
 #: takes more than half the lead has less headroom than the shim itself asks for.
@@ -57,6 +58,8 @@ def signal_step(plan: Plan, obs: Observation) -> StepResult:
         return StepResult(Step.SIGNAL, None, "not sent: nothing would continue the run")
     if obs.signalled_at is None:
         return StepResult(Step.SIGNAL, Status.UNKNOWN, "not sent")
+    if plan.preempt is not None:
+        return StepResult(Step.SIGNAL, Status.OK, signal_text(plan))
     src = "--signal given to the drill" if plan.signal_given else "the batch script's --signal"
     text = (
         f"{_sig(plan)} sent to {how} of job {plan.target.job_id}, as Slurm does for "
@@ -91,6 +94,10 @@ def reached_step(plan: Plan, obs: Observation) -> StepResult | None:
             fix = wrapper_hint(plan, died) if died else reach_hint(plan)
             return StepResult(Step.REACHED, Status.CRITICAL, text + other, fix)
         return StepResult(Step.REACHED, Status.OK, text)
+    if obs.saving_seen_at is None and obs.grace_ended:
+        text = f"the training did not stop on {sig} within {grace_text(plan)}: Slurm then "
+        text += "TERMs every process, KILLs it KillWait later and requeues it: nothing saved"
+        return StepResult(Step.REACHED, Status.CRITICAL, text, preempt_hint())
     if obs.saving_seen_at is not None:
         after = _s(obs.saving_seen_at - obs.signalled_at)
         return StepResult(Step.REACHED, Status.OK, f"the save began {after} after the signal")
@@ -162,6 +169,8 @@ def _exited(obs: Observation) -> float | None:
 
 def lead_step(plan: Plan, obs: Observation) -> StepResult | None:
     end, lead = _exited(obs), plan.lead
+    if plan.preempt is not None:
+        return grace_step(plan, obs, end) if sent(obs) else None
     if end is None or obs.signalled_at is None or lead is None or obs.still_running:
         return None
     if not sent(obs):
@@ -194,7 +203,7 @@ def _more_lead(plan: Plan, took: float) -> str:
 
 
 def exit_step(plan: Plan, obs: Observation) -> StepResult | None:
-    if not sent(obs) or obs.still_running:
+    if not sent(obs) or obs.still_running or obs.grace_ended:
         return None
     code, want = obs.exit_code, plan.expected_code
     if code is None:
@@ -240,6 +249,13 @@ def requeue_step(plan: Plan, obs: Observation) -> StepResult | None:
         return StepResult(Step.REQUEUE, Status.CRITICAL, text, fix)
     if not sent(obs) or obs.still_running:
         return None
+    if obs.grace_ended:
+        text = f"Slurm requeued job {plan.target.job_id} at the grace's end (PreemptMode=REQUEUE)"
+        if obs.requeued:
+            return StepResult(Step.REQUEUE, Status.OK, f"{text}: restart {plan.target.restart + 1}")
+        text = f"job {plan.target.job_id} was not requeued at the grace's end ({obs.slurm_state})"
+        fix = "the job must be requeueable: submit with --requeue (or an array)"
+        return StepResult(Step.REQUEUE, Status.CRITICAL, text, fix)
     if plan.mode is Mode.AUTO_REQUEUE:
         if obs.exit_code != plan.expected_code:
             return None
@@ -319,6 +335,8 @@ def headline(report: Report) -> str:
         fix = f"; {broken.fix}" if broken.fix else ""
         return f"{run}: {broken.step.value}: {broken.text}{fix}"
     spec = plan.signal.sbatch() if plan is not None and plan.signal is not None else "?"
+    if plan is not None and plan.preempt is not None:
+        spec = f"a preemption on partition {plan.preempt.partition}, {grace_text(plan)}"
     return f"{run}: the stop path works ({spec}): " + "; ".join(
         s.text for s in report.steps if s.step in (Step.SAVE, Step.LEAD, Step.RESUME)
     )

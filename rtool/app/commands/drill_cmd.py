@@ -52,6 +52,8 @@ def drill(ctx: typer.Context, **given: Any) -> int:
     app_ctx = get_context(ctx)
     opts = {k: v for k, v in given.items() if k in OWN}
     submit = {k: v for k, v in given.items() if k not in OWN}
+    if opts["grace"] and not opts["preempt"]:
+        raise UsageError("--grace: for --preempt only (rtool drill RUN --preempt --grace 30s)")
     if opts["and_submit"] and not opts["submit"]:
         raise UsageError("--and-submit: for --submit only (rtool drill --submit SCRIPT ...)")
     if opts["submit"]:
@@ -89,12 +91,16 @@ def _timeouts(app_ctx: AppContext, opts: dict[str, Any]) -> dict[str, float]:
 
     cfg = app_ctx.config.drill
     out = {"start_timeout": cfg.start_timeout, "resume_timeout": cfg.resume_timeout}
+    if opts.get("grace"):
+        out["grace"] = 0.0
     for key in out:
         if opts.get(key):
             try:
                 out[key] = float(parse_duration(opts[key]))
             except UnitError as exc:
                 raise UsageError(f"--{key.replace('_', '-')}: {exc}") from None
+    if out.get("grace") == 0:
+        raise UsageError("--grace: must be more than 0s (GraceTime 0 leaves KillWait to save)")
     return out
 
 
@@ -120,6 +126,8 @@ def _wanted(app_ctx: AppContext, opts: dict[str, Any], submit: dict[str, Any]) -
         no_requeue=bool(opts["no_requeue"]),
         start_timeout=waits["start_timeout"],
         resume_timeout=waits["resume_timeout"],
+        preempt=bool(opts.get("preempt")),
+        grace=waits.get("grace"),
     )
 
 
@@ -233,12 +241,22 @@ def _own() -> list[inspect.Parameter]:
             "and_submit", False, "--and-submit", kind=bool,
             help="With --submit: when every step is OK, submit the real job (as rtool submit).",
         ),
+        _option(
+            "preempt", False, "--preempt", kind=bool,
+            help="Rehearse a preemption as Slurm does it on the job's partition: SIGTERM to "
+            "every task, the grace, then TERM to all and the requeue.",
+        ),
+        _option(
+            "grace", None, "--grace", kind=str | None,
+            help="With --preempt: the grace (default: the partition's GraceTime; KillWait "
+            "when it is 0).",
+        ),
         _option("as_json", False, "--json", kind=bool, help="Print the report as JSON."),
     ]  # fmt: skip
 
 
 OWN = {"target", "submit", "job", "no_requeue", "start_timeout", "resume_timeout", "as_json"}
-OWN |= {"and_submit"}
+OWN |= {"and_submit", "preempt", "grace"}
 
 
 def _signature() -> inspect.Signature:
