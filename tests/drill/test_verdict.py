@@ -4,6 +4,7 @@ breaks is named at the step that broke, with what to change."""
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -226,20 +227,24 @@ _hb = st.one_of(
     sent=st.booleans(),
     running=st.booleans(),
     no_requeue=st.booleans(),
+    preempt=st.booleans(),
+    shell=st.one_of(st.none(), st.integers(1, 31)),
+    grace_ended=st.booleans(),
 )
 def test_any_observation_gets_seven_steps_and_a_broken_one_is_named(
     mode: Mode, signal: str, stop: Heartbeat | None, last: Heartbeat | None,
     again: Heartbeat | None, code: int | None, sent: bool, running: bool, no_requeue: bool,
+    preempt: bool, shell: int | None, grace_ended: bool,
 ) -> None:  # fmt: skip
-    p = plan(
-        mode=mode,
-        signal=signal,
-        no_requeue=no_requeue,
-        expected_code=85 * (mode is Mode.AUTO_REQUEUE),
+    kw: dict[str, Any] = dict(
+        mode=mode, no_requeue=no_requeue, expected_code=85 * (mode is Mode.AUTO_REQUEUE)
     )
+    p = preempt_plan(**kw) if preempt else plan(signal=signal, **kw)
     o = Observation(
         ready=last, signalled_at=T0 if sent else None, stop=stop, last=last,
         still_running=running, exit_code=code, resumed=again, ended_at=T0 + 10,
+        shell_signal=shell, exit_signal=code - 128 if code and code > 128 else None,
+        grace_ended=grace_ended and preempt,
     )  # fmt: skip
     report = judge(p, o)
     assert [s.step for s in report.steps] == list(Step)
@@ -324,3 +329,53 @@ def test_the_stop_a_later_attempt_carries_over_is_the_drilled_attempts() -> None
     assert carried_stop(dataclasses.replace(later, stop_time=T0 - 60), TARGET, T0) is None
     own = carried_stop(dataclasses.replace(later, last_save_time=T0 + 25), TARGET, T0)
     assert own is not None and own.last_saved_step is None  # the later attempt's own save
+
+
+def preempt_plan(grace: float = 20.0, **kw: object) -> Plan:
+    from rtool.drill.model import Preempt
+
+    pre = Preempt("low", grace, "GraceTime of partition low")
+    return plan(signal=f"TERM@{int(grace)}", preempt=pre, **kw)
+
+
+def test_a_preemption_that_saves_within_the_grace_is_ok_and_says_the_grace() -> None:
+    o = seen(stop=stopped(stop_detail="SIGTERM", save=3.0), ended_at=T0 + 4.0)
+    report = judge(preempt_plan(), o)
+    v = verdicts(preempt_plan(), o)
+    assert report.status is Status.OK, report.lines()
+    assert (
+        "SIGTERM sent to every task of job 88_3's steps, not the batch shell" in v[Step.SIGNAL][1]
+    )
+    assert (
+        "exited 4.0s after the SIGTERM: 20% of the 20s grace (GraceTime of partition low)"
+        in (v[Step.LEAD][1])
+    )
+    assert "a preemption on partition low, the 20s grace" in report.headline
+
+
+def test_a_preemption_whose_save_outlasts_the_grace_names_the_numbers_and_the_fix() -> None:
+    slow = seen(stop=stopped(stop_detail="SIGTERM", save=30.0), ended_at=T0 + 31.0)
+    status, text, fix = verdicts(preempt_plan(), slow)[Step.LEAD]
+    assert status is Status.CRITICAL and "exited 31.0s after the SIGTERM: 155% of the 20s" in text
+    assert "ask the admins for GraceTime=120 (twice the 31.0s it took) on partition low" in fix
+    cut = Observation(
+        ready=seen().ready, signalled_at=T0, saving_seen_at=T0 + 1, grace_ended=True,
+        requeued=True, last=stopped(state=RunState.SAVING, longest_save_seconds=45.0),
+    )  # fmt: skip
+    v = verdicts(preempt_plan(), cut)
+    assert (
+        v[Step.LEAD][0] is Status.CRITICAL and "still saving when the 20s grace" in v[Step.LEAD][1]
+    )
+    assert "GraceTime=120 (twice the 45.0s it took)" in v[Step.LEAD][2]
+    assert v[Step.REQUEUE][0] is Status.OK and "Slurm requeued job 88_3" in v[Step.REQUEUE][1]
+    # an earlier save of the run longer than the grace: a warning even when this one fitted
+    known = seen(stop=stopped(stop_detail="SIGTERM", longest_save_seconds=25.0))
+    status, text, _ = verdicts(preempt_plan(), known)[Step.LEAD]
+    assert status is Status.WARNING and "longest measured save took 25.0s" in text
+
+
+def test_a_preemption_that_never_reaches_the_training_says_srun() -> None:
+    o = Observation(ready=seen().ready, signalled_at=T0, grace_ended=True, requeued=True)
+    status, text, fix = verdicts(preempt_plan(), o)[Step.REACHED]
+    assert status is Status.CRITICAL and "did not stop on SIGTERM within the 20s grace" in text
+    assert "start the training with srun" in fix
