@@ -19,6 +19,11 @@ from rtool.core.slurm import Slurm
 TOY = Path(__file__).resolve().parents[2] / "examples" / "train_toy.py"
 
 
+@pytest.fixture(autouse=True)
+def _in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # the jobs' output lands there
+
+
 def submit(cli: Callable[..., Any], here: Path, job_name: str, *toy_args: str) -> str:
     (here / "rtool.toml").write_text(f'[state]\ndir = "{here / "state"}"\n')
     args = f"--steps 100000 --step-seconds 0.2 --dir {here / 'run'} {' '.join(toy_args)}"
