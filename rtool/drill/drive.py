@@ -173,12 +173,13 @@ def wait_stop(slurm: Slurm, plan: Plan, obs: Observation, say: Say) -> None:
             obs.slurm_state = (rec or {}).get("JobState") or "gone"
             _last_look(plan, obs)
             return
-        if time.time() > deadline:
+        now = time.time()
+        if now > deadline and not (obs.stop is not None and now < deadline + RECORD_WAIT):
             if plan.preempt is not None:
                 end_grace(slurm, plan, obs, say)
                 _last_look(plan, obs)
                 return
-            obs.still_running = True
+            obs.still_running, obs.gave_up_at = True, now  # (a stopped one: its exit awaited)
             return
         time.sleep(STOP_POLL)
 

@@ -96,6 +96,7 @@ class Observation:
     last: Heartbeat | None = None  # the newest heartbeat of the drilled attempt seen
     ended_at: float | None = None  # the training process exited (records, else seen)
     still_running: bool = False  # the attempt had not ended when the drill gave up
+    gave_up_at: float | None = None  # ... at this time
     exit_code: int | None = None  # the training's (the batch script's record), else Slurm's
     exit_signal: int | None = None  # the training's process was killed by it (exit 128+N)
     shell_signal: int | None = None  # the batch shell died of it (Slurm's ExitCode 0:N)

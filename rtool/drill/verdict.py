@@ -171,7 +171,9 @@ def lead_step(plan: Plan, obs: Observation) -> StepResult | None:
     end, lead = _exited(obs), plan.lead
     if plan.preempt is not None:
         return grace_step(plan, obs, end) if sent(obs) else None
-    if end is None or obs.signalled_at is None or lead is None or obs.still_running:
+    if obs.still_running and sent(obs) and lead is not None and obs.signalled_at is not None:
+        return _not_exited(plan, obs, lead, obs.signalled_at)
+    if end is None or obs.signalled_at is None or lead is None:
         return None
     if not sent(obs):
         return None
@@ -193,6 +195,16 @@ def lead_step(plan: Plan, obs: Observation) -> StepResult | None:
         text += f", {_s(spare)} to spare: less than the {SAFETY:g}x headroom the shim keeps"
         return StepResult(Step.LEAD, Status.WARNING, text, _more_lead(plan, took))
     return StepResult(Step.LEAD, Status.OK, f"{text} ({_s(spare)} to spare)")
+
+
+def _not_exited(plan: Plan, obs: Observation, lead: int, at: float) -> StepResult | None:
+    """The training began to stop but had not ended when the drill gave up waiting."""
+    if obs.stop is None and obs.saving_seen_at is None:
+        return None  # it never began to stop: `reached` says so
+    took = max(0.0, (obs.gave_up_at or at + lead) - at)
+    what = "stopped but still running" if obs.stop is not None else "still saving"
+    text = f"{what} {_s(took)} after the signal: more than the {lead}s lead, Slurm would kill it"
+    return StepResult(Step.LEAD, Status.CRITICAL, text, _more_lead(plan, took))
 
 
 def _more_lead(plan: Plan, took: float) -> str:

@@ -379,3 +379,17 @@ def test_a_preemption_that_never_reaches_the_training_says_srun() -> None:
     status, text, fix = verdicts(preempt_plan(), o)[Step.REACHED]
     assert status is Status.CRITICAL and "did not stop on SIGTERM within the 20s grace" in text
     assert "start the training with srun" in fix
+
+
+def test_a_stop_still_under_way_when_the_drill_gives_up_is_critical_at_lead() -> None:
+    # seen on 24.11 under load: a 20 s save against an 8 s lead, the job not yet ended when
+    # the drill stopped waiting: never "DRILL OK" with the lead not judged
+    o = Observation(
+        ready=seen().ready, signalled_at=T0, saving_seen_at=T0 + 3, still_running=True,
+        gave_up_at=T0 + 23, stop=None,
+    )  # fmt: skip
+    report = judge(plan(signal="B:USR1@8"), o)
+    status, text, fix = verdicts(plan(signal="B:USR1@8"), o)[Step.LEAD]
+    assert report.status is Status.CRITICAL and status is Status.CRITICAL
+    assert "still saving 23.0s after the signal: more than the 8s lead" in text
+    assert fix.startswith("raise the lead: --signal B:USR1@60")
