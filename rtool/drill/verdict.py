@@ -171,8 +171,8 @@ def lead_step(plan: Plan, obs: Observation) -> StepResult | None:
     end, lead = _exited(obs), plan.lead
     if plan.preempt is not None:
         return grace_step(plan, obs, end) if sent(obs) else None
-    if obs.still_running and sent(obs) and lead is not None and obs.signalled_at is not None:
-        return _not_exited(plan, obs, lead, obs.signalled_at)
+    if obs.still_running and obs.stop is None and lead is not None and obs.signalled_at:
+        return _not_exited(plan, obs, lead, obs.signalled_at) if sent(obs) else None
     if end is None or obs.signalled_at is None or lead is None:
         return None
     if not sent(obs):
@@ -199,11 +199,11 @@ def lead_step(plan: Plan, obs: Observation) -> StepResult | None:
 
 def _not_exited(plan: Plan, obs: Observation, lead: int, at: float) -> StepResult | None:
     """The training began to stop but had not ended when the drill gave up waiting."""
-    if obs.stop is None and obs.saving_seen_at is None:
+    if obs.saving_seen_at is None:
         return None  # it never began to stop: `reached` says so
     took = max(0.0, (obs.gave_up_at or at + lead) - at)
-    what = "stopped but still running" if obs.stop is not None else "still saving"
-    text = f"{what} {_s(took)} after the signal: more than the {lead}s lead, Slurm would kill it"
+    text = f"still saving {_s(took)} after the signal: more than the {lead}s lead, Slurm would "
+    text += "kill it"
     return StepResult(Step.LEAD, Status.CRITICAL, text, _more_lead(plan, took))
 
 
@@ -215,6 +215,12 @@ def _more_lead(plan: Plan, took: float) -> str:
 
 
 def exit_step(plan: Plan, obs: Observation) -> StepResult | None:
+    if obs.still_running and obs.stop is not None and sent(obs) and obs.signalled_at:
+        waited = _s((obs.gave_up_at or obs.signalled_at) - obs.signalled_at)
+        text = f"the training stopped, but job {plan.target.job_id} was still running {waited} "
+        text += "after the signal: its exit was not seen"
+        fix = "see what the batch script runs after the training (nothing may wait after it)"
+        return StepResult(Step.EXIT, Status.WARNING, text, fix)
     if not sent(obs) or obs.still_running or obs.grace_ended:
         return None
     code, want = obs.exit_code, plan.expected_code

@@ -393,3 +393,12 @@ def test_a_stop_still_under_way_when_the_drill_gives_up_is_critical_at_lead() ->
     assert report.status is Status.CRITICAL and status is Status.CRITICAL
     assert "still saving 23.0s after the signal: more than the 8s lead" in text
     assert fix.startswith("raise the lead: --signal B:USR1@60")
+
+
+def test_a_training_that_stopped_in_a_job_that_did_not_end_is_judged_by_its_stop() -> None:
+    o = seen(still_running=True, ended_at=None, gave_up_at=T0 + 135, exit_code=None)
+    v = verdicts(plan(), o)
+    assert v[Step.LEAD][0] is Status.OK and "exited 5.0s after the signal" in v[Step.LEAD][1]
+    status, text, fix = v[Step.EXIT]
+    assert status is Status.WARNING and "was still running 135s after the signal" in text
+    assert fix
