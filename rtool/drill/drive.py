@@ -18,12 +18,15 @@ from rtool.core.identity import is_mine
 from rtool.core.proc import ProcError
 from rtool.core.slurm import QUEUED_STATES, RUNNING_STATES, Slurm
 from rtool.drill.model import Mode, Observation, Plan, Target
+from rtool.drill.preempt import end_grace
 from rtool.runs.records import BatchRecord, read_records
 
 log = logging.getLogger(__name__)
 Say = Callable[[str], None]
 
 POLL = 1.0
+#: While the attempt stops: the next attempt may replace its heartbeat within seconds.
+STOP_POLL = 0.25
 #: Waited beyond the lead (or the job's end) for the stop before saying it never came: the
 #: lead again, at least MIN_SLACK, at most MAX_SLACK.
 MIN_SLACK, MAX_SLACK = 15.0, 60.0
@@ -31,6 +34,8 @@ MIN_SLACK, MAX_SLACK = 15.0, 60.0
 RECORD_WAIT = 15.0
 #: Waited for Slurm to show the requeue or the next task.
 REQUEUE_WAIT = 30.0
+#: An end record this much later than the training's stop is noted.
+LATE_RECORD = 10.0
 ENDED = (RunState.STOPPED, RunState.CRASHED, RunState.FINISHED)
 
 
@@ -124,8 +129,10 @@ def send(slurm: Slurm, plan: Plan, obs: Observation, say: Say) -> None:
     left = t.end_time - now if t.end_time is not None else None
     obs.deadline_mode = (
         plan.facts.is_deadline(spec.name) and left is not None and left < plan.facts.deadline_window
-    )
-    where = "its batch shell" if spec.batch else "its steps"
+    ) and plan.preempt is None
+    where = "its batch shell" if spec.batch else "every task of its steps"
+    if plan.preempt is not None:
+        where += f" (a preemption on partition {plan.preempt.partition}: {spec.lead}s grace)"
     step = obs.ready.step if obs.ready is not None else "?"
     say(f"job {t.job_id} is at step {step}: sending SIG{spec.name} to {where}")
     obs.signalled_at = now
@@ -157,24 +164,69 @@ def wait_stop(slurm: Slurm, plan: Plan, obs: Observation, say: Say) -> None:
     if obs.deadline_mode and t.end_time is not None:
         deadline = t.end_time + slack
         say(f"the job ends in {t.end_time - obs.signalled_at:.0f}s: the shim trains on to then")
+    elif plan.preempt is not None:
+        deadline = obs.signalled_at + plan.preempt.grace  # then Slurm ends it and requeues it
     else:
         deadline = obs.signalled_at + lead + slack
     while True:
-        hb = read_hb(plan.heartbeat)
-        if this_attempt(hb, t) and hb is not None:
-            obs.last = hb
-            if hb.state is RunState.SAVING and obs.saving_seen_at is None:
-                obs.saving_seen_at = time.time()
-            if hb.state in ENDED and (hb.stop_time or 0) >= obs.signalled_at - 1:
-                obs.stop = hb
+        _note(plan, obs, read_hb(plan.heartbeat))
         rec = job_record(slurm, t)
         if _over(rec, t):
             obs.slurm_state = (rec or {}).get("JobState") or "gone"
+            _last_look(plan, obs)
             return
-        if time.time() > deadline:
-            obs.still_running = True
+        now = time.time()
+        if now > deadline and not (obs.stop is not None and now < deadline + RECORD_WAIT):
+            if plan.preempt is not None:
+                end_grace(slurm, plan, obs, say)
+                _last_look(plan, obs)
+                return
+            obs.still_running, obs.gave_up_at = True, now  # (a stopped one: its exit awaited)
             return
-        time.sleep(POLL)
+        time.sleep(STOP_POLL)
+
+
+def _note(plan: Plan, obs: Observation, hb: Heartbeat | None) -> None:
+    """One heartbeat read while the attempt stops: kept only when it is the drilled attempt's."""
+    if not this_attempt(hb, plan.target) or hb is None or obs.signalled_at is None:
+        return
+    obs.last = hb
+    if hb.state is RunState.SAVING and obs.saving_seen_at is None:
+        obs.saving_seen_at = time.time()
+    if hb.state in ENDED and (hb.stop_time or 0) >= obs.signalled_at - 1:
+        obs.stop = hb
+
+
+def _last_look(plan: Plan, obs: Observation) -> None:
+    """Once the attempt ended: its final heartbeat, or, when a later attempt already replaced
+    it, that attempt's record of the drilled one's stop (the shim carries the previous stop and
+    save over until it stops itself). Never a later attempt's own state."""
+    hb = read_hb(plan.heartbeat)
+    _note(plan, obs, hb)
+    if obs.stop is not None or hb is None or this_attempt(hb, plan.target):
+        return
+    carried = carried_stop(hb, plan.target, obs.signalled_at or 0.0)
+    if carried is not None:
+        obs.stop = carried
+        obs.notes.append(
+            "the next attempt had replaced the heartbeat: its stop read from the "
+            "stop and save the next attempt carries over"
+        )
+
+
+def carried_stop(hb: Heartbeat, target: Target, since: float) -> Heartbeat | None:
+    """The drilled attempt's stop as a later heartbeat carries it (stop_job_id is the target),
+    with its save when that save came no later than the stop."""
+    if hb.stop_job_id != target.raw_id or (hb.stop_time or 0.0) < since - 1:
+        return None
+    saved = hb.last_save_time is not None and hb.last_save_time <= (hb.stop_time or 0.0) + 1
+    ended = RunState.CRASHED if hb.stop_reason == "crashed" else RunState.STOPPED
+    return hb.replace(
+        state=ended, job_id=target.raw_id, restart_count=target.restart, step=hb.stop_step,
+        time=hb.stop_time, last_saved_step=hb.last_saved_step if saved else None,
+        last_save_time=hb.last_save_time if saved else None,
+        last_save_seconds=hb.last_save_seconds if saved else None,
+    )  # fmt: skip
 
 
 def _end_record(plan: Plan) -> BatchRecord | None:
@@ -200,21 +252,44 @@ def collect(slurm: Slurm, plan: Plan, obs: Observation) -> None:
         hb = end.heartbeat
         if this_attempt(hb, plan.target) and hb is not None and hb.state in ENDED:
             obs.stop = hb
-        obs.ended_at = max(end.time, obs.stop.stop_time or 0.0) if obs.stop else end.time
-    if obs.exit_code is None:
-        _slurm_exit(slurm, plan, obs)
+        obs.ended_at = _ended(obs, end.time)
+    _slurm_exit(slurm, plan, obs)
     if obs.exit_code is not None and obs.exit_code > 128:
         obs.exit_signal = obs.exit_code - 128
 
 
+def _ended(obs: Observation, recorded: float) -> float:
+    """When the stop was over: the shim's final heartbeat (written once the save returned, as
+    the training exits: what the lead protects), else the batch script's end record (which a
+    loaded machine can write minutes later: seen on the 2-core test machine, 125 s)."""
+    done = obs.stop.stop_time if obs.stop is not None else None
+    if done is None:
+        return recorded
+    if recorded - done > LATE_RECORD:
+        obs.notes.append(
+            f"the batch script recorded the attempt's end {recorded - done:.0f}s after the "
+            "training stopped (what runs after the training, or a loaded machine)"
+        )
+    return done
+
+
 def _slurm_exit(slurm: Slurm, plan: Plan, obs: Observation) -> None:
-    """Slurm's ExitCode (`85:0`, `0:10` killed by signal 10) when no record says."""
-    rec = job_record(slurm, plan.target) or {}
+    """Slurm's ExitCode of the attempt (`85:0`; `0:10`: the batch shell died of signal 10),
+    read once the job left COMPLETING (bounded); the exit code when no record said it."""
+    deadline, rec = time.time() + RECORD_WAIT, job_record(slurm, plan.target) or {}
+    while "COMPLETING" in rec.get("JobState", "") and time.time() < deadline:
+        time.sleep(POLL)
+        rec = job_record(slurm, plan.target) or {}
+    restarts = rec.get("Restarts", "0")
+    if restarts.isdigit() and int(restarts) > plan.target.restart:
+        rec = {}  # requeued: the record is the next attempt's
+    obs.slurm_state = rec.get("JobState", "").split(" ")[0] or obs.slurm_state
     code, _, sig = rec.get("ExitCode", "").partition(":")
     if code.isdigit() and sig.isdigit():
-        obs.exit_code = int(code)
-        obs.exit_signal = int(sig) or None
-    elif obs.stop is not None:
+        obs.shell_signal = int(sig) or None
+        if obs.exit_code is None:
+            obs.exit_code = int(code)
+    elif obs.exit_code is None and obs.stop is not None:
         obs.exit_code = obs.stop.exit_code
 
 
@@ -223,7 +298,7 @@ def next_attempt(slurm: Slurm, plan: Plan, obs: Observation) -> None:
     t = plan.target
     deadline = time.time() + REQUEUE_WAIT
     while True:
-        if plan.mode is Mode.AUTO_REQUEUE:
+        if plan.mode is Mode.AUTO_REQUEUE or obs.grace_ended:
             rec = job_record(slurm, t) or {}
             restarts, state = rec.get("Restarts", "0"), rec.get("JobState", "").split(" ")[0]
             obs.slurm_state = state or obs.slurm_state
@@ -236,7 +311,8 @@ def next_attempt(slurm: Slurm, plan: Plan, obs: Observation) -> None:
             if obs.next_job is not None:
                 return
         if plan.mode is Mode.NONE or time.time() > deadline:
-            obs.requeued = False if plan.mode is Mode.AUTO_REQUEUE else obs.requeued
+            requeues = plan.mode is Mode.AUTO_REQUEUE or obs.grace_ended
+            obs.requeued = False if requeues else obs.requeued
             return
         time.sleep(POLL)
 
@@ -274,6 +350,6 @@ def wait_resume(slurm: Slurm, plan: Plan, obs: Observation, say: Say) -> None:
                 obs.resumed = hb
                 return
         polls += 1
-        if polls % 10 == 0 and plan.mode is not Mode.AUTO_REQUEUE:
+        if polls % 10 == 0 and plan.mode is not Mode.AUTO_REQUEUE and not obs.grace_ended:
             _queued_next(slurm, plan, obs)
         time.sleep(POLL)

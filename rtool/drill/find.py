@@ -15,9 +15,11 @@ from dataclasses import dataclass
 
 from rtool.core.errors import RtoolError
 from rtool.core.identity import is_mine
+from rtool.core.proc import ProcError
 from rtool.core.slurm import RUNNING_STATES, Slurm, SqueueJob, parse_slurm_timestamp
 from rtool.core.slurm.parse import ParseError, expand_hostlist
-from rtool.drill.model import Mode, Plan, Report, Target
+from rtool.core.slurm.partition import partition
+from rtool.drill.model import Mode, Plan, Preempt, Report, Target
 from rtool.drill.script import ScriptFacts, read_script
 from rtool.runs.records import records_path
 from rtool.slurm_templates.specs import SignalSpec
@@ -40,6 +42,8 @@ class Wanted:
     start_timeout: float = 600.0
     resume_timeout: float = 600.0
     throwaway: bool = False
+    preempt: bool = False  # rehearse a preemption instead of the time limit's --signal
+    grace: float | None = None  # the preemption's grace (default: the partition's GraceTime)
 
 
 def _running(slurm: Slurm, want: Wanted) -> SqueueJob:
@@ -89,6 +93,7 @@ def find_target(slurm: Slurm, want: Wanted) -> Target:
         nodes=nodes,
         end_time=end.timestamp() if end is not None and job.time_limit is not None else None,
         workdir=rec.get("WorkDir") or None,
+        partition=rec.get("Partition") or None,
     )
 
 
@@ -128,9 +133,13 @@ def make_plan(slurm: Slurm, target: Target, want: Wanted) -> Plan:
     heartbeat = os.path.expanduser(heartbeat)
     mode, next_job = continuation(slurm, target, facts)
     expected = facts.requeue_exit_code if mode is Mode.AUTO_REQUEUE else 0
+    preempt = preemption(slurm, target, want.grace) if want.preempt else None
+    signal = want.signal or facts.signal
+    if preempt is not None:  # what Slurm sends a preempted job's tasks, the grace as its lead
+        signal = SignalSpec(name="TERM", lead=max(1, round(preempt.grace)), batch=False)
     return Plan(
         target=target,
-        signal=want.signal or facts.signal,
+        signal=signal,
         facts=facts,
         heartbeat=heartbeat,
         records=records_path(heartbeat, facts.records),
@@ -142,7 +151,32 @@ def make_plan(slurm: Slurm, target: Target, want: Wanted) -> Plan:
         resume_timeout=want.resume_timeout,
         signal_given=want.signal is not None,
         throwaway=want.throwaway,
+        preempt=preempt,
     )
+
+
+def preemption(slurm: Slurm, target: Target, grace: float | None) -> Preempt:
+    """How the job's partition preempts it: its GraceTime (`--grace` overrides it; GraceTime 0
+    means TERM to everything at once and KILL after KillWait: that is the time to save)."""
+    try:
+        part = partition(slurm, target.partition)
+    except (ProcError, ParseError) as exc:
+        raise DrillError(f"scontrol show partition: {exc}") from None
+    name = part.name if part is not None else (target.partition or "?")
+    requeues = part.requeues if part is not None else True
+    if grace is not None:
+        return Preempt(name, grace, "--grace", requeues)
+    if part is not None and part.grace > 0:
+        return Preempt(name, part.grace, f"GraceTime of partition {name}", requeues)
+    try:
+        wait = slurm.show_config().get("KillWait", "")
+    except ProcError as exc:
+        raise DrillError(f"scontrol show config: {exc}") from None
+    digits = wait.split()[0] if wait.split() else ""
+    if not digits.isdigit():
+        raise DrillError(f"partition {name} has GraceTime 0 and KillWait is {wait!r}: give --grace")
+    source = f"KillWait (partition {name} has GraceTime 0: TERM to all, KILL after KillWait)"
+    return Preempt(name, float(digits), source, requeues)
 
 
 def drill(slurm: Slurm, want: Wanted, say: Callable[[str], None]) -> Report:

@@ -46,6 +46,18 @@ class Target:
     nodes: tuple[str, ...] = ()
     end_time: float | None = None  # EndTime: when Slurm ends it (None: no limit)
     workdir: str | None = None  # WorkDir: where relative paths of its script point
+    partition: str | None = None  # Partition: where a preemption's grace is read
+
+
+@dataclass(frozen=True)
+class Preempt:
+    """`rtool drill --preempt`: a preemption as Slurm does it on the job's partition (SIGTERM to
+    every task, the grace, then TERM to all and the requeue, PreemptMode=REQUEUE)."""
+
+    partition: str
+    grace: float  # seconds between the first SIGTERM and the final TERM/KILL
+    source: str  # where the grace comes from ("GraceTime of partition low", "--grace")
+    requeues: bool = True  # the partition's PreemptMode requeues
 
 
 @dataclass(frozen=True)
@@ -63,6 +75,7 @@ class Plan:
     resume_timeout: float = 600.0  # for the next attempt to take its first step
     signal_given: bool = False  # --signal given to the drill (not read from the script)
     throwaway: bool = False  # a job of the drill's own (--submit): drilled even with no requeue
+    preempt: Preempt | None = None  # rehearse a preemption (the signal: TERM to the tasks)
 
     @property
     def lead(self) -> int | None:
@@ -83,8 +96,11 @@ class Observation:
     last: Heartbeat | None = None  # the newest heartbeat of the drilled attempt seen
     ended_at: float | None = None  # the training process exited (records, else seen)
     still_running: bool = False  # the attempt had not ended when the drill gave up
+    gave_up_at: float | None = None  # ... at this time
     exit_code: int | None = None  # the training's (the batch script's record), else Slurm's
-    exit_signal: int | None = None  # killed by this signal
+    exit_signal: int | None = None  # the training's process was killed by it (exit 128+N)
+    shell_signal: int | None = None  # the batch shell died of it (Slurm's ExitCode 0:N)
+    grace_ended: bool = False  # --preempt: still running at the grace's end: TERM all, requeue
     slurm_state: str | None = None  # the attempt's Slurm state after it ended
     requeued: bool | None = None  # the same job back in the queue (auto-requeue)
     next_job: str | None = None  # the attempt that continues the run (queued or running)

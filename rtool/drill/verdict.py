@@ -11,7 +11,9 @@ from collections.abc import Callable
 
 from rtool.core.alert import Status
 from rtool.core.heartbeat import Heartbeat
+from rtool.drill.fixes import reach_hint, signame, wrapper_hint
 from rtool.drill.model import Mode, Observation, Plan, Report, Step, StepResult
+from rtool.drill.preempt import grace_step, grace_text, preempt_hint, signal_text
 
 #: The shim keeps twice the measured step + save before the end (docs/shim.md): a stop that
 #: takes more than half the lead has less headroom than the shim itself asks for.
@@ -28,32 +30,6 @@ def _s(seconds: float) -> str:
 
 def _sig(plan: Plan) -> str:
     return f"SIG{plan.signal.name}" if plan.signal is not None else "the signal"
-
-
-def reach_hint(plan: Plan) -> str:
-    """What to change when the signal never reached the training."""
-    f, spec = plan.facts, plan.signal
-    if spec is not None and not spec.batch:
-        return (
-            f"--signal={spec.sbatch()} goes to the job steps only, never to a training the "
-            f"batch shell runs itself: use --signal=B:{spec.name}@{spec.lead} with rtool "
-            "submit's template (it forwards it to the training)"
-        )
-    if not f.rtool_template:
-        return (
-            "the batch shell gets the signal but does not pass it on (bash even dies of an "
-            "untrapped USR1): submit with rtool submit, or trap it and kill -USR1 the "
-            "training (docs/shim.md)"
-        )
-    if f.launcher:
-        return (
-            f"{f.launcher} stands between the batch shell and the training and eats it: start "
-            f"the ranks with srun (one task per rank), or make {f.launcher} forward it"
-        )
-    return (
-        "make the Guard (rtool.shim) in the training's main thread, with the signal in "
-        "RTOOL_SIGNALS, before the first step"
-    )
 
 
 def sent(obs: Observation) -> bool:
@@ -82,6 +58,8 @@ def signal_step(plan: Plan, obs: Observation) -> StepResult:
         return StepResult(Step.SIGNAL, None, "not sent: nothing would continue the run")
     if obs.signalled_at is None:
         return StepResult(Step.SIGNAL, Status.UNKNOWN, "not sent")
+    if plan.preempt is not None:
+        return StepResult(Step.SIGNAL, Status.OK, signal_text(plan))
     src = "--signal given to the drill" if plan.signal_given else "the batch script's --signal"
     text = (
         f"{_sig(plan)} sent to {how} of job {plan.target.job_id}, as Slurm does for "
@@ -108,7 +86,18 @@ def reached_step(plan: Plan, obs: Observation) -> StepResult | None:
         text += f": {hb.stop_detail}){after}" if hb.stop_detail else f"){after}"
         if hb.stop_reason not in ("signal", "time_limit"):
             return StepResult(Step.REACHED, Status.WARNING, text + ", not on the signal")
+        other = _other_signal(plan, hb, obs.shell_signal)
+        if other is not None:
+            died = (
+                obs.exit_signal if obs.exit_signal == (plan.signal and plan.signal.number) else None
+            )
+            fix = wrapper_hint(plan, died) if died else reach_hint(plan)
+            return StepResult(Step.REACHED, Status.CRITICAL, text + other, fix)
         return StepResult(Step.REACHED, Status.OK, text)
+    if obs.saving_seen_at is None and obs.grace_ended:
+        text = f"the training did not stop on {sig} within {grace_text(plan)}: Slurm then "
+        text += "TERMs every process, KILLs it KillWait later and requeues it: nothing saved"
+        return StepResult(Step.REACHED, Status.CRITICAL, text, preempt_hint())
     if obs.saving_seen_at is not None:
         after = _s(obs.saving_seen_at - obs.signalled_at)
         return StepResult(Step.REACHED, Status.OK, f"the save began {after} after the signal")
@@ -121,11 +110,32 @@ def reached_step(plan: Plan, obs: Observation) -> StepResult | None:
         text = f"after {sig} the training took no step and never stopped (stuck at {last.step})"
         return StepResult(Step.REACHED, Status.CRITICAL, text, reach_hint(plan))
     if plan.signal is not None and obs.exit_signal == plan.signal.number:
-        text = f"the job died of {sig}: nothing handled it, nothing was saved"
+        text = f"the training's process died of {sig} (exit code {obs.exit_code} = 128+"
+        text += f"{obs.exit_signal}): nothing handled it, nothing was saved"
+        return StepResult(Step.REACHED, Status.CRITICAL, text, wrapper_hint(plan, obs.exit_signal))
+    if plan.signal is not None and obs.shell_signal == plan.signal.number:
+        text = f"the batch shell died of {sig} (Slurm: {obs.slurm_state or 'FAILED'} 0:"
+        text += f"{obs.shell_signal}): nothing handled it, nothing was saved"
         return StepResult(Step.REACHED, Status.CRITICAL, text, reach_hint(plan))
     code = f"exit {obs.exit_code}" if obs.exit_code is not None else "no exit code"
     text = f"the job ended ({obs.slurm_state or 'gone'}, {code}) without the training stopping"
     return StepResult(Step.REACHED, Status.CRITICAL, text, reach_hint(plan))
+
+
+def _other_signal(plan: Plan, hb: Heartbeat, shell: int | None) -> str | None:
+    """Why a stop on a signal is not the drill's: the training stopped on another signal (the
+    TERM Slurm sends when the batch shell died of the one the drill sent)."""
+    spec = plan.signal
+    got = (hb.stop_detail or "").split(" ")[0].upper().removeprefix("SIG")
+    if spec is None or hb.stop_reason != "signal" or not got or got == spec.name:
+        return None
+    why = "that followed"
+    if shell == spec.number:
+        why = f"Slurm sent the job's tasks when the batch shell died of SIG{spec.name}"
+    return (
+        f", not on the SIG{spec.name} the drill sent but on the SIG{got} {why} (at the time "
+        f"limit that TERM comes only KillWait before the KILL, not {spec.lead}s before)"
+    )
 
 
 def save_step(plan: Plan, obs: Observation) -> StepResult | None:
@@ -159,7 +169,11 @@ def _exited(obs: Observation) -> float | None:
 
 def lead_step(plan: Plan, obs: Observation) -> StepResult | None:
     end, lead = _exited(obs), plan.lead
-    if end is None or obs.signalled_at is None or lead is None or obs.still_running:
+    if plan.preempt is not None:
+        return grace_step(plan, obs, end) if sent(obs) else None
+    if obs.still_running and obs.stop is None and lead is not None and obs.signalled_at:
+        return _not_exited(plan, obs, lead, obs.signalled_at) if sent(obs) else None
+    if end is None or obs.signalled_at is None or lead is None:
         return None
     if not sent(obs):
         return None
@@ -183,6 +197,16 @@ def lead_step(plan: Plan, obs: Observation) -> StepResult | None:
     return StepResult(Step.LEAD, Status.OK, f"{text} ({_s(spare)} to spare)")
 
 
+def _not_exited(plan: Plan, obs: Observation, lead: int, at: float) -> StepResult | None:
+    """The training began to stop but had not ended when the drill gave up waiting."""
+    if obs.saving_seen_at is None:
+        return None  # it never began to stop: `reached` says so
+    took = max(0.0, (obs.gave_up_at or at + lead) - at)
+    text = f"still saving {_s(took)} after the signal: more than the {lead}s lead, Slurm would "
+    text += "kill it"
+    return StepResult(Step.LEAD, Status.CRITICAL, text, _more_lead(plan, took))
+
+
 def _more_lead(plan: Plan, took: float) -> str:
     spec = plan.signal
     want = max(60, math.ceil(SAFETY * took / 60.0) * 60)
@@ -191,13 +215,22 @@ def _more_lead(plan: Plan, took: float) -> str:
 
 
 def exit_step(plan: Plan, obs: Observation) -> StepResult | None:
-    if not sent(obs) or obs.still_running:
+    if obs.still_running and obs.stop is not None and sent(obs) and obs.signalled_at:
+        waited = _s((obs.gave_up_at or obs.signalled_at) - obs.signalled_at)
+        text = f"the training stopped, but job {plan.target.job_id} was still running {waited} "
+        text += "after the signal: its exit was not seen"
+        fix = "see what the batch script runs after the training (nothing may wait after it)"
+        return StepResult(Step.EXIT, Status.WARNING, text, fix)
+    if not sent(obs) or obs.still_running or obs.grace_ended:
         return None
     code, want = obs.exit_code, plan.expected_code
     if code is None:
         why = "no batch-script record and Slurm no longer says"
         return StepResult(Step.EXIT, Status.UNKNOWN, f"exit code unknown ({why})")
     meaning = "requeue me" if want == plan.facts.requeue_exit_code and want else "stopped"
+    died = _died(plan, obs)
+    if died is not None:
+        return died
     if code == want:
         return StepResult(Step.EXIT, Status.OK, f"exit code {code} ({meaning}), as expected")
     text = f"exit code {code}, expected {want} ({meaning})"
@@ -210,6 +243,22 @@ def exit_step(plan: Plan, obs: Observation) -> StepResult | None:
     return StepResult(Step.EXIT, Status.CRITICAL, text)
 
 
+def _died(plan: Plan, obs: Observation) -> StepResult | None:
+    """The batch shell (Slurm's `0:N`) or the training's process (exit 128+N) died of a signal:
+    whatever the exit code, nothing handled it."""
+    if obs.shell_signal:
+        name = signame(obs.shell_signal)
+        text = f"the batch shell died of {name} (Slurm: {obs.slurm_state or 'FAILED'} "
+        text += f"0:{obs.shell_signal}), though the exit code reads {obs.exit_code}"
+        return StepResult(Step.EXIT, Status.CRITICAL, text, reach_hint(plan))
+    if obs.exit_signal and obs.exit_code is not None:
+        name = signame(obs.exit_signal)
+        text = f"exit code {obs.exit_code}: the training's process died of {name} "
+        text += f"(128+{obs.exit_signal}), expected {plan.expected_code}"
+        return StepResult(Step.EXIT, Status.CRITICAL, text, wrapper_hint(plan, obs.exit_signal))
+    return None
+
+
 def requeue_step(plan: Plan, obs: Observation) -> StepResult | None:
     if plan.mode is Mode.NONE:
         text = "nothing continues the run after a stop: no array task left, no auto-requeue "
@@ -218,6 +267,13 @@ def requeue_step(plan: Plan, obs: Observation) -> StepResult | None:
         return StepResult(Step.REQUEUE, Status.CRITICAL, text, fix)
     if not sent(obs) or obs.still_running:
         return None
+    if obs.grace_ended:
+        text = f"Slurm requeued job {plan.target.job_id} at the grace's end (PreemptMode=REQUEUE)"
+        if obs.requeued:
+            return StepResult(Step.REQUEUE, Status.OK, f"{text}: restart {plan.target.restart + 1}")
+        text = f"job {plan.target.job_id} was not requeued at the grace's end ({obs.slurm_state})"
+        fix = "the job must be requeueable: submit with --requeue (or an array)"
+        return StepResult(Step.REQUEUE, Status.CRITICAL, text, fix)
     if plan.mode is Mode.AUTO_REQUEUE:
         if obs.exit_code != plan.expected_code:
             return None
@@ -297,6 +353,8 @@ def headline(report: Report) -> str:
         fix = f"; {broken.fix}" if broken.fix else ""
         return f"{run}: {broken.step.value}: {broken.text}{fix}"
     spec = plan.signal.sbatch() if plan is not None and plan.signal is not None else "?"
+    if plan is not None and plan.preempt is not None:
+        spec = f"a preemption on partition {plan.preempt.partition}, {grace_text(plan)}"
     return f"{run}: the stop path works ({spec}): " + "; ".join(
         s.text for s in report.steps if s.step in (Step.SAVE, Step.LEAD, Step.RESUME)
     )

@@ -73,15 +73,17 @@ def test_a_throwaway_array_drill_passes_the_toy_resumed_at_the_saved_step_plus_o
 def test_a_drill_of_a_running_auto_requeue_job_checks_its_requeue_and_resume(
     here: Path, cli: Callable[..., Any], slurm: Slurm, job_name: str
 ) -> None:
-    run = here / "run"
+    # found by its run name, as rtool history finds it: its jobs have another name
+    run, name = here / "run", f"llm-{job_name}"
     sub = cli(
-        "--config", str(here / "rtool.toml"), "submit", str(TOY), "--job-name", job_name,
-        "--auto-requeue", "--time", "20:00", "--signal", "B:USR1@30",
+        "--config", str(here / "rtool.toml"), "submit", str(TOY), "--run", name,
+        "--job-name", job_name, "--auto-requeue", "--time", "20:00", "--signal", "B:USR1@30",
         "--heartbeat", str(run / "hb.json"), *toy(run), "--parsable",
     )  # fmt: skip
     assert sub.code == 0, sub.err
-    r = drill(cli, here, job_name)
+    r = drill(cli, here, name)
     assert r.code == 0, r.out + r.err
+    assert r.out.startswith(f"DRILL OK - run {name}: the stop path works"), r.out
     s = steps(r.out)
     assert s["exit"].startswith("OK") and "exit code 85 (requeue me)" in s["exit"]
     assert s["requeue"].startswith("OK") and "back in the queue (restart 1)" in s["requeue"]

@@ -4,6 +4,7 @@ breaks is named at the step that broke, with what to change."""
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -226,20 +227,24 @@ _hb = st.one_of(
     sent=st.booleans(),
     running=st.booleans(),
     no_requeue=st.booleans(),
+    preempt=st.booleans(),
+    shell=st.one_of(st.none(), st.integers(1, 31)),
+    grace_ended=st.booleans(),
 )
 def test_any_observation_gets_seven_steps_and_a_broken_one_is_named(
     mode: Mode, signal: str, stop: Heartbeat | None, last: Heartbeat | None,
     again: Heartbeat | None, code: int | None, sent: bool, running: bool, no_requeue: bool,
+    preempt: bool, shell: int | None, grace_ended: bool,
 ) -> None:  # fmt: skip
-    p = plan(
-        mode=mode,
-        signal=signal,
-        no_requeue=no_requeue,
-        expected_code=85 * (mode is Mode.AUTO_REQUEUE),
+    kw: dict[str, Any] = dict(
+        mode=mode, no_requeue=no_requeue, expected_code=85 * (mode is Mode.AUTO_REQUEUE)
     )
+    p = preempt_plan(**kw) if preempt else plan(signal=signal, **kw)
     o = Observation(
         ready=last, signalled_at=T0 if sent else None, stop=stop, last=last,
         still_running=running, exit_code=code, resumed=again, ended_at=T0 + 10,
+        shell_signal=shell, exit_signal=code - 128 if code and code > 128 else None,
+        grace_ended=grace_ended and preempt,
     )  # fmt: skip
     report = judge(p, o)
     assert [s.step for s in report.steps] == list(Step)
@@ -247,3 +252,87 @@ def test_any_observation_gets_seven_steps_and_a_broken_one_is_named(
     assert (broken is None) == (report.status is Status.OK)
     if broken is not None:
         assert broken.text in report.headline
+
+
+def test_a_stop_on_slurms_term_after_the_batch_shell_died_of_usr1_is_critical() -> None:
+    # #SBATCH --signal=B:USR1@30, `srun python train.py`, no trap: bash dies of the USR1
+    # (Slurm: FAILED 0:10); the training saves only on the TERM Slurm sends its tasks then.
+    p = plan(signal="B:USR1@30", facts=ScriptFacts(uses_srun=True))
+    o = seen(stop=stopped(stop_detail="SIGTERM"), shell_signal=10, slurm_state="FAILED")
+    report = judge(p, o)
+    v = verdicts(p, o)
+    assert report.status is Status.CRITICAL and report.broken().step is Step.REACHED  # type: ignore[union-attr]
+    status, text, fix = v[Step.REACHED]
+    assert (
+        "not on the SIGUSR1 the drill sent but on the SIGTERM Slurm sent the job's tasks " in text
+    )
+    assert "when the batch shell died of SIGUSR1 (at the time limit that TERM comes only " in text
+    assert "drop B: so Slurm signals the srun tasks (--signal=USR1@30)" in fix
+    assert "trap 'kill -USR1 $pid' USR1; srun python train.py & pid=$!" in fix
+    status, text, _ = v[Step.EXIT]
+    assert status is Status.CRITICAL
+    assert "the batch shell died of SIGUSR1 (Slurm: FAILED 0:10), though the exit code" in text
+    assert "DRILL OK" not in report.lines()[0]
+
+
+def test_a_plain_script_whose_shell_dies_says_exec_or_trap() -> None:
+    p = plan(facts=ScriptFacts(uses_srun=False))
+    o = Observation(signalled_at=T0, exit_code=0, shell_signal=10, slurm_state="FAILED")
+    status, text, fix = verdicts(p, o)[Step.REACHED]
+    assert status is Status.CRITICAL and "the batch shell died of SIGUSR1" in text
+    assert "exec the training (exec python train.py" in fix and "trap" in fix
+
+
+def test_exit_138_says_the_wrapper_died_of_usr1_and_what_to_change() -> None:
+    # rtool submit's template forwards USR1 to a wrapper script that runs the training
+    # without exec: the wrapper dies of it, the batch script records 138.
+    o = Observation(signalled_at=T0, exit_code=138, exit_signal=10, slurm_state="COMPLETED")
+    status, text, fix = verdicts(plan(), o)[Step.REACHED]
+    assert status is Status.CRITICAL
+    assert "the training's process died of SIGUSR1 (exit code 138 = 128+10)" in text
+    assert "exec the training from it (exec python train.py)" in fix
+    o = seen(exit_code=138, exit_signal=10)
+    status, text, fix = verdicts(plan(), o)[Step.EXIT]
+    assert (
+        status is Status.CRITICAL
+        and "exit code 138: the training's process died of SIGUSR1" in text
+    )
+    assert "(128+10), expected 0" in text and "exec the training" in fix and "trap USR1" in fix
+
+
+def test_every_broken_step_names_what_to_change() -> None:
+    cases = [
+        (plan(facts=ScriptFacts(uses_srun=True)), seen(stop=stopped(stop_detail="SIGTERM"))),
+        (plan(), Observation(signalled_at=T0, exit_code=138, exit_signal=10)),
+        (plan(facts=ScriptFacts()), Observation(signalled_at=T0, exit_code=0, shell_signal=10)),
+        (plan(), seen(exit_code=138, exit_signal=10)),
+    ]
+    for p, o in cases:
+        broken = judge(p, o).broken()
+        assert broken is not None and broken.fix, broken
+        assert any(w in broken.fix for w in ("B:", "trap", "exec", "rtool submit")), broken.fix
+
+
+def test_the_stop_a_later_attempt_carries_over_is_the_drilled_attempts() -> None:
+    from rtool.drill.drive import carried_stop
+
+    later = dataclasses.replace(
+        resumed(121), stop_reason="signal", stop_detail="SIGUSR1", stop_step=120,
+        stop_time=T0 + 5, stop_job_id="91", exit_code=0, last_saved_step=120,
+        last_save_time=T0 + 5, last_save_seconds=4.0,
+    )  # fmt: skip
+    got = carried_stop(later, TARGET, T0)
+    assert got is not None and got.job_id == "91" and got.state is RunState.STOPPED
+    assert (got.stop_step, got.last_saved_step) == (120, 120)
+    assert verdicts(plan(), seen(stop=got))[Step.SAVE][0] is Status.OK
+    assert carried_stop(dataclasses.replace(later, stop_job_id="90"), TARGET, T0) is None
+    assert carried_stop(dataclasses.replace(later, stop_time=T0 - 60), TARGET, T0) is None
+    own = carried_stop(dataclasses.replace(later, last_save_time=T0 + 25), TARGET, T0)
+    assert own is not None and own.last_saved_step is None  # the later attempt's own save
+
+
+def preempt_plan(grace: float = 20.0, **kw: object) -> Plan:
+    from rtool.drill.model import Preempt
+
+    pre = Preempt("low", grace, "GraceTime of partition low")
+    return plan(signal=f"TERM@{int(grace)}", preempt=pre, **kw)

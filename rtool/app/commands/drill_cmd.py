@@ -52,6 +52,8 @@ def drill(ctx: typer.Context, **given: Any) -> int:
     app_ctx = get_context(ctx)
     opts = {k: v for k, v in given.items() if k in OWN}
     submit = {k: v for k, v in given.items() if k not in OWN}
+    if opts["grace"] and not opts["preempt"]:
+        raise UsageError("--grace: for --preempt only (rtool drill RUN --preempt --grace 30s)")
     if opts["and_submit"] and not opts["submit"]:
         raise UsageError("--and-submit: for --submit only (rtool drill --submit SCRIPT ...)")
     if opts["submit"]:
@@ -89,34 +91,43 @@ def _timeouts(app_ctx: AppContext, opts: dict[str, Any]) -> dict[str, float]:
 
     cfg = app_ctx.config.drill
     out = {"start_timeout": cfg.start_timeout, "resume_timeout": cfg.resume_timeout}
+    if opts.get("grace"):
+        out["grace"] = 0.0
     for key in out:
         if opts.get(key):
             try:
                 out[key] = float(parse_duration(opts[key]))
             except UnitError as exc:
                 raise UsageError(f"--{key.replace('_', '-')}: {exc}") from None
+    if out.get("grace") == 0:
+        raise UsageError("--grace: must be more than 0s (GraceTime 0 leaves KillWait to save)")
     return out
 
 
 def _wanted(app_ctx: AppContext, opts: dict[str, Any], submit: dict[str, Any]) -> Wanted:
     from rtool.drill.find import Wanted
+    from rtool.runs import names
     from rtool.slurm_templates.specs import SpecError, validate_signal
 
-    run, waits = opts["target"], _timeouts(app_ctx, opts)
-    entry = next((r for r in app_ctx.config.watch.run if r.name == run), None)
+    waits = _timeouts(app_ctx, opts)
+    # the same lookup as rtool history: the run or job name, its [[watch.run]] entry, else
+    # what rtool submit recorded for it
+    base = names.watch_base(app_ctx.state, opts["target"], app_ctx.config.watch.run)
     try:
         signal = validate_signal(submit["signal"]) if submit.get("signal") else None
     except SpecError as exc:
         raise UsageError(str(exc)) from None
     return Wanted(
-        run=run,
-        job_name=submit.get("job_name") or (entry.slurm_name if entry else run),
+        run=base["name"],
+        job_name=submit.get("job_name") or base.get("job_name") or base["name"],
         job=opts.get("job"),
         signal=signal,
-        heartbeat=submit.get("heartbeat") or (entry.heartbeat if entry else None),
+        heartbeat=submit.get("heartbeat") or base.get("heartbeat"),
         no_requeue=bool(opts["no_requeue"]),
         start_timeout=waits["start_timeout"],
         resume_timeout=waits["resume_timeout"],
+        preempt=bool(opts.get("preempt")),
+        grace=waits.get("grace"),
     )
 
 
@@ -230,12 +241,22 @@ def _own() -> list[inspect.Parameter]:
             "and_submit", False, "--and-submit", kind=bool,
             help="With --submit: when every step is OK, submit the real job (as rtool submit).",
         ),
+        _option(
+            "preempt", False, "--preempt", kind=bool,
+            help="Rehearse a preemption as Slurm does it on the job's partition: SIGTERM to "
+            "every task, the grace, then TERM to all and the requeue.",
+        ),
+        _option(
+            "grace", None, "--grace", kind=str | None,
+            help="With --preempt: the grace (default: the partition's GraceTime; KillWait "
+            "when it is 0).",
+        ),
         _option("as_json", False, "--json", kind=bool, help="Print the report as JSON."),
     ]  # fmt: skip
 
 
 OWN = {"target", "submit", "job", "no_requeue", "start_timeout", "resume_timeout", "as_json"}
-OWN |= {"and_submit"}
+OWN |= {"and_submit", "preempt", "grace"}
 
 
 def _signature() -> inspect.Signature:
