@@ -156,14 +156,12 @@ class Guard(InProcessWatch):
         return self._decision
 
     def alive(self) -> None:
-        """Progress that is not a training step (an evaluation batch, a step beginning): no
-        hang meanwhile; a save begun with `save_started()` is over."""
+        """Progress that is no training step (an evaluation batch): no hang; a save is over."""
         self._alive += 1
         self._timing.saving_since = None
 
     def save_started(self) -> None:
-        """A save the framework makes on its own begins (`mark_saved` ends it): no hang
-        meanwhile."""
+        """A framework's own save begins (`mark_saved` ends it): no hang meanwhile."""
         if self._timing.saving_since is None:
             self._timing.saving_since = time.monotonic()
 

@@ -248,8 +248,8 @@ def _own() -> list[inspect.Parameter]:
         ),
         _option(
             "grace", None, "--grace", kind=str | None,
-            help="With --preempt: the grace (default: the partition's GraceTime; KillWait "
-            "when it is 0).",
+            help="With --preempt: the grace (unset: the partition's GraceTime, or KillWait "
+            "when the partition has none).",
         ),
         _option("as_json", False, "--json", kind=bool, help="Print the report as JSON."),
     ]  # fmt: skip
