@@ -113,6 +113,7 @@ class Heartbeat:
     last_save_time: float | None = None
     last_save_seconds: float | None = None  # measured duration of the last save
     longest_save_seconds: float | None = None
+    save_over_grace: str | None = None  # a preempted stop's save longer than the GraceTime
     nonfinite_count: int = 0
     stop_reason: str | None = None  # of the last stop (carried over until this run stops)
     stop_detail: str | None = None

@@ -1,8 +1,5 @@
-"""The records of the run view: one attempt, a run's ledger, its totals. Typed, JSON-able.
-
-`Attempt` is what other features consume (e.g. bad-node detection reads `nodes`, `state` and
-`signature`): import it from here.
-"""
+"""The records of the run view: one attempt (what other features read: `nodes`, `state`,
+`signature`), a run's ledger, its totals. Typed, JSON-able."""
 
 from __future__ import annotations
 
@@ -61,7 +58,10 @@ class Signature:
 
 
 #: Attempt fields copied as they are from the heartbeat of its last launch (rtool.shim).
-FROM_HEARTBEAT = ("resumed_from", "set_aside", "code_version", "packages", "inputs")
+FROM_HEARTBEAT = (
+    *("resumed_from", "set_aside", "code_version", "packages", "inputs"),
+    "save_over_grace",
+)
 
 
 @dataclass(frozen=True)
@@ -94,6 +94,7 @@ class Attempt:
     code_version: str | None = None  # provenance (rtool.shim.provenance): git revision, state
     packages: str | None = None  # "name==version ..." the training imported
     inputs: str | None = None  # "cfg.yaml sha256:..." of the files on its command line
+    save_over_grace: str | None = None  # preempted while a save outlasts the GraceTime
     signature: Signature | None = None
     log_path: str | None = None
     log_tail: tuple[str, ...] = ()

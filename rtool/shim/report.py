@@ -34,6 +34,7 @@ class Reporter:
         self.progress_time: Callable[[], float | None] = lambda: None
         self._hooks: CrashHooks | None = None
         self.provenance = Provenance()  # collected from the first step on (rank 0)
+        self.grace: float | None = None  # the GraceTime of a preemption under way
         self.straggler: dict[str, Any] = {}  # the slowest rank at the last agreement
         export_tracker_env(previous=self.writer.previous if self.writer is not None else None)
         if self.writer is not None:
@@ -114,7 +115,8 @@ class Reporter:
         """A stop (`at_progress`: a hang, whose `time` stays the last progress)."""
         if self.writer is not None:
             fields = self.fields(None if at_progress else d.step)
-            self.writer.final(RunState.STOPPED, {**fields, **self._stop(d)})
+            over = preempt_over(self.grace, fields.get("longest_save_seconds"))
+            self.writer.final(RunState.STOPPED, {**fields, **self._stop(d), **over})
 
     def finished(self, step: int | None) -> None:
         if self.writer is not None:
@@ -149,6 +151,13 @@ class Reporter:
         if self._hooks is not None:
             self._hooks.restore()
             self._hooks = None
+
+
+def preempt_over(grace: float | None, save: float | None) -> dict[str, Any]:
+    """`save_over_grace` when a preempted stop's longest save outlasts the GraceTime."""
+    if not grace or not save or save <= grace:
+        return {}
+    return {"save_over_grace": f"a save takes {save:.1f}s, longer than GraceTime {grace:g}s"}
 
 
 def _resume_fields() -> dict[str, Any]:

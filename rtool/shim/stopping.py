@@ -183,6 +183,7 @@ class Stopper:
             self.preempted = shim_slurm.preemption(job, self.report.ident.restart_count)
             if self.preempted is not None:
                 reason = PREEMPTED
+                self.report.grace = self.preempted.grace
                 self.forced.timeout = preempt.save_bound(
                     self.preempted, self.opts.save_timeout, self.timing.longest_save
                 )

@@ -4,8 +4,8 @@ Per `[[watch.run]]` entry, the probe rebuilds the run's attempt ledger (sacct, o
 mode; heartbeats, the batch script's records, log tails) and stores it; the check reads it:
 finished is OK; CRITICAL crash loop (K bad attempts in a row; the rest of the array is held
 unless `on_crash_loop = "none"`), CRITICAL stalled, CRITICAL exhausted without finished(),
-WARNING budget, WARNING restart storm, WARNING checkpoint set aside (by the shim's
-latest_checkpoint in the last attempt). Every non-OK result names the attempt, its nodes,
+WARNING budget, WARNING restart storm, WARNING a preempted save longer than the GraceTime,
+WARNING checkpoint set aside (by the shim's latest_checkpoint in the last attempt). Every non-OK result names the attempt, its nodes,
 state, exit code, signature and the last lines of its log. Only your own jobs are attempts (a
 same-named job of another user is neither counted nor held).
 """
@@ -42,7 +42,8 @@ class RunWatchdog(SpecWatchdog[RunWatch]):
     """Is the run progressing across its attempts (array tasks, requeues, chained jobs)?
 
     CRITICAL crash loop (and the rest of the array held), stalled, or exhausted without
-    finished(); WARNING budget, restart storm or checkpoint set aside. NAME is the run's name
+    finished(); WARNING budget, restart storm, a preempted save longer than the GraceTime or
+    checkpoint set aside. NAME is the run's name
     or its jobs' name; a [[watch.run]] entry of that name in the config gives the defaults,
     else what `rtool submit` recorded for the run (heartbeat, log); flags override them.
 
@@ -193,11 +194,25 @@ def _check_one(obs: RunObservation, now: float) -> CheckResult:
             f"(limit {spec.restart_storm})"
         )
         return _result(obs, Status.WARNING, text)
+    warning = _attempt_warning(led)
+    if warning is not None:
+        return _result(obs, Status.WARNING, warning)
+    return _result(obs, Status.OK, _ok_text(led, queue), attempt=False)
+
+
+def _attempt_warning(led: Ledger) -> str | None:
+    """A preempted save that outlasted the GraceTime, or a checkpoint the shim set aside."""
+    over = next((a for a in reversed(led.attempts) if a.save_over_grace), None)
+    if over is not None and over.stop_reason == "preempted":
+        return (
+            f"preempted while saving: {over.save_over_grace} (attempt {over.number}); ask "
+            "for a longer GraceTime or save more often (save_every) so a preemption saves"
+        )
     if led.last is not None and led.last.set_aside:
         where = led.last.resumed_from or "the start (no complete checkpoint)"
         text = f"checkpoint set aside: {led.last.set_aside}; resumed from {where}"
-        return _result(obs, Status.WARNING, f"{text} (attempt {led.last.number})")
-    return _result(obs, Status.OK, _ok_text(led, queue), attempt=False)
+        return f"{text} (attempt {led.last.number})"
+    return None
 
 
 def _ok_text(led: Ledger, queue: health.Queue) -> str:

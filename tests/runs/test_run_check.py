@@ -141,3 +141,29 @@ def test_preemptions_before_any_step_are_no_crash_loop() -> None:
     led.attempts[3] = _att(4, 101, 101, "FAILED")
     status, summary, _, _ = _check(led, PENDING, crash_loop=3)
     assert status is Status.CRITICAL and "crash loop" in summary  # the same, as failures
+
+
+def test_a_preempted_save_longer_than_the_grace_is_a_warning_with_the_numbers() -> None:
+    """The shim records a preempted stop whose save outlasts the partition's GraceTime
+    (`save_over_grace`); `watch run` names it and what to change."""
+    from rtool.shim.report import preempt_over
+
+    over = preempt_over(5.0, 8.04)["save_over_grace"]
+    assert over == "a save takes 8.0s, longer than GraceTime 5s"
+    assert preempt_over(20.0, 8.0) == {} and preempt_over(None, 8.0) == {}
+    first = _att(1, 0, 100, "PREEMPTED", stop_reason="preempted", save_over_grace=over)
+    second = _att(2, 101, 150, "RUNNING")
+    led = Ledger(run="llm", attempts=[first, second], best_step=150, best_step_at=NOW - 5)
+    status, summary, _, _ = _check(led, RUNNING)
+    assert status is Status.WARNING, summary
+    assert summary == (
+        "llm preempted while saving: a save takes 8.0s, longer than GraceTime 5s (attempt 1); "
+        "ask for a longer GraceTime or save more often (save_every) so a preemption saves"
+    )
+    led = Ledger(
+        run="llm",
+        attempts=[_att(1, 0, 100, "PREEMPTED", stop_reason="preempted"), second],
+        best_step=150,
+        best_step_at=NOW - 5,
+    )
+    assert _check(led, RUNNING)[0] is Status.OK
