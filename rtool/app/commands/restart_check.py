@@ -50,8 +50,10 @@ def restart_check(app_ctx: AppContext, node_ctx: Any, node_argv: list[str], rc: 
     check = app_ctx.config.nodes.preflight.enabled and applies(node_ctx)
     bad = _bad_nodes(app_ctx, info)
     nodes = _spares(app_ctx, info, bad, node_argv if check else None) if bad else None
-    if nodes is not None:
-        bad, check = {}, False  # replaced by spares, which passed the pre-flight
+    if nodes is not None:  # replaced by spares, which passed the pre-flight
+        lost = "; ".join(f"{n}: {why}" for n, (_, why) in bad.items())
+        failed = replace(failed, node_failure=f"{lost}; relaunched on {','.join(nodes)}")
+        bad, check = {}, False
     code = keep_off(app_ctx, info, _outcome(bad)) if bad else None
     if code is None and check:
         code = job_preflight(app_ctx, node_argv, app_ctx.config.nodes.preflight.timeout)
