@@ -9,8 +9,10 @@ the same faults, injected at the same training progress:
 - a node failure at step NODE_AT (the node running the attempt dies; revived 20 s later).
 
 plain: `sbatch --requeue --array`, no signal handling; a hang is found only at the time limit.
-rtool: `rtool submit` with its DEFAULTS (issue #38: no tuning flag; only the bench's own choices,
-`--time`, `--array`, `--requeue` and `--spare-nodes 1`): the shim stops at the time limit at
+rtool: `rtool submit` with its DEFAULTS (issue #38: no tuning flag; the bench's own choices,
+`--time`, `--array`, `--requeue`, `--spare-nodes 1`, and the one the first-run guide leaves to
+the user, the save cadence: `--save-every auto`, the shim also saves as often as keeps the
+measured save at 1% of the time): the shim stops at the time limit at
 the last step boundary that leaves the learned lead (`--exit-before-end auto`), a hang is caught
 in the process at the loop's own rhythm (`--hang-after auto`) and a crash or a hang is restarted
 in place (`--restarts-in-place 2`); the toy saves every EVERY steps itself (the user's cadence);
@@ -106,7 +108,7 @@ def submit(mode: str, name: str, d: Path, cfg: Path, hold: bool) -> None:
     subprocess.run(
         [sys.executable, "-c", "import sys; from rtool.app.cli import app; app(sys.argv[1:])",
          "--config", str(cfg), "submit", str(TOY), "--job-name", name, "--array", TASKS,
-         "--time", "0:01:00", "--spare-nodes", "1",
+         "--time", "0:01:00", "--spare-nodes", "1", "--save-every", "auto",
          "--requeue", "--heartbeat", str(d / "hb.json"), "--python", sys.executable,
          "--args", args, "--", *held],
         cwd=d, check=True, capture_output=True, text=True, timeout=60,
