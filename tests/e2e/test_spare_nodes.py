@@ -25,6 +25,26 @@ __all__ = ["victim_back"]  # the fixture, used by name
 STEPS, CKPT_EVERY = 200, 20
 
 
+def _submit(tmp_path: Path, rtool: RtoolRun, job_name: str) -> str:
+    """A 2-node DDP training with one spare node, its 200 steps well inside the time limit."""
+    (tmp_path / "rtool.toml").write_text(f'[state]\ndir = "{tmp_path / "state"}"\n')
+    run = tmp_path / "run"
+    run.mkdir()
+    launcher = (  # torchrun, by module: the venv may have no torchrun script
+        f"{sys.executable} -m torch.distributed.run --nnodes 2 --nproc-per-node 1 "
+        f"--rdzv-backend c10d --rdzv-endpoint 127.0.0.1:{_free_port()} --rdzv-id {job_name}"
+    )
+    env = {"DDP_DIR": str(run), "DDP_STEPS": str(STEPS), "DDP_STEP_SECONDS": "0.1",
+           "DDP_CKPT_EVERY": str(CKPT_EVERY), "OMP_NUM_THREADS": "1"}  # fmt: skip
+    return rtool(
+        *("submit", str(DDP), "--job-name", job_name, "--nodes", "2", "--spare-nodes", "1"),
+        *("--launcher", launcher, "--time", "0:05:00", "--requeue"),
+        *("--heartbeat", str(run / "hb.json"), "--parsable"),
+        cwd=tmp_path,
+        env=env,
+    ).stdout.strip()
+
+
 @pytest.mark.slurm
 @pytest.mark.timeout(360)
 def test_a_failed_node_is_replaced_by_the_spare_without_the_queue(
@@ -35,22 +55,8 @@ def test_a_failed_node_is_replaced_by_the_spare_without_the_queue(
     job_name: str,
     victim_back: list[str],
 ) -> None:
-    (tmp_path / "rtool.toml").write_text(f'[state]\ndir = "{tmp_path / "state"}"\n')
     run = tmp_path / "run"
-    run.mkdir()
-    launcher = (  # torchrun, by module: the venv may have no torchrun script
-        f"{sys.executable} -m torch.distributed.run --nnodes 2 --nproc-per-node 1 "
-        f"--rdzv-backend c10d --rdzv-endpoint 127.0.0.1:{_free_port()} --rdzv-id {job_name}"
-    )
-    env = {"DDP_DIR": str(run), "DDP_STEPS": str(STEPS), "DDP_STEP_SECONDS": "0.1",
-           "DDP_CKPT_EVERY": str(CKPT_EVERY), "OMP_NUM_THREADS": "1"}  # fmt: skip
-    job = rtool(
-        *("submit", str(DDP), "--job-name", job_name, "--nodes", "2", "--spare-nodes", "1"),
-        *("--launcher", launcher, "--time", "0:05:00", "--requeue"),
-        *("--heartbeat", str(run / "hb.json"), "--parsable"),
-        cwd=tmp_path,
-        env=env,
-    ).stdout.strip()
+    job = _submit(tmp_path, rtool, job_name)
     wait_for(lambda: len(_launches(run, 1).get("0", [])) >= 30, 150, 0.2, "30 steps")
     (record,) = slurm.show_job(job)
     held = expand_hostlist(record["NodeList"])
