@@ -9,12 +9,16 @@ the same faults, injected at the same training progress:
 - a node failure at step NODE_AT (the node running the attempt dies; revived 20 s later).
 
 plain: `sbatch --requeue --array`, no signal handling; a hang is found only at the time limit.
-rtool: `rtool submit` (the shim saves at the time limit, at the last step boundary that leaves
-the learned lead or the 3 s margin; a crash or a hang caught in the process, `--hang-after
-HANG_AFTER`, is restarted in place, `--restarts-in-place 2`; `--save-every auto`: the shim also
-saves as often as keeps the measured save at 1% of the time), with `rtool watch log` (the
-backstop) and `rtool watch run` every 2 s. ideal: the rtool setup with no fault but the time
-limits.
+rtool: `rtool submit` with its DEFAULTS (issue #38: no tuning flag; the bench's own choices,
+`--time`, `--array`, `--requeue`, `--spare-nodes 1`, and the one the first-run guide leaves to
+the user, the save cadence: `--save-every auto`, the shim also saves as often as keeps the
+measured save at 1% of the time): the shim stops at the time limit at
+the last step boundary that leaves the learned lead (`--exit-before-end auto`), a hang is caught
+in the process at the loop's own rhythm (`--hang-after auto`) and a crash or a hang is restarted
+in place (`--restarts-in-place 2`); the toy saves every EVERY steps itself (the user's cadence);
+the node failure kills the node the training runs on and the training restarts in place on the
+spare. With `rtool watch log` (the backstop) and `rtool watch run` every 2 s. ideal: the rtool
+setup with no fault but the time limits.
 
 The queue-wait model (`--queue-wait 0,60`; bench/goodput_queue.py): every new allocation of a
 run (the next array task, a requeued job) may start only that long after the run's previous
@@ -37,6 +41,7 @@ import contextlib
 import io
 import json
 import os
+import re
 import shlex
 import signal
 import subprocess
@@ -50,7 +55,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.goodput_queue import QueueGate
 from bench.goodput_report import Outcome, Step, read_steps, report, report_target, restarts
-from rtool.core.slurm import Slurm
+from rtool.core.slurm import Slurm, expand_hostlist
 from rtool.testing import localslurm
 
 TOY = Path(__file__).resolve().parent / "goodput_toy.py"
@@ -60,7 +65,8 @@ TASKS = "0-19%1"
 TICK = 2.0
 LIMIT_S = 2400.0
 SETUPS = ("plain", "rtool", "ideal")
-HANG_AFTER = 5.0
+#: The shim's hang threshold as its log states it (`hang_after 5s`): auto, from the steps.
+HANG_LINE = re.compile(r"\(hang_after ([0-9]{1,6}(?:\.[0-9]{1,3})?)s\)")
 
 
 def rtool_json(*args: str) -> dict | None:  # type: ignore[type-arg]
@@ -102,8 +108,7 @@ def submit(mode: str, name: str, d: Path, cfg: Path, hold: bool) -> None:
     subprocess.run(
         [sys.executable, "-c", "import sys; from rtool.app.cli import app; app(sys.argv[1:])",
          "--config", str(cfg), "submit", str(TOY), "--job-name", name, "--array", TASKS,
-         "--time", "0:01:00", "--signal", "B:USR1@30", "--exit-before-end", "3s",
-         "--restarts-in-place", "2", "--hang-after", f"{HANG_AFTER:g}s", "--save-every", "auto",
+         "--time", "0:01:00", "--spare-nodes", "1", "--save-every", "auto",
          "--requeue", "--heartbeat", str(d / "hb.json"), "--python", sys.executable,
          "--args", args, "--", *held],
         cwd=d, check=True, capture_output=True, text=True, timeout=60,
@@ -111,10 +116,20 @@ def submit(mode: str, name: str, d: Path, cfg: Path, hold: bool) -> None:
 
 
 def running_node(slurm: Slurm, name: str) -> str | None:
+    """The node the training runs on: the job's last (with a spare, rtool launches there)."""
     for j in slurm.squeue(names=[name]):
         if j.state == "RUNNING" and j.nodelist:
-            return j.nodelist
+            return expand_hostlist(j.nodelist)[-1]
     return None
+
+
+def hang_threshold(d: Path) -> float:
+    """The threshold the shim used for the hang, from the job's log (0 when not found)."""
+    for out in sorted(d.glob("*.out")):
+        m = HANG_LINE.search(out.read_text(errors="replace"))
+        if m:
+            return float(m.group(1))
+    return 0.0
 
 
 def inject(out: Outcome, d: Path, steps: list[Step], slurm: Slurm, cluster, name: str) -> None:  # type: ignore[no-untyped-def]
@@ -151,7 +166,7 @@ def watch(out: Outcome, d: Path, name: str, cfg: Path) -> None:
 
     led = store.load(StateDir(d / "state"), name)
     for r in led.restarts if led else []:
-        fault = {"hung": "hang", "crashed": "crash"}.get(r.cause)
+        fault = {"hung": "hang", "crashed": "crash", "node_failure": "node failure"}.get(r.cause)
         if fault in out.faults:
             out.seen.setdefault(fault, now)
     for a in led.attempts if led else []:
@@ -171,7 +186,6 @@ def run_setup(mode: str, cluster, base: Path, wait: float) -> Outcome:  # type: 
     cfg.write_text(f"[state]\ndir = {json.dumps(str(d / 'state'))}\n")
     slurm = Slurm(timeout=30)
     out = Outcome(mode, wait, total=STEPS, step_s=STEP_S)
-    out.hang_after = HANG_AFTER if mode != "plain" else 0.0
     gate = QueueGate(slurm, name, wait)
     submit(mode, name, d, cfg, hold=wait > 0)
     t0 = time.time()
@@ -204,6 +218,7 @@ def run_setup(mode: str, cluster, base: Path, wait: float) -> Outcome:  # type: 
     )
     out.starts = [r.start for r in recs if r.start is not None and r.start < end]
     out.restarts = restarts(out)
+    out.hang_after = hang_threshold(d) if mode != "plain" else 0.0
     return out
 
 

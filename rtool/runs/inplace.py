@@ -36,7 +36,7 @@ from rtool.runs.records import shown_id
 
 RESTARTS_BYTES = 256 * 1024
 MAX_LINE = 16 * 1024
-CAUSES = ("hung", "peer_failed", "crashed", "oom_kill", "signal", "exit")
+CAUSES = ("hung", "peer_failed", "crashed", "oom_kill", "signal", "exit", "node_failure")
 _DIGITS = re.compile(r"[0-9]{1,12}")
 _NODES = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-\[\],]{0,4095}")
 

@@ -35,6 +35,9 @@ log = logging.getLogger("rtool.shim")
 #: Least margin before the job's end when a deadline signal defers the stop and no save was
 #: measured yet (exit + requeue).
 DEADLINE_MIN_MARGIN = 10.0
+#: The unmeasured margin of `exit_before_end = "auto"` is at most this share of the time left
+#: when the job's end was first known (a 1-minute job does not stop at once for a 60 s floor).
+SHORT_SHARE = 0.1
 #: What the exit after the save needs (process exit, the batch script's requeue), seconds.
 EXIT_SLACK = 3.0
 
@@ -52,6 +55,7 @@ class Deadline:
         self.signal_stop_at: float | None = None  # wall time to stop at after a deadline signal
         self.stop_at: float | None = None  # the stop time in force (the earliest of both ways)
         self._boundary: float | None = None  # the step path's previous boundary, once near
+        self._span: float | None = None  # the time left when the end was first known
 
     @property
     def knows_end_time(self) -> bool:
@@ -79,11 +83,16 @@ class Deadline:
         return max(floor, need)
 
     def margin(self, mono: float | None = None) -> float:
-        """The `exit_before_end` margin: fixed, or the learned lead (floor `min_margin`)."""
+        """The `exit_before_end` margin: fixed, or the learned lead (floor `min_margin`, or
+        SHORT_SHARE of the time that was left when the end was first known, for a short job:
+        at least DEADLINE_MIN_MARGIN)."""
         c = self.config
         if isinstance(c.exit_before_end, (int, float)):
             return float(c.exit_before_end)
-        return self.lead(c.min_margin, mono)
+        floor = c.min_margin
+        if self._span is not None:
+            floor = min(floor, max(DEADLINE_MIN_MARGIN, SHORT_SHARE * self._span))
+        return self.lead(floor, mono)
 
     # -- the thread's round ------------------------------------------------------------------
 
@@ -107,6 +116,8 @@ class Deadline:
         if self.config.exit_before_end is not None:
             self.refresh_end_time(mono)
             if self.config.end_time is not None:
+                if self._span is None:
+                    self._span = self.config.end_time - wall
                 stops.append(self.config.end_time - self.margin(mono))
         self.stop_at = min(stops) if stops else None
         if self.stop_at is None:

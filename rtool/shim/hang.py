@@ -1,8 +1,8 @@
 """Hangs caught inside the training process, and the ranks of one launch telling each other.
 
 The monitor thread sees every step (and every `guard.alive()`, called by the framework
-adapters during evaluation). When none came for `hang_after` seconds (`auto`: max(HANG_MIN,
-10 x the longest step)) while no save runs and no stop was decided, the process is hung: the
+adapters during evaluation). When none came for `hang_after` seconds while no save runs and no
+stop was decided, the process is hung: the
 thread writes the stacks of all threads to stderr (faulthandler, then `py-spy dump` where
 installed), writes the **abort file** so the other ranks end too, records why in the heartbeat
 and ends the process with HANG_EXIT_CODE (89); the batch script restarts the training in place
@@ -13,6 +13,12 @@ peer that is gone. Nothing is saved: the last checkpoint stays.
 The abort file (`RTOOL_ABORT_FILE`, set by the batch script on a shared folder, removed before
 each launch) holds one JSON object: rank, host, pid, launch, reason, detail. Only a regular
 file of yours (or root's) of this launch counts.
+
+`hang_after = "auto"` (the default of `rtool submit`) follows the loop's own rhythm:
+HANG_STEPS x the longest step this process measured, at least HANG_FLOOR seconds; during the
+start-up grace (until HANG_WARM steps after its first one: compilation, data-loader warm-up,
+the first steps after a restore) at least HANG_GRACE seconds. A loop of 0.1 s steps is called
+hung HANG_FLOOR seconds after its last step, a loop of 10 min steps after 100 min.
 """
 
 from __future__ import annotations
@@ -37,8 +43,9 @@ from rtool.core.identity import trusted_uid
 if TYPE_CHECKING:
     from rtool.shim.monitor import Timing
 
-#: The least threshold of `hang_after = "auto"` (seconds), and how many longest steps it is.
-HANG_MIN, HANG_STEPS = 300.0, 10
+#: `hang_after = "auto"`: how many longest steps it is, its least value (seconds), and its least
+#: value during the start-up grace of HANG_WARM steps.
+HANG_STEPS, HANG_FLOOR, HANG_GRACE, HANG_WARM = 10, 5.0, 300.0, 20
 #: Seconds `py-spy dump` may take.
 PY_SPY_TIMEOUT = 10.0
 _MAX_ABORT = 4096
@@ -179,7 +186,9 @@ class HangWatch:
             return None
         if isinstance(self.after, (int, float)):
             return float(self.after)
-        return max(HANG_MIN, HANG_STEPS * self.timing.longest_step)
+        t, step = self.timing, self._last[0] if self._last is not None else None
+        warm = t.first_step is not None and step is not None and step - t.first_step >= HANG_WARM
+        return max(HANG_FLOOR if warm else HANG_GRACE, HANG_STEPS * t.longest_step)
 
     def check(self, mono: float, step: int | None, alive: int) -> None:
         if self.settled:

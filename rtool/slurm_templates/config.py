@@ -13,7 +13,7 @@ python = "python"          # the training's interpreter, found on the job's PATH
 rtool = "/shared/venvs/rtool/bin/rtool"   # rtool as the compute nodes see it (default: this one)
 max_requeues = 3           # bound of --auto-requeue
 restarts_in_place = 2      # a crashed or hung training runs again on its allocation (per attempt)
-hang_after = "30m"         # the shim: no step this long = hung (stacks dumped, exit 89), or auto
+hang_after = "30m"         # the shim: no step this long = hung (exit 89, restarted); default auto
 save_every = "auto"        # the shim saves this often too (auto: saves take 1% of the time)
 template_dir = "~/rtool-templates"          # templates here override the shipped ones by name
 extra_lines = ["#SBATCH --qos=high", "module load cuda/12.4"]   # #SBATCH lines, or shell lines
@@ -49,7 +49,9 @@ class SubmitConfig(Section):
     rtool: str | None = None
     max_requeues: int = 3
     restarts_in_place: int = 2
-    hang_after: str | None = None
+    hang_after: str | None = (
+        "auto"  # the loop's own rhythm (rtool/shim/hang.py); "off" turns it off
+    )
     save_every: str | None = None
     extra_lines: list[str] = []
     template_dir: str | None = None

@@ -206,10 +206,18 @@ class SubmitRequest:
         "from the last checkpoint) up to N times per attempt; 0: never.",
         config="restarts_in_place",
     )
+    spare_nodes: int | None = option(
+        "--spare-nodes",
+        help="Allocate this many nodes more than --nodes (sbatch --no-kill) and train on "
+        "--nodes of them: when a node fails, the training restarts in place on a spare "
+        "instead of going back to the queue.",
+        use=Use.JOB,
+    )
     hang_after: str | None = option(
         "--hang-after",
         help="Shim: no step this long is a hang (stacks to the log, exit 89, restarted in "
-        "place): a duration, auto or off.",
+        "place): a duration, auto (the default: 10 x the longest step, at least 5 s, 5 min "
+        "while the loop warms up) or off.",
         env="RTOOL_HANG_AFTER",
         use=Use.ENV,
         config="hang_after",
@@ -235,7 +243,8 @@ class SubmitRequest:
     )
     exit_before_end: str | None = option(
         "--exit-before-end",
-        help="Shim: save and exit this long before the end (auto, 10m).",
+        help="Shim: save and exit this long before the end: auto (the default: as late as the "
+        "measured save allows), a duration (10m) or off.",
         use=Use.JOB,
     )
     preflight: bool = option(

@@ -110,6 +110,8 @@ def build_job(req: SubmitRequest, cfg: SubmitConfig, sw: SwitchesConfig, cwd: Pa
         more_env=more_env,
         **{f.name: getattr(req, f.name) for f, opt in declared(type(req)) if opt.use is Use.JOB},
     )
+    if job.exit_before_end is None:  # the learned pre-deadline stop, unless turned off
+        job.exit_before_end = "auto"
     if cfg.rtool:  # rtool's own path as the compute nodes see it (docs/install.md)
         job.rtool = [cfg.rtool]
     for arg in req.extra_args:

@@ -59,6 +59,8 @@ class TrainingJob(SlurmJob):
     #: A launch that crashed or hung is restarted on the allocation up to this many times
     #: (per attempt; 0: never; a user's own batch script is not restarted in place).
     restarts_in_place: int = 0
+    #: Nodes allocated beyond `nodes` (`--no-kill`): a failed node is replaced in place.
+    spare_nodes: int | None = None
     #: The command asked before such a restart (`rtool preflight`; `--restart-after RC` added).
     restart_check: list[str] | None = None
     template: str = "training.slurm.j2"
@@ -88,6 +90,7 @@ class TrainingJob(SlurmJob):
         if self.exit_before_end:
             self.exit_before_end = _exit_before_end(self.exit_before_end)
         specs.validate_count(self.restarts_in_place, "restarts-in-place", 100)
+        self._validate_spares()
         self._validate_signal()
         self._validate_requeue()
         if self.script is not None:
@@ -134,6 +137,22 @@ class TrainingJob(SlurmJob):
             raise specs.SpecError(
                 f"signal lead time {self.signal.lead}s is not shorter than the time limit "
                 f"{self.time}: the signal would come at the start (e.g. --signal {hint})"
+            )
+
+    def _validate_spares(self) -> None:
+        if not self.spare_nodes:
+            self.spare_nodes = None
+            return
+        specs.validate_count(self.spare_nodes, "spare-nodes", 100)
+        if self.body is not None:
+            raise specs.SpecError(
+                "--spare-nodes needs a Python script: rtool launches it on --nodes of the "
+                "allocation (a batch script's own commands choose their nodes themselves)"
+            )
+        if not self.restarts_in_place:
+            raise specs.SpecError(
+                "--spare-nodes needs restarts in place (a failed node is replaced by "
+                "restarting the training on a spare): drop --restarts-in-place 0"
             )
 
     def _validate_requeue(self) -> None:
@@ -195,7 +214,7 @@ class TrainingJob(SlurmJob):
         pairs = super().sbatch_options()
         for opt, value in (
             ("array", self.array),
-            ("nodes", self.nodes),
+            ("nodes", (self.nodes or 1) + self.spare_nodes if self.spare_nodes else self.nodes),
             ("gpus-per-node", self.gpus_per_node),
             ("signal", self.signal.sbatch() if self.signal else None),
             ("dependency", self.dependency),
@@ -204,6 +223,8 @@ class TrainingJob(SlurmJob):
         ):
             if value is not None:
                 pairs.append((opt, str(value)))
+        if self.spare_nodes:  # a failed node leaves the job running on the others
+            pairs.append(("no-kill", None))
         if self.requeue is not None:
             pairs.append(("requeue" if self.requeue else "no-requeue", None))
         tasks = self.launch.tasks_per_node if self.script is not None else None

@@ -5,8 +5,9 @@ mode; heartbeats, the batch script's records, log tails) and stores it; the chec
 finished is OK; CRITICAL crash loop (K bad attempts in a row; the rest of the array is held
 unless `on_crash_loop = "none"`), CRITICAL stalled, CRITICAL exhausted without finished(),
 WARNING budget, WARNING restart storm, WARNING a preempted save longer than the GraceTime,
-WARNING checkpoint set aside (by the shim's latest_checkpoint in the last attempt). Every non-OK result names the attempt, its nodes,
-state, exit code, signature and the last lines of its log. Only your own jobs are attempts (a
+WARNING checkpoint set aside (by the shim's latest_checkpoint in the last attempt). Every
+non-OK result names the attempt, its nodes, state, exit code, signature and the last lines of
+its log. Only your own jobs are attempts (a
 same-named job of another user is neither counted nor held).
 """
 

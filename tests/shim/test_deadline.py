@@ -85,6 +85,24 @@ def test_the_stop_is_made_at_the_last_step_boundary_not_at_the_poll(
     assert end - 1.0 - 0.3 - 0.05 <= stopped_at <= end - 1.0 + 0.02, end - stopped_at
 
 
+def test_auto_on_a_short_job_keeps_a_share_of_it_not_the_60_s_floor(
+    make_guard: MakeGuard,
+) -> None:
+    """`exit_before_end = "auto"` (rtool submit's default) before any save was measured: a
+    short job stops ~10 s before its end (not at once for the 60 s floor); an hour-long
+    one keeps the 60 s floor."""
+    t0 = time.time()
+    short = make_guard(lambda s: None, exit_before_end="auto", end_time=t0 + 15)
+    d, stopped_at = train_until_stop(short, step_s=0.05)
+    assert d.reason == "time_limit" and d.saved
+    assert stopped_at - t0 >= 3.0 and 9.0 <= t0 + 15 - stopped_at <= 11.5, stopped_at - t0
+    short.close()
+    long = make_guard(lambda s: None, exit_before_end="auto", end_time=time.time() + 3600)
+    long.step(0)
+    wait_for(lambda: long._monitor.deadline._span is not None, 5, 0.05, "the end known")
+    assert long._monitor.deadline.margin() == 60.0
+
+
 def test_a_deadline_signal_stops_at_once_without_an_end_or_far_from_it(
     make_guard: MakeGuard,
 ) -> None:

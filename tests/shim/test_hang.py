@@ -72,12 +72,32 @@ def test_saves_evaluation_and_start_up_are_not_hangs(make_guard: MakeGuard, tmp_
     assert 0.4 <= fired[0] < 1.0
 
 
-def test_auto_threshold_is_ten_longest_steps_at_least_five_minutes(make_guard: MakeGuard) -> None:
+def test_auto_threshold_follows_the_loops_rhythm_after_a_start_up_grace(
+    make_guard: MakeGuard,
+) -> None:
     g = make_guard(lambda s: None, hang_after="auto")
-    assert g._hang.threshold() == 300.0
-    g._timing.longest_step = 45.0
-    assert g._hang.threshold() == 450.0
-    assert make_guard(lambda s: None)._hang.threshold() is None  # off by default
+    assert g._hang.threshold() == 300.0  # before the first step: the start-up grace
+    g._timing.first_step, g._hang._last = 0, (5, 0)
+    g._timing.longest_step = 0.1
+    assert g._hang.threshold() == 300.0  # 5 steps in: still warming up
+    g._hang._last = (20, 0)
+    assert g._hang.threshold() == 5.0  # a loop of 0.1 s steps: hung within seconds
+    g._timing.longest_step = 600.0
+    assert g._hang.threshold() == 6000.0  # 10 min steps: not before its own rhythm says so
+    assert make_guard(lambda s: None)._hang.threshold() is None  # the shim alone: off
+
+
+def test_auto_calls_a_fast_loop_hung_within_seconds(make_guard: MakeGuard) -> None:
+    g = make_guard(lambda s: None, hang_after="auto")
+    fired: list[float] = []
+    g._hang.fire = fired.append  # record instead of ending the test process
+    for step in range(40):  # past the start-up grace
+        g.step(step)
+        time.sleep(0.05)
+    t0 = time.monotonic()
+    wait_for(lambda: fired, 40, 0.05, "the hang of a loop of 0.05 s steps")
+    assert not any(fired[1:]) and 5.0 <= fired[0] < 20.0, fired  # 10 steps, at least 5 s
+    assert time.monotonic() - t0 < 20.0
 
 
 PEER = """

@@ -168,3 +168,45 @@ def test_a_lead_the_user_chose_is_kept_or_refused_never_changed(
     job.write_text("#!/bin/bash\n#SBATCH --time=0:05:00\n#SBATCH --signal=B:USR1@240\necho hi\n")
     res = cli("submit", "job.slurm", "--dry-run")
     assert res.code == 0 and _signal_line(res.out) == "#SBATCH --signal=B:USR1@240", res.err
+
+
+def test_the_defaults_are_the_tuned_set_up_unless_turned_off(cli: Cli, run_dir: Path) -> None:
+    res = cli("submit", "train.py", "--dry-run")
+    assert res.code == 0, res.err
+    assert "export RTOOL_HANG_AFTER=auto" in res.out  # in-process hang detection
+    assert "export RTOOL_EXIT_BEFORE_END=auto" in res.out  # the learned pre-deadline stop
+    assert "export RTOOL_RESTARTS_IN_PLACE=2" in res.out
+    off = ("--hang-after", "off", "--exit-before-end", "off", "--restarts-in-place", "0")
+    res = cli("submit", "train.py", *off, "--dry-run")
+    assert res.code == 0, res.err
+    assert "export RTOOL_HANG_AFTER=off" in res.out and "RTOOL_EXIT_BEFORE_END=off" in res.out
+    assert "export RTOOL_RESTARTS_IN_PLACE" not in res.out
+
+
+def test_spare_nodes_allocate_more_and_train_on_the_asked_nodes(cli: Cli, run_dir: Path) -> None:
+    res = cli("submit", "train.py", "--nodes", "2", "--spare-nodes", "1", "--dry-run")
+    assert res.code == 0, res.err
+    assert "#SBATCH --nodes=3\n" in res.out and "#SBATCH --no-kill\n" in res.out
+    assert "export RTOOL_SPARE_NODES=1 RTOOL_LAUNCH_SIZE=2" in res.out
+    assert "export SLURM_NNODES=$RTOOL_LAUNCH_SIZE" in res.out
+    plain = cli("submit", "train.py", "--nodes", "2", "--dry-run")
+    assert "#SBATCH --nodes=2\n" in plain.out and "--no-kill" not in plain.out
+    assert "RTOOL_SPARE_NODES" not in plain.out
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--restarts-in-place", "0"], "--spare-nodes needs restarts in place"),
+        (["--restarts-in-place", "1", "--spare-nodes", "101"], "spare-nodes must be between"),
+    ],
+)
+def test_spare_nodes_refused_where_they_cannot_work(
+    cli: Cli, run_dir: Path, args: list[str], needle: str
+) -> None:
+    res = cli("submit", "train.py", "--spare-nodes", "1", *args)
+    assert res.code == 2 and needle in res.err, res.err
+    assert res.err.count("\n") == 1 and "Traceback" not in res.err
+    (run_dir / "job.slurm").write_text("#!/bin/bash\n#SBATCH --nodes=2\nsrun hostname\n")
+    res = cli("submit", "job.slurm", "--spare-nodes", "1", "--dry-run")
+    assert res.code == 2 and "--spare-nodes needs a Python script" in res.err, res.err

@@ -3,12 +3,15 @@ in place (docs/runs.md, "Restart in place"; the decisions: rtool/nodes/preflight
 
 Exit 0: restart (the restart record is written); 3: the attempt was requeued away from a bad
 node; 1: do not restart (a stop, no progress, or a bad node that could not be excluded).
+With spare nodes (rtool/nodes/preflight/spares.py) a bad node is replaced by a spare of the
+allocation instead: exit 0 and the next launch's nodes on stdout.
 """
 
 from __future__ import annotations
 
 import os
 import time
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import typer
@@ -17,7 +20,7 @@ from rtool.core.errors import RtoolError
 
 if TYPE_CHECKING:
     from rtool.app.context import AppContext
-    from rtool.nodes.preflight.job import JobInfo
+    from rtool.nodes.preflight.job import JobInfo, JobOutcome
     from rtool.nodes.preflight.restart import Failed
 
 
@@ -44,14 +47,25 @@ def restart_check(app_ctx: AppContext, node_ctx: Any, node_argv: list[str], rc: 
             f"progress (no step past {at if at is not None else 'its start'}); it would fail again"
         )
         return job.FAILED
-    code = _bad_nodes(app_ctx, info)
-    if code is None and app_ctx.config.nodes.preflight.enabled and applies(node_ctx):
+    check = app_ctx.config.nodes.preflight.enabled and applies(node_ctx)
+    bad = _bad_nodes(app_ctx, info)
+    nodes = _spares(app_ctx, info, bad, node_argv if check else None) if bad else None
+    if nodes is not None:  # replaced by spares, which passed the pre-flight
+        lost = "; ".join(f"{n}: {why}" for n, (_, why) in bad.items())
+        failed = replace(failed, node_failure=f"{lost}; relaunched on {','.join(nodes)}")
+        bad, check = {}, False
+    code = keep_off(app_ctx, info, _outcome(bad)) if bad else None
+    if code is None and check:
         code = job_preflight(app_ctx, node_argv, app_ctx.config.nodes.preflight.timeout)
     if code not in (None, job.OK):
         return int(code)
     kind, detail = failed.cause()
     _write(env, info, failed, path)
     _say(f"restarting the training in place (launch {failed.launch + 1}) after {kind}: {detail}")
+    if nodes is not None:
+        from rtool.nodes.preflight.spares import launch_line
+
+        typer.echo(launch_line(nodes))
     return job.OK
 
 
@@ -80,12 +94,9 @@ def _key(info: JobInfo) -> tuple[str, int]:
     return (info.job_id, info.restarts)
 
 
-def _bad_nodes(app_ctx: AppContext, info: JobInfo) -> int | None:
-    """Nodes Slurm shows unfit or the launch's log blames: the attempt is requeued away from
-    them (the exit code), else None."""
-    from rtool.app.commands.nodes_cmd import keep_off
-    from rtool.nodes.preflight import job, restart
-    from rtool.nodes.preflight.base import NodeReport, Outcome
+def _bad_nodes(app_ctx: AppContext, info: JobInfo) -> dict[str, tuple[str, str]]:
+    """Nodes Slurm shows unfit or the launch's log blames: {node: (check, why)}."""
+    from rtool.nodes.preflight import restart
 
     bad: dict[str, tuple[str, str]] = {}
     try:
@@ -99,10 +110,76 @@ def _bad_nodes(app_ctx: AppContext, info: JobInfo) -> int | None:
     extra = app_ctx.config.runs.patterns()
     for node, why in restart.blamed_by_log(lines, info.nodes, extra).items():
         bad.setdefault(node, ("signature", why))
-    if not bad:
-        return None
+    return bad
+
+
+def _outcome(bad: dict[str, tuple[str, str]]) -> JobOutcome:
+    from rtool.nodes.preflight import job
+    from rtool.nodes.preflight.base import NodeReport, Outcome
+
     reports = [NodeReport(n, [Outcome(check, False, why)]) for n, (check, why) in bad.items()]
-    return keep_off(app_ctx, info, job.JobOutcome(reports, reports))
+    return job.JobOutcome(reports, reports)
+
+
+def keep_off(app_ctx: AppContext, info: JobInfo, outcome: JobOutcome) -> int:
+    from rtool.app.commands.nodes_cmd import keep_off as requeue_away
+
+    return requeue_away(app_ctx, info, outcome)
+
+
+def _spares(
+    app_ctx: AppContext, info: JobInfo, bad: dict[str, tuple[str, str]], argv: list[str] | None
+) -> list[str] | None:
+    """With spare nodes, the next launch's nodes: the bad ones recorded as suspects (and
+    alerted on), the spares taken checked first (`argv`: the pre-flight); else None, and
+    `bad` has the spares that failed their pre-flight too."""
+    from rtool.app.commands.nodes_cmd import _alert, store_of
+    from rtool.nodes.preflight import job
+    from rtool.nodes.preflight.spares import Spares
+
+    spares = Spares.from_env(os.environ)
+    if spares is None:
+        return None
+    allocation = _allocation(app_ctx, info)
+    checked: set[str] = set(spares.launch)
+    nodes = spares.pick(allocation, bad)
+    while nodes is not None and argv is not None and set(nodes) - checked:
+        new = [n for n in nodes if n not in checked]
+        checked |= set(new)
+        timeout = app_ctx.config.nodes.preflight.timeout
+        reports, error = job.run_on_nodes(
+            app_ctx.slurm, replace(info, nodes=new), argv, timeout, pin=True
+        )
+        for r in [] if error else reports:
+            _say(f"pre-flight {r.summary()} ({r.seconds:g}s)")
+            if not r.ok:
+                bad[r.node] = ("preflight", r.summary())
+        nodes = spares.pick(allocation, bad)
+    if nodes is None:
+        return None
+    outcome = _outcome(bad)
+    taken = ",".join(n for n in nodes if n not in spares.launch) or "none"
+    outcome.action = (
+        f"replaced by spare node(s) {taken}: the training restarts in place on {','.join(nodes)}"
+    )
+    now = time.time()
+    job.record(store_of(app_ctx), info, outcome.bad, now)
+    why = "; ".join(w for _, w in bad.values())
+    _say(f"node(s) {','.join(bad)} failed ({why}): {outcome.action}")
+    _alert(app_ctx, job.alerts(info, outcome, now))
+    return nodes
+
+
+def _allocation(app_ctx: AppContext, info: JobInfo) -> list[str]:
+    """The job's nodes now (Slurm drops a failed node from a --no-kill job), else at its start."""
+    from rtool.core.slurm.parse import ParseError, expand_hostlist
+
+    try:
+        recs = app_ctx.slurm.show_job(info.job_id)
+        listed = recs[0].get("NodeList", "") if recs else ""
+        return expand_hostlist(listed) if listed and listed != "(null)" else info.nodes
+    except (RtoolError, ParseError):
+        return info.nodes
 
 
 def _log_text(app_ctx: AppContext, info: JobInfo) -> str:

@@ -81,11 +81,14 @@ class JobOutcome:
 
 
 def run_on_nodes(
-    slurm: Slurm, info: JobInfo, node_argv: list[str], timeout: float
+    slurm: Slurm, info: JobInfo, node_argv: list[str], timeout: float, pin: bool = False
 ) -> tuple[list[NodeReport], str | None]:
-    """Every node's report (a node that gave none gets a failed one), or an error when none."""
+    """Every node's report (a node that gave none gets a failed one), or an error when none;
+    `pin`: on exactly `info.nodes` (some nodes of the allocation: spares)."""
     n = max(len(info.nodes), 1)
     args = [f"--nodes={n}", f"--ntasks={n}", "--ntasks-per-node=1", "--kill-on-bad-exit=0"]
+    if pin and info.nodes:
+        args.append(f"--nodelist={','.join(info.nodes)}")
     try:
         res = slurm.srun([*args, *node_argv], timeout=timeout)
         out, err = res.stdout, res.stderr

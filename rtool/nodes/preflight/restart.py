@@ -50,6 +50,7 @@ class Failed:
     heartbeat: Heartbeat | None  # that launch's, when it wrote one
     oom_kills: int | None = None  # the job's cgroup's OOM kills so far
     oom_before: int = 0  # ... at the previous restart of this attempt
+    node_failure: str | None = None  # bad nodes replaced by spares (rtool submit --spare-nodes)
 
     @property
     def new_oom_kills(self) -> int:
@@ -58,6 +59,8 @@ class Failed:
     def cause(self) -> tuple[str, str]:
         """(kind, detail): what ended the launch."""
         hb = self.heartbeat
+        if self.node_failure:
+            return "node_failure", self.node_failure
         if self.new_oom_kills:
             n = self.new_oom_kills
             return "oom_kill", f"killed by the OOM killer ({n} oom_kill in the job's cgroup)"
