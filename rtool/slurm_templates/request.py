@@ -216,8 +216,8 @@ class SubmitRequest:
     hang_after: str | None = option(
         "--hang-after",
         help="Shim: no step this long is a hang (stacks to the log, exit 89, restarted in "
-        "place): a duration, auto (the default: 10 x the longest step, at least 5 s, 5 min "
-        "while the loop warms up) or off.",
+        "place): a duration, off, or auto (ten times the longest step, at least 5 s, 5 min "
+        "while the loop warms up; the default).",
         env="RTOOL_HANG_AFTER",
         use=Use.ENV,
         config="hang_after",
