@@ -80,6 +80,7 @@ def test_hung_job_is_requeued_resumes_itself_and_alerts_once(
     job = rtool(
         *("submit", str(TOY), "--job-name", job_name, "--time", "0:05:00"),
         *("--signal", "B:USR1@60", "--requeue", "--python", sys.executable),
+        *("--hang-after", "off"),  # the log watchdog's path: no in-process hang detection
         *("--heartbeat", str(run / "heartbeat.json"), "--args", shlex.join(toy_args)),
         *("--parsable", "--", "--open-mode=append"),
         cwd=job_dir,

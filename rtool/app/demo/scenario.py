@@ -140,6 +140,8 @@ class Demo:
             name,
             "--heartbeat",
             str(self.ws.run_dir(name) / "heartbeat.json"),
+            "--hang-after",  # the hang scene shows the cron log watchdog's part (the backstop)
+            "off",
             "--args",
             shlex.join(toy_args),
             "--parsable",

@@ -121,7 +121,10 @@ def hang(d: Demo) -> None:
     (info,) = n.wait("the toy to hang", lambda: _hung(d, pid), 15)
     t_hang = time.monotonic()
     n.ok(f"task {task} hangs at step {info} (its log stops growing)")
-    n.say(f"the log watchdog calls a log silent for {t.stale} s a hang (at the next tick)")
+    n.say(
+        f"the log watchdog calls a log silent for {t.stale} s a hang (at the next tick); the "
+        "demo turns the shim's own hang detection off (--hang-after off) to show this backstop"
+    )
     n.say("the alert carries a py-spy stack dump of the hung task (py-spy comes with rtool)")
     n.wait(
         "the log watchdog's alert (it needs a silence of --stale and a tick)",
