@@ -155,6 +155,31 @@ def slurm_cluster() -> Iterator[localslurm.Cluster]:
 
 
 @pytest.fixture(scope="session")
+def preempt_cluster() -> Iterator[localslurm.Cluster]:
+    """A second 3-node cluster with the preemptible partitions `low`, `low0` and `high`
+    (docs/local-slurm.md), started when a preemption test first asks for it. Apart from the
+    session's: with preemption on, Slurm lets no two jobs share a core."""
+    from rtool.testing.slurmconf import PREEMPTION
+
+    directory = Path(tempfile.mkdtemp(prefix="rtool-slurm-preempt-"))
+    try:
+        cluster = localslurm.up(directory, nodes=3, accounting=True, extra=PREEMPTION)
+    except localslurm.LocalSlurmError as exc:
+        pytest.fail(f"local Slurm (preemptible) could not start: {exc}", pytrace=False)
+    yield cluster
+    localslurm.down(directory)
+
+
+@pytest.fixture
+def preemptible(
+    preempt_cluster: localslurm.Cluster, monkeypatch: pytest.MonkeyPatch
+) -> localslurm.Cluster:
+    """The preemptible cluster, for this test's Slurm commands (SLURM_CONF)."""
+    monkeypatch.setenv("SLURM_CONF", str(preempt_cluster.conf))
+    return preempt_cluster
+
+
+@pytest.fixture(scope="session")
 def peer() -> users.LocalUser:
     """A second Unix user (`rtool-peer`, in group `rtool-peers`), created when missing: the
     other user of a shared cluster. Fails (never skips) when it cannot be made."""

@@ -33,7 +33,13 @@ from rtool.core.slurm.hostlist import compress_hostlist
 from rtool.testing import nodeops, releases
 from rtool.testing.cluster import ClusterFiles
 from rtool.testing.daemons import LocalSlurmError, read_pid, sh, stop_pid, stop_pids, tail
-from rtool.testing.slurmconf import MAX_NODES, Layout, system_program, write_slurm_conf
+from rtool.testing.slurmconf import (
+    MAX_NODES,
+    PREEMPTION,
+    Layout,
+    system_program,
+    write_slurm_conf,
+)
 from rtool.testing.slurmdb import accounting_pids, start_database, start_slurmdbd
 
 __all__ = ["DEFAULT_DIR", "Cluster", "LocalSlurmError", "down", "main", "status", "up"]
@@ -279,6 +285,11 @@ def main(argv: list[str] | None = None) -> int:
         help="slurmdbd + MariaDB so that sacct answers (default on)",
     )
     p.add_argument(
+        "--preempt",
+        action="store_true",
+        help="the preemptible partitions low, low0 and high (docs/local-slurm.md)",
+    )
+    p.add_argument(
         "--slow",
         action="store_true",
         help="default scheduler intervals (as on real clusters) instead of the fast test settings",
@@ -295,6 +306,7 @@ def main(argv: list[str] | None = None) -> int:
                 accounting=args.accounting,
                 fast=not args.slow,
                 release=args.slurm,
+                extra=PREEMPTION if args.preempt else (),
             )
             print(f"# up in {time.monotonic() - start:.1f}s: {status(cluster)}", file=sys.stderr)
             print(f"export SLURM_CONF={shlex.quote(str(cluster.conf))}")

@@ -168,15 +168,18 @@ def write_slurm_conf(directory: Path, layout: Layout, slurmd: str) -> Path:
             f"Port={layout.node_ports[name]} CPUs={cpus} RealMemory={mem} "
             f"Gres=gpu:{FAKE_GPUS} State=UNKNOWN"
         )
-    lines += partition_lines(layout.node_range)
+    lines += partition_lines(layout.node_range, preempt=PREEMPTION[0] in layout.extra)
     conf = d / "slurm.conf"
     conf.write_text("\n".join(lines) + "\n")
     write_gres_conf(d, layout)
     return conf
 
 
-#: Preemption (docs/local-slurm.md): `high` jobs preempt `low`/`low0` ones (REQUEUE, grace 20 s
-#: and Slurm's default 0); jobs of the default `debug` partition are never preempted.
+#: Preemption (docs/local-slurm.md), given as `extra` lines (`local-slurm up --preempt`, the
+#: tests' `preempt_cluster`): `high` jobs preempt `low`/`low0` ones (REQUEUE, grace 20 s and
+#: Slurm's default 0); jobs of the default `debug` partition are never preempted. A cluster of its
+#: own: with preemption on, Slurm no longer lets jobs share cores (OverSubscribe=FORCE), which
+#: the other tests' concurrent jobs need.
 PREEMPTION = ("PreemptType=preempt/partition_prio", "PreemptMode=REQUEUE", "JobRequeue=1")
 PREEMPT_PARTITIONS = (
     ("low", "PriorityTier=1 PreemptMode=REQUEUE GraceTime=20"),
@@ -185,11 +188,13 @@ PREEMPT_PARTITIONS = (
 )
 
 
-def partition_lines(nodes: str) -> list[str]:
-    """The preemption keys and the partitions, all on `nodes`; `debug` stays the default."""
+def partition_lines(nodes: str, preempt: bool = False) -> list[str]:
+    """The partitions, all on `nodes`: `debug` (the default), and with `preempt` (the
+    PREEMPTION keys are among the extra lines) the preemptible ones."""
     common = f"Nodes={nodes} MaxTime=INFINITE State=UP"
+    if not preempt:
+        return [f"PartitionName=debug {common} Default=YES OverSubscribe=FORCE:4"]
     return [
-        *PREEMPTION,
         f"PartitionName=debug {common} Default=YES OverSubscribe=FORCE:4 PriorityTier=1 "
         "PreemptMode=OFF",
         *(f"PartitionName={name} {common} {keys}" for name, keys in PREEMPT_PARTITIONS),

@@ -79,8 +79,7 @@ def test_hung_job_is_requeued_resumes_itself_and_alerts_once(
     toy_args += ["--hang-file", str(job_dir / "hang")]
     job = rtool(
         *("submit", str(TOY), "--job-name", job_name, "--time", "0:05:00"),
-        *("--signal", "B:USR1@60", "--requeue", "--python", sys.executable),
-        *("--hang-after", "off"),  # the log watchdog's path: no in-process hang detection
+        *("--signal", "B:USR1@60", "--requeue", "--python", sys.executable, "--hang-after", "off"),
         *("--heartbeat", str(run / "heartbeat.json"), "--args", shlex.join(toy_args)),
         *("--parsable", "--", "--open-mode=append"),
         cwd=job_dir,

@@ -29,6 +29,12 @@ STEP_S = 0.1
 PER_ATTEMPT = 30
 
 
+@pytest.fixture
+def slurm_cluster(preemptible: localslurm.Cluster) -> localslurm.Cluster:
+    """This module's tests run on the preemptible cluster (tests/conftest.py: preempt_cluster)."""
+    return preemptible
+
+
 def _config(tmp: Path) -> None:
     q = json.dumps
     (tmp / "rtool.toml").write_text(

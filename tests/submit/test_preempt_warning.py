@@ -12,9 +12,16 @@ import pytest
 
 from rtool.app.commands.submit_preempt import save_vs_grace
 from rtool.core.slurm.partition import Partition
+from rtool.testing import localslurm
 from tests.conftest import CliResult
 
 Cli = Callable[..., CliResult]
+
+
+@pytest.fixture
+def slurm_cluster(preemptible: localslurm.Cluster) -> localslurm.Cluster:
+    """This module's tests run on the preemptible cluster (tests/conftest.py: preempt_cluster)."""
+    return preemptible
 
 
 def test_the_warning_names_the_save_the_grace_and_what_to_change() -> None:

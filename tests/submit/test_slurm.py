@@ -241,7 +241,8 @@ def test_stop_cancel_pending_and_a_hostile_job_name(
     wait_for(lambda: not active(slurm, job_name), timeout=20, what="pending tasks gone")
     (run_dir / f"kill-switch.{job_name}").unlink()
 
-    name = f"x'; touch {run_dir}/PWNED #{job_name}"
+    # no spaces (a run's job name may not have them): $IFS splits words for a shell instead
+    name = f"x';touch${{IFS}}{run_dir}/PWNED;#{job_name}"
     job = submit(
         cli,
         "marker.py",

@@ -158,16 +158,17 @@ def requeue_away(
         kept = [n for n in bad if n not in p.excluded]
         why = p.why if set(kept) & set(p.skipped) else "the job requires it (--nodelist)"
         return FAILED, f"not requeued: cannot exclude {','.join(kept)}: {why}"
-    old = signal.signal(signal.SIGTERM, signal.SIG_IGN)  # the requeue ends this script
+    # The requeue ends this script: SIGTERM stays ignored after it, so that the batch shell's
+    # TERM (its trap passes it on) cannot end the pre-flight before it reports and alerts.
+    old = signal.signal(signal.SIGTERM, signal.SIG_IGN)
     try:
         slurm.requeue(info.job_id)  # the task (`41_1`), never the bare array id
         if not _wait_pending(slurm, info.job_id, 20.0):
             return REQUEUED, "requeued (could not exclude the node: the job did not pend)"
         slurm.set_excluded(info.job_id, p.excluded)
     except RtoolError as exc:
-        return FAILED, f"requeue away failed: {exc}"
-    finally:
         signal.signal(signal.SIGTERM, old)
+        return FAILED, f"requeue away failed: {exc}"
     return REQUEUED, f"requeued away from {','.join(bad)} (excluded: {','.join(p.excluded)})"
 
 
