@@ -17,8 +17,11 @@ file of yours (or root's) of this launch counts.
 `hang_after = "auto"` (the default of `rtool submit`) follows the loop's own rhythm:
 HANG_STEPS x the longest step this process measured, at least HANG_FLOOR seconds; during the
 start-up grace (until HANG_WARM steps after its first one: compilation, data-loader warm-up,
-the first steps after a restore) at least HANG_GRACE seconds. A loop of 0.1 s steps is called
-hung HANG_FLOOR seconds after its last step, a loop of 10 min steps after 100 min.
+the first steps after a restore) at least HANG_GRACE seconds, and so until this process has
+seen a save: a save the training makes on its own, unannounced (no `save_started()`), is a
+long step the first time, and from then on the longest step covers it. A loop of 0.1 s steps
+that has saved is called hung HANG_FLOOR seconds after its last step, a loop of 10 min steps
+after 100 min.
 """
 
 from __future__ import annotations
@@ -188,6 +191,7 @@ class HangWatch:
             return float(self.after)
         t, step = self.timing, self._last[0] if self._last is not None else None
         warm = t.first_step is not None and step is not None and step - t.first_step >= HANG_WARM
+        warm = warm and t.saves > 0  # before a save is seen, one may be under way unannounced
         return max(HANG_FLOOR if warm else HANG_GRACE, HANG_STEPS * t.longest_step)
 
     def check(self, mono: float, step: int | None, alive: int) -> None:

@@ -81,6 +81,8 @@ def test_auto_threshold_follows_the_loops_rhythm_after_a_start_up_grace(
     g._timing.longest_step = 0.1
     assert g._hang.threshold() == 300.0  # 5 steps in: still warming up
     g._hang._last = (20, 0)
+    assert g._hang.threshold() == 300.0  # no save seen yet: one may be under way, unannounced
+    g.mark_saved(18, 0.2)
     assert g._hang.threshold() == 5.0  # a loop of 0.1 s steps: hung within seconds
     g._timing.longest_step = 600.0
     assert g._hang.threshold() == 6000.0  # 10 min steps: not before its own rhythm says so
@@ -91,8 +93,10 @@ def test_auto_calls_a_fast_loop_hung_within_seconds(make_guard: MakeGuard) -> No
     g = make_guard(lambda s: None, hang_after="auto")
     fired: list[float] = []
     g._hang.fire = fired.append  # record instead of ending the test process
-    for step in range(40):  # past the start-up grace
+    for step in range(40):  # past the start-up grace, with a save seen
         g.step(step)
+        if step == 10:
+            g.mark_saved(step, 0.05)
         time.sleep(0.05)
     t0 = time.monotonic()
     wait_for(lambda: fired, 40, 0.05, "the hang of a loop of 0.05 s steps")
