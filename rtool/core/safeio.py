@@ -56,19 +56,33 @@ def kind_of(path: str | os.PathLike[str]) -> str:
     return "a file" if stat.S_ISREG(mode) else _kind(mode)
 
 
+def open_regular(path: str | os.PathLike[str], extra: int = 0) -> tuple[int, os.stat_result]:
+    """`path` opened read-only (never blocking on a FIFO or a device; `extra` flags added): its
+    descriptor and fstat, checked a regular file. UnsafeFileError (nothing left open) for a
+    folder or anything else; other OSErrors (missing, permission) pass through."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0) | extra
+    try:
+        fd = os.open(path, flags)
+    except IsADirectoryError:
+        raise UnsafeFileError(f"{path} is a folder, not a file") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise UnsafeFileError(f"{path} is {_kind(st.st_mode)}, not a regular file")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, st
+
+
 def read_bytes_bounded(
     path: str | os.PathLike[str], limit: int = DEFAULT_LIMIT, *, follow: bool = True
 ) -> bytes:
     """At most `limit` bytes of the regular file `path`; raises FileNotFoundError when it is
     missing, UnsafeFileError (one line) when it is not a regular file or is larger than `limit`.
     """
-    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0)
-    if not follow:
-        flags |= os.O_NOFOLLOW
     try:
-        fd = os.open(path, flags)
-    except IsADirectoryError:
-        raise UnsafeFileError(f"{path} is a folder, not a file") from None
+        fd, st = open_regular(path, 0 if follow else os.O_NOFOLLOW)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise UnsafeFileError(f"{path} is a symlink; refusing to follow it") from None
@@ -76,9 +90,6 @@ def read_bytes_bounded(
             raise
         raise UnsafeFileError(f"cannot read {path}: {exc.strerror}") from None
     try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise UnsafeFileError(f"{path} is {_kind(st.st_mode)}, not a regular file")
         if st.st_size > limit:
             raise UnsafeFileError(f"{path} is too large ({st.st_size} bytes, limit {limit})")
         chunks, total = [], 0
@@ -106,15 +117,8 @@ def read_bounded(
 
 def read_tail(path: str | os.PathLike[str], limit: int = 64 * 1024) -> str:
     """The last `limit` bytes of a regular file (a log), decoded with replacement."""
-    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0)
+    fd, st = open_regular(path)
     try:
-        fd = os.open(path, flags)
-    except IsADirectoryError:
-        raise UnsafeFileError(f"{path} is a folder, not a file") from None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise UnsafeFileError(f"{path} is {_kind(st.st_mode)}, not a regular file")
         os.lseek(fd, max(0, st.st_size - limit), os.SEEK_SET)
         return os.read(fd, limit).decode("utf-8", errors="replace")
     finally:

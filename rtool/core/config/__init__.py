@@ -131,17 +131,10 @@ def _read_checked_config(found: Path) -> bytes:
 
     from rtool.core.fdwalk import read_fd
     from rtool.core.identity import trusted_uid
-    from rtool.core.safeio import UnsafeFileError, trust_problem
+    from rtool.core.safeio import UnsafeFileError, open_regular, trust_problem
 
-    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0)
+    fd, st = open_regular(found)
     try:
-        fd = os.open(found, flags)
-    except IsADirectoryError:
-        raise UnsafeFileError(f"{found} is a folder, not a file") from None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise UnsafeFileError(f"{found} is not a regular file")
         problem = trust_problem(found, st)
         link = os.lstat(found)
         if not problem and stat.S_ISLNK(link.st_mode) and not trusted_uid(link.st_uid):
