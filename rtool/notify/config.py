@@ -53,7 +53,7 @@ class EscalationRule(Section):
     @classmethod
     def _matchers(cls, value: list[str]) -> list[str]:
         from rtool.core.errors import UsageError
-        from rtool.notify.silence import parse_matcher
+        from rtool.notify.silence_store import parse_matcher
 
         for text in value:
             try:
@@ -63,7 +63,7 @@ class EscalationRule(Section):
         return value
 
     def matches(self, labels: dict[str, str]) -> bool:
-        from rtool.notify.silence import parse_matcher
+        from rtool.notify.silence_store import parse_matcher
 
         return all(parse_matcher(t).matches(labels) for t in self.match)
 

@@ -19,7 +19,7 @@ from rtool.notify.deliver import flush
 from rtool.notify.model import Notification
 from rtool.notify.outbox import Item, Outbox
 from rtool.notify.report import Delivery, Report
-from rtool.notify.silence import Silences, prune
+from rtool.notify.silence_store import Silences, prune
 
 ALERTS_FILE = "notify/alerts.json"
 

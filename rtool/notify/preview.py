@@ -17,7 +17,7 @@ from rtool.notify.config import NotifyConfig
 from rtool.notify.decide import KeyState, decide
 from rtool.notify.engine import _load, route
 from rtool.notify.model import Notification
-from rtool.notify.silence import Silences, matching
+from rtool.notify.silence_store import Silences, matching
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from rtool.notify.config import NotifyConfig
 from rtool.notify.decide import Decision, KeyState
 from rtool.notify.model import Notification
 from rtool.notify.outbox import Item, Outbox
-from rtool.notify.silence import Silence, hold, labels_of, matching
+from rtool.notify.silence_store import Silence, hold, labels_of, matching
 
 
 def held_by(

@@ -213,7 +213,7 @@ def _cron(state: StateDir, reg: CollectorRegistry) -> None:
 
 def _silences(state: StateDir, now: float, reg: CollectorRegistry) -> None:
     try:
-        from rtool.notify.silence import Silences
+        from rtool.notify.silence_store import Silences
     except ImportError:  # pragma: no cover - silences ship with notify
         return
     active = Gauge("rtool_silences_active", "Silences in force now.", registry=reg)

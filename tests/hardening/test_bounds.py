@@ -23,7 +23,7 @@ from rtool.nodes.preflight.job import JobInfo, JobOutcome, alerts, record
 from rtool.nodes.store import SuspectStore
 from rtool.notify import process
 from rtool.notify.config import NotifyConfig
-from rtool.notify.silence import Silences, parse_matcher
+from rtool.notify.silence_store import Silences, parse_matcher
 from rtool.runs import ledger, store
 from rtool.runs.model import Ledger
 from rtool.runs.totals import totals

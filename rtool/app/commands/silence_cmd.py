@@ -39,7 +39,7 @@ def add_cmd(
     Example: rtool silence add check=disk 'what=~/scratch.*' --for 2h --reason maintenance
     """
     from rtool.core.units import UnitError, format_when, parse_duration
-    from rtool.notify.silence import Silences, parse_matcher
+    from rtool.notify.silence_store import Silences, parse_matcher
 
     try:
         seconds = parse_duration(duration)
@@ -63,7 +63,7 @@ def list_cmd(
     Example: rtool silence list --all
     """
     from rtool.core.units import format_when
-    from rtool.notify.silence import Silences
+    from rtool.notify.silence_store import Silences
 
     now = time.time()
     rows = [s for s in Silences(get_context(ctx).state).load() if show_all or not s.summarized]
@@ -95,7 +95,7 @@ def remove_cmd(
     """
     from rtool.notify import flush
     from rtool.notify.engine import queue
-    from rtool.notify.silence import Silences
+    from rtool.notify.silence_store import Silences
 
     actx = get_context(ctx)
     now = time.time()
