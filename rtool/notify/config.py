@@ -34,7 +34,7 @@ _CRIT: list[StatusName] = ["CRITICAL"]
 
 class EscalationRule(Section):
     """An alert still open `after` this long goes (once per incident) to channel `to` as well
-    (rtool/notify/silencing.py); its resolved notice goes there too."""
+    (rtool/notify/silence_escalate.py); its resolved notice goes there too."""
 
     after: Duration
     to: str

@@ -11,7 +11,7 @@ from typing import Any
 from rtool.core.alert import Alert, Status
 from rtool.core.redact import redact_alert
 from rtool.core.state import StateDir
-from rtool.notify import fold, silencing
+from rtool.notify import fold, silence_escalate
 from rtool.notify.channels import DeliveryError
 from rtool.notify.config import NotifyConfig
 from rtool.notify.decide import Decision, KeyState, decide
@@ -55,7 +55,7 @@ def queue(alerts: list[Alert], cfg: NotifyConfig, state: StateDir, now: float) -
     with state.lock("notify-alerts"), Silences(state).edit() as silences:
         data = _load(state)
         keys: dict[str, Any] = data["keys"]
-        silencing.end_expired(cfg, keys, silences, outbox, data["epoch"], now)
+        silence_escalate.end_expired(cfg, keys, silences, outbox, data["epoch"], now)
         into = fold.folded(alerts)
         ok = {a.key for a in alerts if a.status is Status.OK}
         told: dict[str, KeyState] = {}  # the causes' new states (decided first)
@@ -70,7 +70,7 @@ def queue(alerts: list[Alert], cfg: NotifyConfig, state: StateDir, now: float) -
             if decision.kind:
                 n = _notification(data["epoch"], prev, new, decision, alert, now)
                 decision.channels = route(cfg, decision, prev)
-                silence = silencing.held_by(silences, decision, n, now)
+                silence = silence_escalate.held_by(silences, decision, n, now)
                 if silence is not None:
                     decision.reason += f" (held by silence {silence.id})"
                     decision.channels = []
@@ -121,7 +121,7 @@ def _escalate(
         summary=alert.summary,
         fields={str(k): str(v) for k, v in alert.fields.items()},
     )
-    for channel, note in silencing.escalate(cfg, new, probe, now):
+    for channel, note in silence_escalate.escalate(cfg, new, probe, now):
         new.version += 1
         nid = hashlib.sha1(f"{epoch}|{alert.key}|{new.version}".encode()).hexdigest()[:16]
         n = replace(probe, id=nid, time=now, incident=new.incident or nid, since=new.since)

@@ -6,7 +6,7 @@ Stdlib only. Kinds:
   repeat    still not OK after `repeat_interval`
   resolved  back to OK; `duration` says how long it lasted
   escalated still not OK after an escalation rule's `after`: sent to the rule's channel
-  summary   a silence ended: what it held (rtool/notify/silencing.py)
+  summary   a silence ended: what it held (rtool/notify/silence_escalate.py)
   test      `rtool notify test`
 """
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from rtool.core.alert import Alert
 from rtool.core.redact import redact_alert
 from rtool.core.state import StateDir
-from rtool.notify import silencing
+from rtool.notify import silence_escalate
 from rtool.notify.config import NotifyConfig
 from rtool.notify.decide import KeyState, decide
 from rtool.notify.engine import _load, route
@@ -68,7 +68,7 @@ def preview(alerts: list[Alert], cfg: NotifyConfig, state: StateDir, now: float)
             if decision.kind != "resolved":
                 new.channels = sorted(set(new.channels) | set(channels))
         if new.notified is not None and cfg.escalate:
-            for channel, _note in silencing.escalate(cfg, new, n, now):
+            for channel, _note in silence_escalate.escalate(cfg, new, n, now):
                 out.append(WouldSend("escalated", alert.key, new.status, alert.summary,
                                      (channel,)))  # fmt: skip
     return out
