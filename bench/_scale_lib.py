@@ -70,7 +70,7 @@ def listed_attempts(history: str) -> list[int]:
 
 
 def attempt_records(n: int, job_id: int = 4242, t0: float = 1.7e9, nodes: int = 16) -> str:
-    """A batch script's records (rtool/runs/records.py) of `n` attempts of one requeued job:
+    """A batch script's records (rtool/runs/attempt_records.py) of `n` attempts of one requeued job:
     a start and an end line each, the next attempt starting 60 s after the previous ended."""
     lines = []
     for k in range(n):

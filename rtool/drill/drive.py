@@ -19,7 +19,7 @@ from rtool.core.proc import ProcError
 from rtool.core.slurm import QUEUED_STATES, RUNNING_STATES, Slurm
 from rtool.drill.model import Mode, Observation, Plan, Target
 from rtool.drill.preempt import end_grace
-from rtool.runs.records import BatchRecord, read_records
+from rtool.runs.attempt_records import BatchRecord, read_records
 
 log = logging.getLogger(__name__)
 Say = Callable[[str], None]

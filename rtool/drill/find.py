@@ -21,7 +21,7 @@ from rtool.core.slurm.parse import ParseError, expand_hostlist
 from rtool.core.slurm.partition import partition
 from rtool.drill.model import Mode, Plan, Preempt, Report, Target
 from rtool.drill.script import ScriptFacts, read_script
-from rtool.runs.records import records_path
+from rtool.runs.attempt_records import records_path
 from rtool.slurm_templates.specs import SignalSpec
 
 

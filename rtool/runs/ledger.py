@@ -15,11 +15,11 @@ from rtool import __version__
 from rtool.core.heartbeat import Heartbeat, RunState
 from rtool.core.slurm import RUNNING_STATES, SqueueJob, expand_hostlist
 from rtool.runs import inplace, signatures, steps
+from rtool.runs.attempt_records import BatchRecord, shown_id
 from rtool.runs.finish import Claim
 from rtool.runs.inplace import RestartRecord
 from rtool.runs.logtail import shown
 from rtool.runs.model import FROM_HEARTBEAT, Attempt, Ledger, Source
-from rtool.runs.records import BatchRecord, shown_id
 from rtool.runs.stops import degraded_state, own_stop
 from rtool.runs.totals import fold
 

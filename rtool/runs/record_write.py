@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from rtool.core.errors import RtoolError
 from rtool.core.heartbeat import MAX_HEARTBEAT_BYTES, ErrorInfo, Heartbeat, HeartbeatFormatError
 from rtool.core.slurm.parse import ParseError, expand_hostlist
-from rtool.runs.records import (
+from rtool.runs.attempt_records import (
     DIGITS,
     HOSTLIST,
     NODE,

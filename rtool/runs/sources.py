@@ -2,7 +2,7 @@
 
 sacct where accounting exists (`Slurm.sacct`, all attempts, by job name since the lookback);
 otherwise degraded mode, saying so. The heartbeat through `rtool.core.heartbeat`, the batch
-script's records through `rtool.runs.records`, logs through `rtool.runs.logtail`.
+script's records through `rtool.runs.attempt_records`, logs through `rtool.runs.logtail`.
 """
 
 from __future__ import annotations
@@ -17,12 +17,12 @@ from rtool.core.slurm import AccountingDisabled, SacctRecord, Slurm, SlurmError,
 from rtool.core.state import StateDir
 from rtool.runs import finish, store
 from rtool.runs import ledger as ledger_mod
+from rtool.runs.attempt_records import BatchRecord, read_records, records_path
 from rtool.runs.config import RunsConfig, RunWatch
 from rtool.runs.health import crash_loop
 from rtool.runs.inplace import RestartRecord, read_restarts, restarts_path
 from rtool.runs.logtail import UntrustedFile, read_logs
 from rtool.runs.model import Attempt, Ledger
-from rtool.runs.records import BatchRecord, read_records, records_path
 
 log = logging.getLogger(__name__)
 

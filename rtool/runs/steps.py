@@ -20,8 +20,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rtool.core.heartbeat import Heartbeat, RunState
+from rtool.runs.attempt_records import shown_id
 from rtool.runs.model import Attempt, Ledger
-from rtool.runs.records import shown_id
 
 #: A heartbeat in one of these states is of a launch still running: its step counts.
 LIVE = (RunState.STARTING, RunState.RUNNING, RunState.SAVING)

@@ -19,7 +19,7 @@ import pytest
 from rtool.core.heartbeat import Heartbeat, RunState
 from rtool.core.slurm.parse import MAX_HOSTS, ParseError, expand_hostlist
 from rtool.runs import record_write
-from rtool.runs.records import MAX_LINE, parse_record, parse_records, read_records
+from rtool.runs.attempt_records import MAX_LINE, parse_record, parse_records, read_records
 from rtool.slurm_templates import TrainingJob, render_job
 from tests.hardening.conftest import OTHER_UID
 

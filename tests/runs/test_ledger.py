@@ -10,8 +10,8 @@ import pytest
 from rtool.core.heartbeat import ErrorInfo, Heartbeat, RunState
 from rtool.core.slurm import parse_sacct, parse_squeue
 from rtool.runs import health, ledger
+from rtool.runs.attempt_records import parse_records
 from rtool.runs.finish import Claim
-from rtool.runs.records import parse_records
 from rtool.runs.render import table
 from rtool.runs.totals import totals
 
