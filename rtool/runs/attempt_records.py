@@ -1,12 +1,12 @@
 """The batch script's own start/end records of each attempt (degraded mode's ground truth).
 
 The batch script runs `rtool record start` and `rtool record end --rc N`
-(`rtool.runs.record_write`): one JSON line per event appended to `$RTOOL_RUN_RECORDS` (default
-`<heartbeat>.attempts`), made only of fields rtool produced and checked. Read back bounded (the
-file's last `limit` bytes, RECORDS_BYTES: 16 MiB; a trusted regular file only, see
+(`rtool.runs.attempt_record_writer`): one JSON line per event appended to `$RTOOL_RUN_RECORDS`
+(default `<heartbeat>.attempts`), made only of fields rtool produced and checked. Read back
+bounded (the file's last `limit` bytes, RECORDS_BYTES: 16 MiB; a trusted regular file only, see
 `rtool.runs.logtail`), every line validated against the schema below: at most `MAX_LINE` bytes,
-lines split on `\\n` only (a `\\r`, a Unicode line separator or a control character makes
-the line bad), no duplicate JSON key at any depth, only known keys with their exact types. A bad
+lines split on `\\n` only (a `\\r`, a Unicode line separator or a control character makes the
+line bad), no duplicate JSON key at any depth, only known keys with their exact types. A bad
 line is skipped with a warning and never acted on (`Records.skipped` says why).
 """
 

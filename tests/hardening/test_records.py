@@ -18,7 +18,7 @@ import pytest
 
 from rtool.core.heartbeat import Heartbeat, RunState
 from rtool.core.slurm.parse import MAX_HOSTS, ParseError, expand_hostlist
-from rtool.runs import record_write
+from rtool.runs import attempt_record_writer
 from rtool.runs.attempt_records import MAX_LINE, parse_record, parse_records, read_records
 from rtool.slurm_templates import TrainingJob, render_job
 from tests.hardening.conftest import OTHER_UID
@@ -69,7 +69,7 @@ def test_the_end_record_copies_this_attempts_heartbeat(tmp_path: Path) -> None:
     (rec,) = read_records(str(records)).records
     assert (rec.event, rec.job_id, rec.rc, rec.node) == ("end", JOB, 3, "n1")
     assert rec.heartbeat is not None and rec.heartbeat.step == 7
-    assert len(rec.heartbeat.stop_detail or "") <= record_write.TEXT_LIMIT  # clipped
+    assert len(rec.heartbeat.stop_detail or "") <= attempt_record_writer.TEXT_LIMIT  # clipped
 
 
 FORGED = {
@@ -160,8 +160,8 @@ def test_a_records_file_others_can_write_is_refused(tmp_path: Path) -> None:
     os.chmod(path, 0o666)
     res = _record(tmp_path, "start", records=path)
     assert "record was not written" in res.stderr and path.read_text() == ""
-    with pytest.raises(record_write.RecordWriteError, match="writable by group or others"):
-        record_write.append_line(str(path), "{}")
+    with pytest.raises(attempt_record_writer.RecordWriteError, match="writable by group or others"):
+        attempt_record_writer.append_line(str(path), "{}")
 
 
 def _line(**kw: object) -> str:

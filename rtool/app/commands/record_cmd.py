@@ -1,7 +1,7 @@
 """`rtool record start|end [--rc N]`: the attempt record, written by the batch script.
 
 Hidden: the rtool prelude of `rtool submit`'s batch script runs it (bounded by `timeout`, its
-failure never stops the training). It reads no config; see `rtool.runs.record_write`.
+failure never stops the training). It reads no config; see `rtool.runs.attempt_record_writer`.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ def record(
     Example: rtool record end --rc "$rc"
     """
     from rtool.core.errors import UsageError
-    from rtool.runs import record_write
+    from rtool.runs import attempt_record_writer
 
     if event not in ("start", "end"):
         raise UsageError(f"record: event {event!r}: expected start or end")
@@ -28,7 +28,7 @@ def record(
         raise UsageError(f"record: --rc {rc}: expected an exit code 0..255")
     if event == "start" and rc is not None:
         raise UsageError("record: --rc is for the end record")
-    record_write.write(event, rc)
+    attempt_record_writer.write(event, rc)
     return 0
 
 

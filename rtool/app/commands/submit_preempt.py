@@ -34,7 +34,7 @@ def save_vs_grace(save_s: float | None, part: Partition | None) -> str | None:
 
 def measured_save(heartbeat: str | None) -> float | None:
     """The longest save the run's heartbeat recorded (yours only; None when none)."""
-    from rtool.runs.record_write import read_own_heartbeat
+    from rtool.runs.attempt_record_writer import read_own_heartbeat
 
     hb = read_own_heartbeat(heartbeat) if heartbeat else None
     return hb.longest_save_seconds if hb is not None else None
