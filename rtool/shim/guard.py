@@ -31,7 +31,7 @@ from rtool.shim.decision import (
 from rtool.shim.distributed import Agreement, initialised_dist
 from rtool.shim.forced_exit import Unresponsive
 from rtool.shim.hang import HangWatch
-from rtool.shim.heartbeat import JobIdentity
+from rtool.shim.heartbeat_writer import JobIdentity
 from rtool.shim.monitor import Monitor, MonitorConfig, Sources, Timing
 from rtool.shim.options import GuardOptions, ShimConfigError
 from rtool.shim.report import Reporter

@@ -11,7 +11,7 @@ from rtool.core.heartbeat import ErrorInfo, RunState
 from rtool.shim.checkpoints import last_resume
 from rtool.shim.crash import CrashHooks
 from rtool.shim.decision import Decision
-from rtool.shim.heartbeat import HeartbeatWriter, JobIdentity
+from rtool.shim.heartbeat_writer import HeartbeatWriter, JobIdentity
 from rtool.shim.monitor import Timing
 from rtool.shim.provenance import Provenance
 from rtool.shim.trackers import export as export_tracker_env

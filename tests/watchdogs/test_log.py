@@ -104,7 +104,7 @@ def test_heartbeat_is_the_sharper_signal(tmp_path, state):
 
 def test_non_finite_loss_stop_is_critical(tmp_path, state):
     from rtool.core.heartbeat import Heartbeat, RunState
-    from rtool.shim.heartbeat import HeartbeatWriter  # the shim's own writer: its real format
+    from rtool.shim.heartbeat_writer import HeartbeatWriter  # the shim's writer: its format
 
     hb = tmp_path / "hb.json"
     writer = HeartbeatWriter(hb, Heartbeat(RunState.STARTING, time.time(), job_id="4242"))
@@ -135,7 +135,7 @@ def test_a_crashed_run_is_not_a_hang_and_says_why(tmp_path, state):
 
 
 def test_done_marker_means_finished(tmp_path, state):
-    from rtool.shim.heartbeat import done_marker
+    from rtool.shim.heartbeat_writer import done_marker
 
     hb = tmp_path / "hb.json"
     write_hb(hb, step=9, time=time.time() - 9999)
