@@ -43,7 +43,7 @@ from rtool.core.slurm.reservations import (
     reservation_wait,
 )
 from rtool.nodes.config import NodesConfig
-from rtool.nodes.signatures import blamed
+from rtool.nodes.node_fault import blamed
 from rtool.nodes.store import Evidence, EvidenceKind, SuspectStore
 
 if TYPE_CHECKING:

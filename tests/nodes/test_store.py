@@ -70,7 +70,7 @@ def test_sinfo_and_pending_reasons():
 
 
 def test_signature_blames_the_node():
-    from rtool.nodes.signatures import blamed
+    from rtool.nodes.node_fault import blamed
 
     assert blamed(("n2",), "xid", "NVRM: Xid (PCI:0000:5d:00): 79, GPU has fallen off the bus") == [
         "n2"

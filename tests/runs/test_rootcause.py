@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from rtool.nodes.signatures import blamed
+from rtool.nodes.node_fault import blamed
 from rtool.runs import health, signatures
 from rtool.runs.logtail import expand, read_logs, shown
 from rtool.runs.model import Attempt, Ledger, Signature

@@ -13,7 +13,7 @@ import pytest
 
 from rtool.core.linear import problem
 from rtool.core.state import StateDir
-from rtool.nodes import signatures as node_signatures
+from rtool.nodes import node_fault
 from rtool.nodes.store import SuspectStore
 from rtool.runs import ledger, signatures
 from rtool.runs.model import Attempt
@@ -80,9 +80,9 @@ def test_the_registry_is_every_module_once_and_node_level_is_derived() -> None:
     assert modules == set(signatures.LINES), "one module = one line in LINES"
     names = [d.name for d in DECLARED]
     assert len(names) == len(set(names))
-    assert {d.name for d in DECLARED if d.node_level} == node_signatures.NODE_LEVEL
-    assert {"xid", "ecc", "gpu-lost", "node-failure"} <= node_signatures.NODE_LEVEL
-    assert not {"nccl-timeout", "nccl-error", "xid-app", "cuda-fault"} & node_signatures.NODE_LEVEL
+    assert {d.name for d in DECLARED if d.node_level} == node_fault.NODE_LEVEL
+    assert {"xid", "ecc", "gpu-lost", "node-failure"} <= node_fault.NODE_LEVEL
+    assert not {"nccl-timeout", "nccl-error", "xid-app", "cuda-fault"} & node_fault.NODE_LEVEL
 
 
 def test_the_docs_table_lists_every_signature() -> None:

@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from rtool.core import cgroup
 from rtool.core.heartbeat import Heartbeat, HeartbeatFormatError, RunState, read_heartbeat
 from rtool.core.slurm.nodes import NodeState
+from rtool.nodes.node_fault import blamed
 from rtool.nodes.preflight.job import JobInfo
-from rtool.nodes.signatures import blamed
 from rtool.runs import signatures, stacks
 from rtool.runs.inplace import RestartRecord
 from rtool.runs.logtail import tail_lines

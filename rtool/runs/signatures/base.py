@@ -4,7 +4,7 @@ A signature names why an attempt died from one line of its log: its `name` (`xid
 for people, a regex anchored to the line the failing component really prints (the kernel's
 `NVRM: Xid (PCI:…): N`, not any line with "xid" in it), whether it points at the hardware of
 the node that printed the line (`node_level`: the node becomes suspect, see
-rtool/nodes/signatures.py), how specific it is (`tier`: 1 a root cause such as a GPU fault or a
+rtool/nodes/node_fault.py), how specific it is (`tier`: 1 a root cause such as a GPU fault or a
 full disk, 2 a failure that is often the first sign of another (an NCCL network error, a
 segfault), 3 a symptom that other ranks or Slurm print after the real cause (a collective
 timeout on the waiting ranks, Slurm's cancel lines)), the `action` a user needs (a format
