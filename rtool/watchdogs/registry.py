@@ -48,7 +48,9 @@ LINES: tuple[Line, ...] = (
         "rtool.watchdogs.checkpoint.spec:CheckpointWatch",
     ),
     # [[watch.cron]] entries, completed from [cron]
-    Line("cron", "rtool.watchdogs.cron:CronWatchdog", "rtool.watchdogs.config:CronWatchEntry"),
+    Line(
+        "cron", "rtool.watchdogs.cron_chain:CronWatchdog", "rtool.watchdogs.config:CronWatchEntry"
+    ),
 )
 
 if TYPE_CHECKING:

@@ -7,7 +7,7 @@ from datetime import datetime
 from rtool.core.alert import Status
 from rtool.core.slurm import SqueueJob
 from rtool.cron.store import chain_name
-from rtool.watchdogs.cron import ChainObservation, check_cron
+from rtool.watchdogs.cron_chain import ChainObservation, check_cron
 
 
 def job(state: str, name: str) -> SqueueJob:

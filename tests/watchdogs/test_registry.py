@@ -110,5 +110,5 @@ def test_watch_disk_imports_no_other_watchdog() -> None:
         "rtool.watchdogs.job",
         "rtool.watchdogs.log",
         "rtool.watchdogs.run",
-        "rtool.watchdogs.cron",
+        "rtool.watchdogs.cron_chain",
     } & set(mods)

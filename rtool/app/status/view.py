@@ -89,7 +89,7 @@ def slurm_sections(
     """(jobs, cron, slurm) sections from one squeue call shared by both."""
     from rtool.cron.store import CronStore, resolve_dir
     from rtool.watchdogs.base import ProbeEnv, Watchdog
-    from rtool.watchdogs.cron import CronWatch, CronWatchdog
+    from rtool.watchdogs.cron_chain import CronWatch, CronWatchdog
     from rtool.watchdogs.job import JobWatchdog
     from rtool.watchdogs.runner import query_for
 
@@ -199,7 +199,7 @@ def cron_section(
     cfg: Config, store: Any, beat: dict[str, Any] | None, obs: Any, now: float
 ) -> dict[str, Any]:
     from rtool.cron.chain import active_jobs
-    from rtool.watchdogs.cron import ChainObservation, check_cron
+    from rtool.watchdogs.cron_chain import ChainObservation, check_cron
 
     base: dict[str, Any] = {"dir": str(store.root), "chain_name": store.name}
     failing = failing_cron_jobs(store.load()["jobs"])
