@@ -115,12 +115,12 @@ def preflight_keys(_: str | None = None) -> str:
 
 
 def channels(_: str | None = None) -> str:
-    from rtool.notify.channels import REGISTRY
+    from rtool.notify.channels import CHANNELS
     from rtool.notify.channels.base import ChannelSection
 
     common = set(ChannelSection.model_fields)
     rows = ["| channel | sends | its keys (besides the common ones) |", "|---|---|---|"]
-    for c in REGISTRY:
+    for c in CHANNELS.all():
         keys = ", ".join(
             f"`{k}`" + (f" ({_default(i)})" if _default(i) else "")
             for k, i in c.config.model_fields.items()

@@ -126,11 +126,9 @@ class NotifyBase(Section):
         return section
 
 
-def notify_config(registry: tuple[type[Any], ...] | None = None) -> type[NotifyBase]:
+def notify_config() -> type[NotifyBase]:
     """The [notify] section with one optional `[notify.NAME]` section per channel."""
-    fields: dict[str, Any] = {
-        c.name: (c.config | None, None) for c in registry or channels.REGISTRY
-    }
+    fields: dict[str, Any] = {c.name: (c.config | None, None) for c in channels.CHANNELS.all()}
     model: type[NotifyBase] = create_model("NotifyConfig", __base__=NotifyBase, **fields)
     return model
 

@@ -178,7 +178,7 @@ def kinds() -> dict[str, Kind]:
             "channel",
             "rtool/notify/channels/__init__.py",
             "LINES",
-            '"plugs.jsonl:JsonlChannel",',
+            '"jsonl": "plugs.jsonl:JsonlChannel",',
             "plugs/jsonl.py",
             CHANNEL,
         ),

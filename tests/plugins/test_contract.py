@@ -8,7 +8,7 @@ import pytest
 from rtool.app.commands.lazy import COMMANDS
 from rtool.app.commands.watch_cmd import WRITTEN
 from rtool.nodes.preflight.registry import CHECKS
-from rtool.notify.channels import REGISTRY as CHANNELS
+from rtool.notify.channels import CHANNELS
 from rtool.watchdogs.registry import REGISTRY as WATCHDOGS
 from tests.plugins import contract
 
@@ -23,7 +23,7 @@ def test_preflight_check(name: str) -> None:
     assert contract.check(CHECKS[name]) == []
 
 
-@pytest.mark.parametrize("cls", CHANNELS, ids=[c.name for c in CHANNELS])
+@pytest.mark.parametrize("cls", CHANNELS.all(), ids=CHANNELS.names())
 def test_channel(cls) -> None:
     assert contract.channel(cls) == []
 

@@ -8,37 +8,29 @@ Heavy libraries (smtplib, slack_sdk, requests) are imported only when a channel 
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
+from rtool.core.registry import Registry
 from rtool.notify.channels.base import Channel, ChannelSection, DeliveryError, Envelope, Receipt
 
-#: The channels as "module:Class", in the order `configured()` lists them.
-LINES: tuple[str, ...] = (
-    "rtool.notify.channels.email:EmailChannel",
-    "rtool.notify.channels.slack:SlackChannel",
-    "rtool.notify.channels.webhook:WebhookChannel",
-    "rtool.notify.channels.pagerduty:PagerDutyChannel",
-    "rtool.notify.channels.log:LogChannel",
-)
+#: The channels, in the order `configured()` lists them: name -> "module:Class".
+LINES: dict[str, str] = {
+    "email": "rtool.notify.channels.email:EmailChannel",
+    "slack": "rtool.notify.channels.slack:SlackChannel",
+    "webhook": "rtool.notify.channels.webhook:WebhookChannel",
+    "pagerduty": "rtool.notify.channels.pagerduty:PagerDutyChannel",
+    "log": "rtool.notify.channels.log:LogChannel",
+}
 
-
-def load(line: str) -> Any:
-    """The class a line names."""
-    module, _, attr = line.partition(":")
-    return getattr(importlib.import_module(module), attr)
-
-
-#: The channel classes, in the order of `LINES`.
-REGISTRY: tuple[type[Any], ...] = tuple(load(line) for line in LINES)
+CHANNELS: Registry[type[Any]] = Registry("channel", LINES)
 
 
 def names() -> list[str]:
-    return [c.name for c in REGISTRY]
+    return CHANNELS.names()
 
 
 def by_name(name: str) -> type[Any] | None:
-    return next((c for c in REGISTRY if c.name == name), None)
+    return CHANNELS.find(name)
 
 
 def unconfigured(name: str) -> ChannelSection | None:
@@ -61,7 +53,7 @@ def build(name: str, cfg: Any) -> Channel:
 
 
 __all__ = [
-    "REGISTRY",
+    "CHANNELS",
     "Channel",
     "ChannelSection",
     "DeliveryError",

@@ -72,7 +72,7 @@ class ChannelSection(Section):
 class Channel(Protocol):
     """A channel: one module with the class (its `name`, written once, is the `[notify.NAME]`
     section and the channel's name everywhere) and its config section, plus one line in
-    `rtool.notify.channels.REGISTRY`. A class may set `unconfigured` to a section it works with when
+    `rtool.notify.channels.LINES`. A class may set `unconfigured` to a section it works with when
     the config has none (the log channel)."""
 
     name: ClassVar[str]

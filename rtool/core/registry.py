@@ -1,0 +1,73 @@
+"""One registry for every kind of plug-in: watchdog, pre-flight check, failure signature,
+channel, config section.
+
+A kind lists its plug-ins in one table, one line each, in order: `name: "module:attribute"`
+(or `name: "module"`, for a plug-in that is a module). A plug-in is imported when it is first
+asked for, so `rtool watch disk` imports the disk watchdog alone; `all()` imports every one.
+A plug-in that carries its own name (`name` or `NAME`) must carry its line's name.
+
+    CHANNELS: Registry[type[Channel]] = Registry("channel", {
+        "email": "rtool.notify.channels.email:EmailChannel",
+        "slack": "rtool.notify.channels.slack:SlackChannel",
+    })
+    CHANNELS.get("slack")  # imports rtool.notify.channels.slack alone
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterator, Mapping
+from typing import Any, Generic, TypeVar
+
+T = TypeVar("T")
+
+
+def load(where: str) -> Any:
+    """The object `module:attribute` names (the module itself when there is no attribute)."""
+    module, _, attr = where.partition(":")
+    found = importlib.import_module(module)
+    return getattr(found, attr) if attr else found
+
+
+class Registry(Generic[T]):
+    """The plug-ins of one kind: `name -> "module[:attribute]"`, imported on first use."""
+
+    def __init__(self, kind: str, lines: Mapping[str, str]) -> None:
+        self.kind = kind
+        self.lines: dict[str, str] = dict(lines)
+        self._loaded: dict[str, T] = {}
+
+    def names(self) -> list[str]:
+        return list(self.lines)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.lines
+
+    def __len__(self) -> int:
+        return len(self.lines)
+
+    def get(self, name: str) -> T:
+        """The plug-in `name`; imports its module (alone) the first time. KeyError: no such
+        line; ValueError: the plug-in calls itself by another name."""
+        if name not in self._loaded:
+            found = load(self.lines[name])
+            own = getattr(found, "name", None) or getattr(found, "NAME", None)
+            if isinstance(own, str) and own != name:
+                raise ValueError(f"{self.kind} line {name!r} loads {own!r} ({self.lines[name]})")
+            self._loaded[name] = found
+        return self._loaded[name]
+
+    def find(self, name: str) -> T | None:
+        """The plug-in `name`, or None when no line names it."""
+        return self.get(name) if name in self.lines else None
+
+    def all(self) -> tuple[T, ...]:
+        """Every plug-in, in the order of the lines (imports them all)."""
+        return tuple(self.get(name) for name in self.lines)
+
+    def items(self) -> Iterator[tuple[str, T]]:
+        return ((name, self.get(name)) for name in self.lines)
+
+    def plus(self, lines: Mapping[str, str]) -> Registry[T]:
+        """A registry of these lines and `lines` after them (a test's extra plug-in)."""
+        return Registry(self.kind, {**self.lines, **lines})
