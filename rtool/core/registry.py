@@ -10,14 +10,14 @@ A plug-in that carries its own name (`name` or `NAME`) must carry its line's nam
         "email": "rtool.notify.channels.email:EmailChannel",
         "slack": "rtool.notify.channels.slack:SlackChannel",
     })
-    CHANNELS.get("slack")  # imports rtool.notify.channels.slack alone
+    CHANNELS["slack"]  # imports rtool.notify.channels.slack alone; .get("x"): None if no line
 """
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Iterator, Mapping
-from typing import Any, Generic, TypeVar
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 
@@ -29,24 +29,16 @@ def load(where: str) -> Any:
     return getattr(found, attr) if attr else found
 
 
-class Registry(Generic[T]):
-    """The plug-ins of one kind: `name -> "module[:attribute]"`, imported on first use."""
+class Registry(Mapping[str, T]):
+    """The plug-ins of one kind: `name -> "module[:attribute]"`, each imported when first
+    looked up (`registry[name]`, `registry.get(name)`); `names()` imports nothing."""
 
     def __init__(self, kind: str, lines: Mapping[str, str]) -> None:
         self.kind = kind
         self.lines: dict[str, str] = dict(lines)
         self._loaded: dict[str, T] = {}
 
-    def names(self) -> list[str]:
-        return list(self.lines)
-
-    def __contains__(self, name: object) -> bool:
-        return name in self.lines
-
-    def __len__(self) -> int:
-        return len(self.lines)
-
-    def get(self, name: str) -> T:
+    def __getitem__(self, name: str) -> T:
         """The plug-in `name`; imports its module (alone) the first time. KeyError: no such
         line; ValueError: the plug-in calls itself by another name."""
         if name not in self._loaded:
@@ -57,16 +49,18 @@ class Registry(Generic[T]):
             self._loaded[name] = found
         return self._loaded[name]
 
-    def find(self, name: str) -> T | None:
-        """The plug-in `name`, or None when no line names it."""
-        return self.get(name) if name in self.lines else None
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.lines)
+
+    def __len__(self) -> int:
+        return len(self.lines)
+
+    def names(self) -> list[str]:
+        return list(self.lines)
 
     def all(self) -> tuple[T, ...]:
         """Every plug-in, in the order of the lines (imports them all)."""
-        return tuple(self.get(name) for name in self.lines)
-
-    def items(self) -> Iterator[tuple[str, T]]:
-        return ((name, self.get(name)) for name in self.lines)
+        return tuple(self[name] for name in self.lines)
 
     def plus(self, lines: Mapping[str, str]) -> Registry[T]:
         """A registry of these lines and `lines` after them (a test's extra plug-in)."""

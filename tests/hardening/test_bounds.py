@@ -18,8 +18,9 @@ from rtool.core.safeio import DEFAULT_LIMIT
 from rtool.core.slurm import SacctRecord, parse_sacct
 from rtool.core.state import StateDir
 from rtool.nodes.preflight import command
-from rtool.nodes.preflight.base import MAX_DETAIL, NodeContext, NodeReport, Outcome
+from rtool.nodes.preflight.base import MAX_DETAIL, NodeReport, Outcome
 from rtool.nodes.preflight.job import JobInfo, JobOutcome, alerts, record
+from rtool.nodes.preflight.registry import NodeContext
 from rtool.nodes.store import SuspectStore
 from rtool.notify import process
 from rtool.notify.config import NotifyConfig

@@ -14,8 +14,8 @@ import pytest
 
 from rtool.core.gpu import parse_csv
 from rtool.nodes.preflight import ecc, gpus
-from rtool.nodes.preflight.base import NodeContext
 from rtool.nodes.preflight.node import from_line, run_checks, to_line
+from rtool.nodes.preflight.registry import NodeContext
 
 DATA = Path(__file__).parent / "nvidia_smi"
 

@@ -170,7 +170,7 @@ def kinds() -> dict[str, Kind]:
             "check",
             "rtool/nodes/preflight/registry.py",
             "LINES",
-            '"plugs.load",',
+            '"load": "plugs.load",',
             "plugs/load.py",
             CHECK,
         ),

@@ -1,7 +1,7 @@
 """What every pre-flight check sees and returns (see `Check`).
 
-`NodeContext`, what the checks of one node are asked to verify, is `NodeBase` plus every
-registered check's settings; `rtool.nodes.preflight.registry` makes it from the checks.
+`rtool.nodes.preflight.registry.NodeContext`, what the checks of one node are asked to verify,
+is `NodeBase` plus every registered check's settings.
 """
 
 from __future__ import annotations
@@ -23,18 +23,6 @@ class NodeBase(Section):
     if TYPE_CHECKING:  # the checks' settings (`ctx.gpus`, `ctx.dirs` ...)
 
         def __getattr__(self, name: str) -> Any: ...
-
-
-if TYPE_CHECKING:
-    NodeContext = NodeBase
-else:
-
-    def __getattr__(name: str) -> Any:
-        if name == "NodeContext":  # made from the registered checks
-            from rtool.nodes.preflight.registry import NodeContext
-
-            return NodeContext
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 #: Bounds of what a check reports (a command may print anything, e.g. 20 MB on one line).

@@ -7,33 +7,27 @@ pre-flight whenever it applies.
 
 from __future__ import annotations
 
-import importlib
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from pydantic import create_model
 
 from rtool.core.config.types import Section
+from rtool.core.registry import Registry
 from rtool.nodes.preflight.base import Check, NodeBase
 
-#: The check modules, in the order they run.
-LINES: tuple[str, ...] = (
-    "rtool.nodes.preflight.gpus",
-    "rtool.nodes.preflight.ecc",
-    "rtool.nodes.preflight.dirs",
-    "rtool.nodes.preflight.command",
-)
+#: The checks, in the order they run: name -> the module that is the check.
+LINES: dict[str, str] = {
+    "gpus": "rtool.nodes.preflight.gpus",
+    "ecc": "rtool.nodes.preflight.ecc",
+    "dirs": "rtool.nodes.preflight.dirs",
+    "command": "rtool.nodes.preflight.command",
+}
+
+CHECKS: Registry[Check] = Registry("pre-flight check", LINES)
 
 
-def load(lines: tuple[str, ...] = LINES) -> dict[str, Check]:
-    """The check modules of `lines` by name."""
-    modules: list[Any] = [importlib.import_module(line) for line in lines]
-    return {m.NAME: m for m in modules}
-
-
-CHECKS: dict[str, Check] = load()
-
-
-def settings_of(checks: dict[str, Check]) -> tuple[type[Section], ...]:
+def settings_of(checks: Mapping[str, Check]) -> tuple[type[Section], ...]:
     """The checks' settings; two checks may not declare the same key."""
     seen: dict[str, str] = {}
     out = []
@@ -48,7 +42,7 @@ def settings_of(checks: dict[str, Check]) -> tuple[type[Section], ...]:
     return tuple(out)
 
 
-def with_settings(base: type[Section], name: str, checks: dict[str, Check]) -> type[Any]:
+def with_settings(base: type[Section], name: str, checks: Mapping[str, Check]) -> type[Any]:
     """`base` plus every check's settings, in the order the checks run."""
     bases = settings_of(checks)
     # pydantic orders inherited fields from the last base to the first
@@ -66,6 +60,6 @@ else:
     NodeContext = with_settings(NodeBase, "NodeContext", CHECKS)
 
 
-def applies(ctx: NodeBase, checks: dict[str, Check] | None = None) -> list[str]:
+def applies(ctx: NodeBase, checks: Mapping[str, Check] | None = None) -> list[str]:
     """The names of the checks that have something to check in `ctx`."""
     return [name for name, check in (checks or CHECKS).items() if check.applies(ctx)]

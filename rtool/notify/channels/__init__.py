@@ -30,7 +30,7 @@ def names() -> list[str]:
 
 
 def by_name(name: str) -> type[Any] | None:
-    return CHANNELS.find(name)
+    return CHANNELS.get(name)
 
 
 def unconfigured(name: str) -> ChannelSection | None:
