@@ -77,7 +77,8 @@ def test_a_healthy_node_is_not_made_suspect_by_ordinary_text(tmp_path: Path) -> 
 def test_the_registry_is_every_module_once_and_node_level_is_derived() -> None:
     package = Path(signatures.__file__).parent
     modules = {p.stem for p in package.glob("*.py")} - {"__init__", "base"}
-    assert modules == set(signatures.LINES), "one module = one line in LINES"
+    lines = {where.partition(":")[0].rsplit(".", 1)[1] for where in signatures.LINES.values()}
+    assert modules == lines, "one module = one line in LINES"
     names = [d.name for d in DECLARED]
     assert len(names) == len(set(names))
     assert {d.name for d in DECLARED if d.node_level} == node_fault.NODE_LEVEL
@@ -99,22 +100,24 @@ def test_a_new_signature_is_one_module_and_one_line(
     pkg = tmp_path / "site_sigs"
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")
-    (pkg / "disk_full.py").write_text(
+    (pkg / "site_full.py").write_text(
         "from rtool.runs.signatures.base import Declared\n"
-        "SIGNATURE = Declared(name='disk-full', label='disk full',\n"
+        "SIGNATURE = Declared(name='site-full', label='site disk full',\n"
         "    pattern=r'OSError: \\[Errno 28\\] No space left on device',\n"
         "    examples=('OSError: [Errno 28] No space left on device',),\n"
         "    near_misses=('# No space left on device is handled',))\n"
     )
     monkeypatch.syspath_prepend(str(tmp_path))
     try:
-        (decl,) = signatures.declared(("site_sigs.disk_full",))
+        site = signatures.SIGNATURES.plus({"site-full": "site_sigs.site_full:SIGNATURE"})
+        decl = signatures.declared(site)[-1]
     finally:
-        sys.modules.pop("site_sigs.disk_full", None)
+        sys.modules.pop("site_sigs.site_full", None)
         sys.modules.pop("site_sigs", None)
+    assert decl.name == "site-full" and len(site) == len(signatures.SIGNATURES) + 1
     pattern = decl.compiled()
     got = signatures.match(["OSError: [Errno 28] No space left on device"], extra=[pattern])
-    assert got is not None and got.name == "disk-full" and not decl.node_level
+    assert got is not None and got.name == "site-full" and not decl.node_level
 
 
 @pytest.mark.parametrize(

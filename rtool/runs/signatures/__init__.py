@@ -12,52 +12,48 @@ are signatures too, used when the log says nothing more specific than a symptom.
 
 from __future__ import annotations
 
-import importlib
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
+from rtool.core.registry import Registry
 from rtool.runs import rootcause
 from rtool.runs.model import Signature
 from rtool.runs.signatures.base import MAX_LINE, Declared, Pattern
 
 #: The default signatures; on one line the first that matches wins, so the more specific come
-#: first. One line each: the module of this package that declares it (or a dotted module path).
-LINES = (
-    "cuda_oom",
-    "ecc",
-    "xid",
-    "xid_app",
-    "gpu_lost",
-    "node_failure",
-    "cuda_fault",
-    "disk_full",
-    "disk_quota",
-    "corrupt_checkpoint",
-    "address_in_use",
-    "rendezvous",
-    "hang",
-    "oom_killer",
-    "nccl_error",
-    "nccl_timeout",
-    "segfault",
-    "bus_error",
-    "slurm_time_limit",
-    "slurm_preempted",
-    "slurm_node_failure",
-    "slurm_cancelled",
-    "peer_failed",
-)
+#: first. One line each: its name -> the `Declared` its module of this package declares.
+LINES: dict[str, str] = {
+    "cuda-oom": "rtool.runs.signatures.cuda_oom:SIGNATURE",
+    "ecc": "rtool.runs.signatures.ecc:SIGNATURE",
+    "xid": "rtool.runs.signatures.xid:SIGNATURE",
+    "xid-app": "rtool.runs.signatures.xid_app:SIGNATURE",
+    "gpu-lost": "rtool.runs.signatures.gpu_lost:SIGNATURE",
+    "node-failure": "rtool.runs.signatures.node_failure:SIGNATURE",
+    "cuda-fault": "rtool.runs.signatures.cuda_fault:SIGNATURE",
+    "disk-full": "rtool.runs.signatures.disk_full:SIGNATURE",
+    "disk-quota": "rtool.runs.signatures.disk_quota:SIGNATURE",
+    "corrupt-checkpoint": "rtool.runs.signatures.corrupt_checkpoint:SIGNATURE",
+    "address-in-use": "rtool.runs.signatures.address_in_use:SIGNATURE",
+    "rendezvous": "rtool.runs.signatures.rendezvous:SIGNATURE",
+    "hang": "rtool.runs.signatures.hang:SIGNATURE",
+    "oom-killer": "rtool.runs.signatures.oom_killer:SIGNATURE",
+    "nccl-error": "rtool.runs.signatures.nccl_error:SIGNATURE",
+    "nccl-timeout": "rtool.runs.signatures.nccl_timeout:SIGNATURE",
+    "segfault": "rtool.runs.signatures.segfault:SIGNATURE",
+    "bus-error": "rtool.runs.signatures.bus_error:SIGNATURE",
+    "slurm-time-limit": "rtool.runs.signatures.slurm_time_limit:SIGNATURE",
+    "slurm-preempted": "rtool.runs.signatures.slurm_preempted:SIGNATURE",
+    "slurm-node-failure": "rtool.runs.signatures.slurm_node_failure:SIGNATURE",
+    "slurm-cancelled": "rtool.runs.signatures.slurm_cancelled:SIGNATURE",
+    "peer-failed": "rtool.runs.signatures.peer_failed:SIGNATURE",
+}
+
+SIGNATURES: Registry[Declared] = Registry("failure signature", LINES)
 
 
-def declared(lines: Sequence[str] = LINES) -> tuple[Declared, ...]:
+def declared(registry: Mapping[str, Declared] = SIGNATURES) -> tuple[Declared, ...]:
     """The registered declarations, in `LINES` order."""
-    out = []
-    for line in lines:
-        module = line if "." in line else f"{__name__}.{line}"
-        decl = importlib.import_module(module).SIGNATURE
-        assert isinstance(decl, Declared), line
-        out.append(decl)
-    return tuple(out)
+    return tuple(registry.values())
 
 
 DEFAULTS: tuple[Pattern, ...] = tuple(d.compiled() for d in declared())
@@ -107,6 +103,7 @@ __all__ = [
     "LINES",
     "MAX_LINE",
     "NODE_LEVEL",
+    "SIGNATURES",
     "STATE_SIGNATURES",
     "Declared",
     "Pattern",
