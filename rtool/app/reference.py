@@ -71,10 +71,11 @@ def _keys(model: Any, *, flags: bool, skip: set[str] | None = None) -> str:
 def watchdogs(_: str | None = None) -> str:
     """Every `rtool watch` command: one per watchdog, then the written ones."""
     from rtool.app.commands.watch_cmd import WRITTEN
-    from rtool.watchdogs.registry import REGISTRY, load
+    from rtool.core.registry import load
+    from rtool.watchdogs.registry import WATCHDOGS
 
     rows = ["| command | config | what it watches |", "|---|---|---|"]
-    for w in REGISTRY:
+    for w in WATCHDOGS.all():
         entry = f"`[[watch.{w.name}]]`" if w.in_config else ""
         rows.append(f"| `rtool watch {w.name}` | {entry} | {_cell(_summary(w))} |")
     for name, where in WRITTEN.items():
@@ -85,10 +86,10 @@ def watchdogs(_: str | None = None) -> str:
 def watch_options(name: str | None = None) -> str:
     """The options and `[[watch.NAME]]` keys of one watchdog, or of each under a heading."""
     from rtool.app.commands.watch_common import COMMON, COMMON_NAMES
-    from rtool.watchdogs.registry import REGISTRY, by_name
+    from rtool.watchdogs.registry import WATCHDOGS, by_name
 
     if name is None:
-        parts = [f"#### `rtool watch {w.name}`\n\n{watch_options(w.name)}" for w in REGISTRY]
+        parts = [f"#### `rtool watch {n}`\n\n{watch_options(n)}" for n in WATCHDOGS]
         common = ", ".join(f"`{c.flag}`" for c in COMMON)
         return "\n\n".join([*parts, f"And the options of every `rtool watch` command: {common}."])
     w = by_name(name)

@@ -77,7 +77,7 @@ def test_watch_makes_only_the_command_run() -> None:
 
     group = lazy.load("watch")
     assert group.commands == {}
-    assert group.list_commands(None) == [line.name for line in LINES] + ["all"]
+    assert group.list_commands(None) == [*LINES, "all"]
     disk = group.get_command(None, "disk")
     assert disk.name == "disk" and list(group.commands) == ["disk"]
     assert group.get_command(None, "disk") is disk

@@ -21,7 +21,7 @@ def test_every_command_and_subcommand_has_a_page() -> None:
 
     paths = {" ".join(p) for p, _ in PAGES}
     assert set(COMMANDS) <= paths
-    assert {f"watch {line.name}" for line in LINES} | {"watch all", "nodes forget"} <= paths
+    assert {f"watch {name}" for name in LINES} | {"watch all", "nodes forget"} <= paths
     assert "cron tick" in paths and "notify test" in paths
 
 

@@ -92,9 +92,9 @@ def test_an_entry_and_the_command_line_make_the_same_defaults() -> None:
     """What `rtool watch NAME` makes from its required arguments alone is what a config entry
     with only those keys gives (issue #30: `[[watch.disk]]` had no `max_used`, the CLI 90%)."""
     from rtool.app.commands import fromspec, watch_common
-    from rtool.watchdogs.registry import REGISTRY
+    from rtool.watchdogs.registry import WATCHDOGS
 
-    for w in REGISTRY:
+    for w in WATCHDOGS.all():
         declared = fromspec.declare(w.spec, skip=watch_common.COMMON_NAMES)
         required = {n: _sample(i) for n, i in w.spec.model_fields.items() if i.is_required()}
         given = {n: ([v] if declared.made[n].each else v) for n, v in required.items()}

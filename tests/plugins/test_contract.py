@@ -9,11 +9,11 @@ from rtool.app.commands.lazy import COMMANDS
 from rtool.app.commands.watch_cmd import WRITTEN
 from rtool.nodes.preflight.registry import CHECKS
 from rtool.notify.channels import CHANNELS
-from rtool.watchdogs.registry import REGISTRY as WATCHDOGS
+from rtool.watchdogs.registry import WATCHDOGS
 from tests.plugins import contract
 
 
-@pytest.mark.parametrize("cls", WATCHDOGS, ids=[w.name for w in WATCHDOGS])
+@pytest.mark.parametrize("cls", WATCHDOGS.all(), ids=WATCHDOGS.names())
 def test_watchdog(cls) -> None:
     assert contract.watchdog(cls) == []
 

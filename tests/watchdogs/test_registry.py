@@ -48,10 +48,14 @@ class ExistsWatchdog(SpecWatchdog[ExistsWatch]):
 
 
 @pytest.fixture
-def with_exists(monkeypatch: pytest.MonkeyPatch) -> tuple[type[SpecWatchdog[Any]], ...]:
-    extended = (*registry.REGISTRY, ExistsWatchdog)
-    monkeypatch.setattr(registry, "REGISTRY", extended)
-    return extended
+def with_exists(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The registries with one more line, as a new watchdog's line would add."""
+    here = "tests.watchdogs.test_registry"
+    watchdogs = registry.WATCHDOGS.plus({"exists": f"{here}:ExistsWatchdog"})
+    monkeypatch.setattr(registry, "WATCHDOGS", watchdogs)
+    monkeypatch.setattr(
+        registry, "ENTRIES", registry.ENTRIES.plus({"exists": f"{here}:ExistsWatch"})
+    )
 
 
 def test_registered_watchdog_gets_a_command(cli: Cli, tmp_path: Path, with_exists: Any) -> None:
@@ -68,10 +72,10 @@ def test_registered_watchdog_gets_a_command(cli: Cli, tmp_path: Path, with_exist
 
 
 def test_registered_watchdog_gets_its_config_entries(with_exists: Any) -> None:
-    model = registry.watch_config(with_exists)
+    model = registry.watch_config()
     watch = model.model_validate({"timeout": "5s", "exists": [{"path": "/nope"}]})
     assert watch.entries(ExistsWatch)[0].path == "/nope"
-    built = registry.from_config(watch, with_exists)
+    built = registry.from_config(watch)
     assert [w.name for w in built] == ["exists"] and built[0].timeout == 5.0
     with pytest.raises(ValidationError):
         model.model_validate({"exists": [{"path": "/x", "bogus": 1}]})
@@ -79,20 +83,20 @@ def test_registered_watchdog_gets_its_config_entries(with_exists: Any) -> None:
 
 
 def test_shipped_registry_and_schema_agree() -> None:
-    names = [w.name for w in registry.REGISTRY]
-    assert len(names) == len(set(names))
-    configurable = {w.name for w in registry.REGISTRY if w.in_config}
+    names = [w.name for w in registry.WATCHDOGS.all()]
+    assert names == list(registry.LINES)
+    configurable = {w.name for w in registry.WATCHDOGS.all() if w.in_config}
     own = set(WatchBase.model_fields)  # timeout, prom_textfile: not watchdogs
     assert configurable == set(registry.WatchConfig.model_fields) - own
 
 
 def test_each_line_names_its_class_and_entry_type() -> None:
-    for line, cls in zip(registry.LINES, registry.REGISTRY, strict=True):
-        assert cls.name == line.name
-        assert cls.in_config == (line.entry is not None)
-        if line.entry:
-            assert registry.load(line.entry) is cls.spec
-        assert registry.by_name(line.name) is cls
+    for name, (_, entry) in registry.LINES.items():
+        cls = registry.WATCHDOGS[name]
+        assert cls.name == name and registry.by_name(name) is cls
+        assert cls.in_config == (entry is not None)
+        if entry:
+            assert registry.ENTRIES[name] is cls.spec
 
 
 def test_watch_disk_imports_no_other_watchdog() -> None:
