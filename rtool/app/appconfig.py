@@ -1,39 +1,41 @@
-"""The one config schema, assembled from the sections each feature package declares.
+"""The one config schema, made from the sections each feature package declares.
 
-Unknown keys are rejected everywhere. Loading and error reporting live in `rtool.core.config`.
+`rtool.app.defaults.LINES` lists the sections, one line each; `Config` has one field per
+section, defaulting to that section's own defaults. Unknown keys are rejected everywhere.
+Loading and error reporting live in `rtool.core.config`.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
+from pydantic import create_model
+
+from rtool.app.defaults import SECTIONS
 from rtool.core import config as _loader
-from rtool.core.config.sections import SlurmConfig, StateConfig
 from rtool.core.config.types import Section
-from rtool.cron.config import CronConfig
-from rtool.drill.config import DrillConfig
-from rtool.nodes.config import NodesConfig
-from rtool.notify.config import NotifyConfig
-from rtool.runs.config import RunsConfig
-from rtool.slurm_templates.config import SubmitConfig, SwitchesConfig
-from rtool.watchdogs.registry import WatchConfig
 
-__all__ = ["Config", "SlurmConfig", "StateConfig", "load_config", "load_config_text"]
+__all__ = ["Config", "config_model", "load_config", "load_config_text"]
 
 
-class Config(Section):
-    """The whole config. `rtool.app.defaults.SECTIONS` names the same sections (a test checks)."""
+def config_model() -> type[Section]:
+    """The whole config: `[NAME]` for every registered section, with its defaults."""
+    fields: dict[str, Any] = {name: (cls, cls()) for name, cls in SECTIONS.items()}
+    model: type[Section] = create_model("Config", __base__=Section, **fields)
+    model.__doc__ = "The whole config: " + ", ".join(f"[{name}]" for name in fields) + "."
+    return model
 
-    state: StateConfig = StateConfig()
-    slurm: SlurmConfig = SlurmConfig()
-    notify: NotifyConfig = NotifyConfig()
-    watch: WatchConfig = WatchConfig()
-    runs: RunsConfig = RunsConfig()
-    cron: CronConfig = CronConfig()
-    submit: SubmitConfig = SubmitConfig()
-    switches: SwitchesConfig = SwitchesConfig()
-    nodes: NodesConfig = NodesConfig()
-    drill: DrillConfig = DrillConfig()
+
+if TYPE_CHECKING:
+
+    class Config(Section):
+        """What mypy sees: a section is typed where it is used (`cfg: NotifyConfig`)."""
+
+        def __getattr__(self, name: str) -> Any: ...
+
+else:
+    Config = config_model()
 
 
 def load_config(path: str | Path | None = None) -> Config:

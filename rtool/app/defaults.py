@@ -1,19 +1,25 @@
-"""The built-in defaults (no config file), made one section at a time on first use.
+"""The config sections, one line each, and the built-in defaults made one section at a time.
 
-`Config()` would import every feature's section (and every watchdog, for `[watch]`) and build
-the validators of about thirty models: a third of `rtool watch disk`'s start-up. Without a
-config file there is nothing to validate, so `rtool.app.context.AppContext.config` hands out a
-`DefaultConfig` instead: `config.watch` imports the `[watch]` section alone and makes its
-defaults without building a validator (`model_construct`; a test checks that every section's
-constructed defaults equal its validated ones). Anything else asked of it (`model_dump`, ...)
-goes to a real `Config()`. With a config file, the whole file is validated as before.
+`LINES` lists the sections: `[NAME]` -> the `Section` class that declares its keys and their
+defaults, as "module:Class". `rtool.app.appconfig.Config` is made from it, so a new section is
+one module and one line here.
+
+`Config()` would import every feature's section (and every watchdog's entry type, for
+`[watch]`) and build the validators of about thirty models: a third of `rtool watch disk`'s
+start-up. Without a config file there is nothing to validate, so
+`rtool.app.context.AppContext.config` hands out a `DefaultConfig` instead: `config.watch`
+imports the `[watch]` section alone and makes its defaults without building a validator
+(`model_construct`; a test checks that every section's constructed defaults equal its validated
+ones). Anything else asked of it (`model_dump`, ...) goes to a real `Config()`. With a config
+file, the whole file is validated as before.
 """
 
 from __future__ import annotations
 
-import importlib
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
+
+from rtool.core.registry import Registry
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -21,8 +27,8 @@ if TYPE_CHECKING:
 
     from rtool.app.appconfig import Config
 
-#: Section name -> "module:class", the fields of `rtool.app.appconfig.Config` (a test checks).
-SECTIONS: dict[str, str] = {
+#: The config's sections, in the order `rtool config show` prints them.
+LINES: dict[str, str] = {
     "state": "rtool.core.config.sections:StateConfig",
     "slurm": "rtool.core.config.sections:SlurmConfig",
     "notify": "rtool.notify.config:NotifyConfig",
@@ -35,11 +41,11 @@ SECTIONS: dict[str, str] = {
     "drill": "rtool.drill.config:DrillConfig",
 }
 
+SECTIONS: Registry[type[BaseModel]] = Registry("config section", LINES)
+
 
 def section_class(name: str) -> type[BaseModel]:
-    module, _, attr = SECTIONS[name].partition(":")
-    cls: type[BaseModel] = getattr(importlib.import_module(module), attr)
-    return cls
+    return SECTIONS[name]
 
 
 def config_field(path: str) -> tuple[type[BaseModel], FieldInfo]:

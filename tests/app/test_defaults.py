@@ -9,13 +9,14 @@ import pytest
 
 from rtool.app.appconfig import Config
 from rtool.app.context import AppContext
-from rtool.app.defaults import SECTIONS, DefaultConfig, section_class
+from rtool.app.defaults import LINES, SECTIONS, DefaultConfig, section_class
 
 
-def test_the_sections_are_the_config_fields() -> None:
-    assert list(SECTIONS) == list(Config.model_fields)
+def test_the_config_is_made_from_the_section_lines() -> None:
+    assert list(Config.model_fields) == list(LINES)
     for name, info in Config.model_fields.items():
         assert section_class(name) is info.annotation, name
+        assert info.default == section_class(name)(), name
 
 
 @pytest.mark.parametrize("name", list(SECTIONS))
