@@ -49,6 +49,9 @@ class Registry(Mapping[str, T]):
             self._loaded[name] = found
         return self._loaded[name]
 
+    def __contains__(self, name: object) -> bool:  # without importing it
+        return name in self.lines
+
     def __iter__(self) -> Iterator[str]:
         return iter(self.lines)
 

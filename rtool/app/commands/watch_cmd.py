@@ -9,7 +9,6 @@ returns how to build its watchdogs, see `watch_common.command`) and one line in 
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
 
 import typer
@@ -17,6 +16,7 @@ import typer
 from rtool.app.commands import errors
 from rtool.app.commands.watch_common import Build
 from rtool.app.context import get_context
+from rtool.core.registry import load
 
 if TYPE_CHECKING:
     from rtool.watchdogs.base import Watchdog
@@ -55,8 +55,7 @@ def _written(name: str) -> Any:
     from rtool.app.commands.helptext import tidy
     from rtool.app.commands.watch_common import command
 
-    module, _, attr = WRITTEN[name].partition(":")
-    body = getattr(importlib.import_module(module), attr)
+    body = load(WRITTEN[name])
     sub = typer.Typer()
     sub.command(name)(command(body))
     return tidy(typer.main.get_command(sub))
