@@ -152,3 +152,52 @@ def command(name: str) -> list[str]:
     summary = COMMANDS[name].summary
     out = [] if summary.endswith((".", "?", ")")) else [f"rtool {name}: summary is not a sentence"]
     return out + help_page([name])
+
+
+def signature(decl: Any) -> list[str]:
+    """A failure signature (rtool/runs/signatures/__init__.py): a name and a label, its own real
+    lines matched as itself, its near misses and the shared corpus's ones not matched, its
+    pattern linear-time (rtool/core/linear.py)."""
+    from pathlib import Path
+
+    from rtool.core.linear import problem
+    from rtool.runs import signatures
+
+    out = [] if NAME.fullmatch(decl.name) and decl.label else [f"{decl!r}: bad name or no label"]
+    if not (decl.examples and decl.near_misses):
+        out.append(f"signature {decl.name}: declare its real lines and near misses")
+    regex = decl.compiled().regex
+    for line in decl.examples:
+        got = signatures.match([line])
+        if got is None or got.name != decl.name:
+            out.append(f"signature {decl.name}: its example {line!r} gives {got}")
+    corpus = Path(__file__).parents[1] / "runs" / "corpus" / "near_misses.txt"
+    near = [x for x in corpus.read_text().splitlines() if x.strip() and not x.startswith("# ")]
+    out += [
+        f"signature {decl.name} matches {x!r}"
+        for x in [*decl.near_misses, *near]
+        if regex.search(x)
+    ]
+    if problem(regex) is not None:
+        out.append(f"signature {decl.name}: {problem(regex)}")
+    return out
+
+
+def section(name: str, cls: Any) -> list[str]:
+    """A config section (rtool/app/defaults.py LINES): a Section with a docstring, its defaults
+    valid, unknown keys refused; `Config` has it as `[NAME]`."""
+    from rtool.app.appconfig import Config
+    from rtool.core.config.types import Section
+
+    if not (isinstance(cls, type) and issubclass(cls, Section)):
+        return [f"section {name}: {cls!r} is not a config Section"]
+    out = [] if _summary(cls) else [f"section {name}: no docstring"]
+    if Config.model_fields.get(name) is None or Config().model_dump()[name] != cls().model_dump():
+        out.append(f"section {name}: Config has no [{name}] with its defaults")
+    try:
+        Config.model_validate({name: {"bogus": 1}})
+        out.append(f"[{name}]: an unknown key is accepted")
+    except Exception as exc:
+        if f"{name}.bogus" not in str(exc):
+            out.append(f"[{name}]: {exc}")
+    return out

@@ -7,8 +7,10 @@ import pytest
 
 from rtool.app.commands.lazy import COMMANDS
 from rtool.app.commands.watch_cmd import WRITTEN
+from rtool.app.defaults import SECTIONS
 from rtool.nodes.preflight.registry import CHECKS
 from rtool.notify.channels import CHANNELS
+from rtool.runs.signatures import SIGNATURES
 from rtool.watchdogs.registry import WATCHDOGS
 from tests.plugins import contract
 
@@ -26,6 +28,16 @@ def test_preflight_check(name: str) -> None:
 @pytest.mark.parametrize("cls", CHANNELS.all(), ids=CHANNELS.names())
 def test_channel(cls) -> None:
     assert contract.channel(cls) == []
+
+
+@pytest.mark.parametrize("name", SIGNATURES.names())
+def test_signature(name: str) -> None:
+    assert contract.signature(SIGNATURES[name]) == []
+
+
+@pytest.mark.parametrize("name", SECTIONS.names())
+def test_config_section(name: str) -> None:
+    assert contract.section(name, SECTIONS[name]) == []
 
 
 @pytest.mark.parametrize("name", list(WRITTEN))
