@@ -133,12 +133,59 @@ def command(work: Path) -> dict[str, Any]:
     }
 
 
+def signature(work: Path) -> dict[str, Any]:
+    """An attempt whose log has the new signature's line among symptoms: its root cause, the
+    node made suspect, as `rtool watch run` and `rtool nodes` would see them."""
+    from rtool.core.state import StateDir
+    from rtool.nodes import node_fault
+    from rtool.nodes.store import SuspectStore
+    from rtool.runs import ledger, signatures
+    from rtool.runs.model import Attempt
+    from rtool.watchdogs.jobnodes import record_signatures
+
+    tail = (
+        "step 1200 loss 2.31",
+        "[ 8123.456789] mlx5_core 0000:81:00.0 ib0: Link down",
+        "RuntimeError: NCCL communicator was aborted on rank 3.",
+    )
+    died = Attempt(run="r", number=1, job_id="77", nodes=("n2",), state="FAILED")
+    (signed,) = ledger._signatures([died.with_(log_tail=tail, ended=time.time())], None, ())
+    store = SuspectStore(StateDir(work / "state"))
+    store.record_many(record_signatures([signed]))
+    sig = signed.signature
+    return {
+        "signature": None if sig is None else [sig.name, sig.label, sig.line, sig.action],
+        "suspects": [s.node for s in store.suspects()],
+        "names": signatures.SIGNATURES.names(),
+        "node_level": sorted(node_fault.NODE_LEVEL),
+        "contract": contract.signature(signatures.SIGNATURES["ib-down"]),
+    }
+
+
+def section(work: Path) -> dict[str, Any]:
+    from rtool.app.defaults import SECTIONS, DefaultConfig, config_field
+
+    good = config(work, '[site]\nscratch = "/lustre/me"\nmax_jobs = 3\n')
+    bad = config(work, '[site]\nmax_jobs = "many"\nbogus = 1\n')
+    return {
+        "config_ok": check_config(good),
+        "config_bad": check_config(bad),
+        "show": run_cli("--config", good, "config", "show"),
+        "show_defaults": run_cli("--no-config", "config", "show"),
+        "defaults": DefaultConfig().site.model_dump(),
+        "field_help": config_field("site.max_jobs")[1].description,
+        "contract": contract.section("site", SECTIONS["site"]),
+    }
+
+
 DRIVERS: dict[str, Callable[[Path], dict[str, Any]]] = {
     "watchdog": watchdog,
     "check": check,
     "channel": channel,
     "watch-command": watch_command,
     "command": command,
+    "signature": signature,
+    "section": section,
 }
 
 

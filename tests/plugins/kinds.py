@@ -156,6 +156,46 @@ def register(cli: typer.Typer) -> None:
 '''
 
 
+SIGNATURE = """\"\"\"ib-down: the node's InfiniBand port went down (its mlx5 driver says so).\"\"\"
+
+from rtool.runs.signatures.base import ROOT, Declared
+
+SIGNATURE = Declared(
+    name="ib-down",
+    label="InfiniBand link down",
+    pattern=r"\\bmlx5_core [0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\\.[0-7]"
+    r"(?: [a-z0-9]{1,16})?: Link down",
+    node_level=True,
+    tier=ROOT,
+    action="have the node's InfiniBand link checked; resubmit away from it",
+    why="the node's own network port",
+    examples=(
+        "[ 8123.456789] mlx5_core 0000:81:00.0 ib0: Link down",
+        "kernel: mlx5_core 0000:c1:00.0 ibp193s0: Link down",
+    ),
+    near_misses=(
+        "# when the IB link is down, NCCL falls back to sockets",
+        'print("mlx5_core link down? retrying")',
+    ),
+)
+"""
+
+SECTION = '''"""The [site] section: what a site tells rtool about itself."""
+
+from __future__ import annotations
+
+from rtool.core.config.fields import setting
+from rtool.core.config.types import Section
+
+
+class SiteConfig(Section):
+    """[site]: the site's own names for things."""
+
+    scratch: str = setting("/scratch", "The site's scratch folder.")
+    max_jobs: int = setting(10, "How many jobs one user may queue.")
+'''
+
+
 def kinds() -> dict[str, Kind]:
     return {
         "watchdog": Kind(
@@ -189,6 +229,22 @@ def kinds() -> dict[str, Kind]:
             '"here": "plugs.here:here_cmd",',
             "plugs/here.py",
             WATCH_COMMAND,
+        ),
+        "signature": Kind(
+            "signature",
+            "rtool/runs/signatures/__init__.py",
+            "LINES",
+            '"ib-down": "plugs.ib_down:SIGNATURE",',
+            "plugs/ib_down.py",
+            SIGNATURE,
+        ),
+        "section": Kind(
+            "section",
+            "rtool/app/defaults.py",
+            "LINES",
+            '"site": "plugs.site:SiteConfig",',
+            "plugs/site.py",
+            SECTION,
         ),
         "command": Kind(
             "command",

@@ -11,6 +11,7 @@ docs/architecture.md, taken from the page itself.
 from __future__ import annotations
 
 import ast
+import difflib
 import json
 import os
 import shutil
@@ -42,8 +43,25 @@ def add_line(source: str, variable: str, line: str) -> str:
     raise LookupError(f"no {variable} = (...) in the registry")
 
 
+def tree(root: Path, under: str = "") -> dict[str, bytes]:
+    """Every file below root/under (relative to root), caches left out."""
+    base = root / under if under else root
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in base.rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts
+    }
+
+
+def changed(before: dict[str, bytes], after: dict[str, bytes]) -> set[str]:
+    """The files added, removed or changed between two trees."""
+    return {n for n in before.keys() | after.keys() if before.get(n) != after.get(n)}
+
+
 def with_plugin(kind: Kind, work: Path) -> Path:
-    """A copy of the tree under work/src with the plug-in added; returns work/src."""
+    """A copy of the tree under work/src with the plug-in added; returns work/src. The whole
+    copy is compared with the tree: the new module (and its package's empty `__init__.py`)
+    and one added line in the registry are the only differences."""
     src = work / "src"
     shutil.copytree(ROOT / "rtool", src / "rtool", ignore=shutil.ignore_patterns("__pycache__"))
     module = src / kind.module
@@ -54,8 +72,12 @@ def with_plugin(kind: Kind, work: Path) -> Path:
     registry = src / kind.registry
     before = registry.read_text()
     registry.write_text(add_line(before, kind.variable, kind.line))
-    changed = set(registry.read_text().splitlines()) ^ set(before.splitlines())
-    assert changed == {f"    {kind.line}"}  # one line, nothing else
+    diff = list(difflib.ndiff(before.splitlines(), registry.read_text().splitlines()))
+    edits = [d for d in diff if d.startswith(("+ ", "- "))]
+    assert edits == [f"+     {kind.line}"]  # one line added to the registry, nothing else
+    new_package = {f"{Path(kind.module).parent.as_posix()}/__init__.py"} - {"./__init__.py"}
+    allowed = {kind.registry, kind.module} | (new_package - set(tree(ROOT, "rtool")))
+    assert changed(tree(ROOT, "rtool"), tree(src)) == allowed, "the copy differs elsewhere"
     return src
 
 
@@ -159,6 +181,40 @@ def test_a_command(tmp_path: Path) -> None:
     assert r["run"][0] == 0 and "config: none (built-in defaults)" in r["run"][1]
     assert "| `rtool where` | Where rtool finds its config" in r["docs"]
     assert r["contract"] == []
+
+
+def test_a_failure_signature(tmp_path: Path) -> None:
+    """Its line among later symptoms is the attempt's root cause, and it makes the node suspect."""
+    r = run_driver("signature", tmp_path)
+    name, label, line, action = r["signature"]
+    assert (name, label) == ("ib-down", "InfiniBand link down") and "ib0: Link down" in line
+    assert action == "have the node's InfiniBand link checked; resubmit away from it"
+    assert r["suspects"] == ["n2"] and "ib-down" in r["node_level"]
+    assert r["names"][-1] == "ib-down"
+    assert r["contract"] == []
+
+
+def test_a_config_section(tmp_path: Path) -> None:
+    r = run_driver("section", tmp_path)
+    assert r["config_ok"][0] == 0, r["config_ok"][1]
+    code, out = r["config_bad"]
+    assert code == 2 and "site.max_jobs" in out and "site.bogus" in out
+    code, shown, _ = r["show"]
+    assert code == 0 and '[site]\nscratch = "/lustre/me"\nmax_jobs = 3' in shown
+    assert '[site]\nscratch = "/scratch"\nmax_jobs = 10' in r["show_defaults"][1]
+    assert r["defaults"] == {"scratch": "/scratch", "max_jobs": 10}
+    assert r["field_help"] == "How many jobs one user may queue."
+    assert r["contract"] == []
+
+
+def test_the_copy_may_differ_only_by_the_plugin(tmp_path: Path) -> None:
+    """The whole-tree check of with_plugin sees an edit anywhere else in the copy."""
+    src = tmp_path / "src"
+    shutil.copytree(ROOT / "rtool", src / "rtool", ignore=shutil.ignore_patterns("__pycache__"))
+    assert changed(tree(ROOT, "rtool"), tree(src)) == set()
+    (src / "rtool" / "core" / "units.py").write_text("# edited\n", "utf-8")
+    (src / "rtool" / "extra.py").write_text("")
+    assert changed(tree(ROOT, "rtool"), tree(src)) == {"rtool/core/units.py", "rtool/extra.py"}
 
 
 def test_a_line_goes_into_its_registry() -> None:
