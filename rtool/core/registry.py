@@ -6,11 +6,14 @@ A kind lists its plug-ins in one table, one line each, in order: `name: "module:
 asked for, so `rtool watch disk` imports the disk watchdog alone; `all()` imports every one.
 A plug-in that carries its own name (`name` or `NAME`) must carry its line's name.
 
-    CHANNELS: Registry[type[Channel]] = Registry("channel", {
+    LINES: dict[str, str] = {
         "email": "rtool.notify.channels.email:EmailChannel",
         "slack": "rtool.notify.channels.slack:SlackChannel",
-    })
+    }
+    CHANNELS: Registry[type[Any]] = Registry("channel", LINES)
+
     CHANNELS["slack"]  # imports rtool.notify.channels.slack alone; .get("x"): None if no line
+    CHANNELS.names()   # imports nothing
 """
 
 from __future__ import annotations
