@@ -3,8 +3,8 @@
 A kind is: the registry file and the variable that lists its plug-ins (one line each), the line
 a new plug-in adds there, the module it adds (in the throw-away package `plugs`, or, for the
 watchdog, the worked example of docs/architecture.md at its place in the tree), and the
-function of driver.py that checks it in the copy. Adding a kind (a failure signature, say) is
-one more `Kind` here and one more function in driver.py.
+function of driver.py that checks it in the copy. Adding a kind is one more `Kind` here and
+one more function in driver.py.
 """
 
 from __future__ import annotations

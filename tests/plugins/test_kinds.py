@@ -1,7 +1,8 @@
 """A new plug-in of each kind is one module and one registry line, and nothing else.
 
 Each test copies the tree (rtool/), adds one throw-away plug-in exactly as docs/architecture.md
-says (its module, and one line in its registry; nothing else changes), and runs driver.py in
+says (its module, and one line in its registry; the whole copy is compared with the tree, so
+nothing else may differ), and runs driver.py in
 a fresh interpreter on the copy: the plug-in must show up in the CLI and its help (following
 the help rules), in config validation, in the docs' reference tables, and pass its kind's
 contract (tests/plugins/contract.py). The watchdog is the worked example of
