@@ -84,7 +84,7 @@ def watchdogs(_: str | None = None) -> str:
 
 def watch_options(name: str | None = None) -> str:
     """The options and `[[watch.NAME]]` keys of one watchdog, or of each under a heading."""
-    from rtool.app.commands.watch_common import COMMON, COMMON_NAMES
+    from rtool.app.plumbing.watch_common import COMMON, COMMON_NAMES
     from rtool.watchdogs.registry import REGISTRY, by_name
 
     if name is None:
@@ -137,7 +137,7 @@ def channel_keys(_: str | None = None) -> str:
 
 
 def commands(_: str | None = None) -> str:
-    from rtool.app.commands.lazy import COMMANDS
+    from rtool.app.plumbing.lazy import COMMANDS
 
     rows = ["| command | what it does |", "|---|---|"]
     rows += [f"| `rtool {name}` | {_cell(c.summary)} |" for name, c in COMMANDS.items()]

@@ -1,5 +1,5 @@
-"""Without a config file, sections are made one at a time on first use (rtool/app/defaults.py),
-and they must be exactly what validating an empty config gives."""
+"""Without a config file, sections are made one at a time on first use
+(rtool/app/plumbing/defaults.py), and they must be exactly what validating an empty config gives."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from rtool.app.appconfig import Config
-from rtool.app.context import AppContext
-from rtool.app.defaults import SECTIONS, DefaultConfig, section_class
+from rtool.app.plumbing.appconfig import Config
+from rtool.app.plumbing.context import AppContext
+from rtool.app.plumbing.defaults import SECTIONS, DefaultConfig, section_class
 
 
 def test_the_sections_are_the_config_fields() -> None:

@@ -1,4 +1,4 @@
-"""One error handler per command group (rtool/app/commands/errors.py): `rtool watch` maps its own
+"""One error handler per command group (rtool/app/plumbing/errors.py): `rtool watch` maps its own
 errors to 3 UNKNOWN, other commands to 2 (usage, config) or 1 (failure); always one line on
 stderr, the traceback only with --debug."""
 

@@ -146,8 +146,8 @@ def watch_command(name: str) -> list[str]:
 
 
 def command(name: str) -> list[str]:
-    """A top-level command (rtool/app/commands/lazy.py COMMANDS)."""
-    from rtool.app.commands.lazy import COMMANDS
+    """A top-level command (rtool/app/plumbing/lazy.py COMMANDS)."""
+    from rtool.app.plumbing.lazy import COMMANDS
 
     summary = COMMANDS[name].summary
     out = [] if summary.endswith((".", "?", ")")) else [f"rtool {name}: summary is not a sentence"]

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from rtool.app.commands.lazy import COMMANDS
 from rtool.app.commands.watch_cmd import WRITTEN
+from rtool.app.plumbing.lazy import COMMANDS
 from rtool.nodes.preflight.registry import CHECKS
 from rtool.notify.channels import REGISTRY as CHANNELS
 from rtool.watchdogs.registry import REGISTRY as WATCHDOGS

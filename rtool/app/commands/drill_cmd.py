@@ -13,14 +13,14 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from rtool.app.commands import errors
-from rtool.app.commands.fromspec import default_note
-from rtool.app.context import get_context
+from rtool.app.plumbing import errors
+from rtool.app.plumbing.context import get_context
+from rtool.app.plumbing.fromspec import default_note
 from rtool.core.errors import UsageError
 from rtool.slurm_templates.request import SubmitRequest, declared
 
 if TYPE_CHECKING:
-    from rtool.app.context import AppContext
+    from rtool.app.plumbing.context import AppContext
     from rtool.drill.find import Wanted
     from rtool.drill.model import Report
     from rtool.slurm_templates.training import TrainingJob

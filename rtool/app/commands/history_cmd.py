@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from rtool.app.context import get_context
+from rtool.app.plumbing.context import get_context
 
 if TYPE_CHECKING:
-    from rtool.app.context import AppContext
+    from rtool.app.plumbing.context import AppContext
     from rtool.runs.config import RunWatch
     from rtool.runs.model import Ledger, Totals
 
@@ -56,7 +56,7 @@ def history(
     flags = {"heartbeat": heartbeat, "log": log, "job_name": job_name}
     if no_accounting:
         flags["accounting"] = "off"
-    from rtool.app.commands.errors import reason
+    from rtool.app.plumbing.errors import reason
 
     try:
         spec = RunWatch(**{**base, **{k: v for k, v in flags.items() if v is not None}})

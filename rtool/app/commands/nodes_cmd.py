@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from rtool.app.commands import errors
-from rtool.app.context import get_context
+from rtool.app.plumbing import errors
+from rtool.app.plumbing.context import get_context
 from rtool.core.errors import RtoolError, UsageError
 
 if TYPE_CHECKING:
-    from rtool.app.context import AppContext
+    from rtool.app.plumbing.context import AppContext
     from rtool.nodes.store import SuspectStore
 
 app = errors.group(
@@ -115,7 +115,7 @@ def preflight(ctx: typer.Context, here: bool, restart_after: int | None, **given
 
     Example: rtool preflight --gpus 8 --here
     """
-    from rtool.app.commands import fromspec
+    from rtool.app.plumbing import fromspec
     from rtool.nodes.preflight.node import run_checks
 
     app_ctx = get_context(ctx)
@@ -128,7 +128,7 @@ def preflight(ctx: typer.Context, here: bool, restart_after: int | None, **given
     if restart_after is not None:
         if not os.environ.get("SLURM_JOB_ID"):
             raise UsageError("--restart-after: only inside a job (the batch script runs it)")
-        from rtool.app.commands.restart_check import restart_check
+        from rtool.app.commands.preflight_job import restart_check
 
         return restart_check(app_ctx, node_ctx, node_argv, restart_after)
     if here or not os.environ.get("SLURM_JOB_ID"):
@@ -144,7 +144,7 @@ def preflight(ctx: typer.Context, here: bool, restart_after: int | None, **given
 def _declared() -> Any:
     """`rtool preflight`'s options: the registered checks' settings (their defaults: the
     [nodes.preflight] keys)."""
-    from rtool.app.commands import fromspec
+    from rtool.app.plumbing import fromspec
     from rtool.nodes.preflight.registry import Settings
 
     return fromspec.declare(Settings, section="nodes.preflight")

@@ -9,12 +9,12 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from rtool.app.commands.fromspec import default_note
-from rtool.app.context import get_context
+from rtool.app.plumbing.context import get_context
+from rtool.app.plumbing.fromspec import default_note
 from rtool.core.redact import redact, redact_data
 
 if TYPE_CHECKING:
-    from rtool.app.appconfig import Config
+    from rtool.app.plumbing.appconfig import Config
     from rtool.core.state import StateDir
 
 #: Status words coloured on a terminal.

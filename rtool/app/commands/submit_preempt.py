@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from rtool.core.slurm.partition import Partition, partition
 
 if TYPE_CHECKING:
-    from rtool.app.context import AppContext
+    from rtool.app.plumbing.context import AppContext
     from rtool.slurm_templates.training import TrainingJob
 
 

@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from rtool.app.commands import errors
-from rtool.app.commands.watch_common import Build
-from rtool.app.context import get_context
+from rtool.app.plumbing import errors
+from rtool.app.plumbing.context import get_context
+from rtool.app.plumbing.watch_common import Build
 
 if TYPE_CHECKING:
     from rtool.watchdogs.base import Watchdog
@@ -39,21 +39,21 @@ class _WatchGroup(errors.PolicyGroup):
         return self.commands[name]
 
     def list_commands(self, ctx: Any) -> list[str]:
-        from rtool.app.commands import watch_auto
+        from rtool.app.plumbing import watch_auto
 
         made = watch_auto.registered()
         return [*made, *(n for n in WRITTEN if n not in made)]
 
 
 def _generated(name: str) -> Any:
-    from rtool.app.commands import watch_auto
+    from rtool.app.plumbing import watch_auto
 
     return watch_auto.command_for(name)
 
 
 def _written(name: str) -> Any:
-    from rtool.app.commands.helptext import tidy
-    from rtool.app.commands.watch_common import command
+    from rtool.app.plumbing.helptext import tidy
+    from rtool.app.plumbing.watch_common import command
 
     module, _, attr = WRITTEN[name].partition(":")
     body = getattr(importlib.import_module(module), attr)

@@ -1,5 +1,5 @@
 """`rtool watch NAME` for every registered watchdog, made from its declaration: one parameter
-per field of its config entry (`rtool.app.commands.fromspec`: required fields are arguments, the
+per field of its config entry (`rtool.app.plumbing.fromspec`: required fields are arguments, the
 others options, with the field's help and default), the class docstring as the help, plus
 --json, --no-notify, --tee, --timeout and --prom-textfile. Made when first asked for, so the
 CLI's start-up does not import the watchdogs."""
@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from rtool.app.commands import fromspec, watch_common
-from rtool.app.commands.helptext import tidy
-from rtool.app.context import get_context
+from rtool.app.plumbing import fromspec, watch_common
+from rtool.app.plumbing.context import get_context
+from rtool.app.plumbing.helptext import tidy
 
 if TYPE_CHECKING:
     from rtool.watchdogs.base import SpecWatchdog

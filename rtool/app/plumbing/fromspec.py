@@ -135,7 +135,7 @@ def help_text(name: str, info: Any, section: str | None = None) -> str:
 
 def default_note(path: str) -> str:
     """`(default: [cron] grace, 10m)`: the config key `path` and its built-in default."""
-    from rtool.app.defaults import config_field
+    from rtool.app.plumbing.defaults import config_field
 
     _, info = config_field(path)
     section, _, key = path.rpartition(".")

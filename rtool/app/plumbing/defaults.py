@@ -2,7 +2,7 @@
 
 `Config()` would import every feature's section (and every watchdog, for `[watch]`) and build
 the validators of about thirty models: a third of `rtool watch disk`'s start-up. Without a
-config file there is nothing to validate, so `rtool.app.context.AppContext.config` hands out a
+config file there is nothing to validate, so `AppContext.config` (plumbing/context.py) hands out a
 `DefaultConfig` instead: `config.watch` imports the `[watch]` section alone and makes its
 defaults without building a validator (`model_construct`; a test checks that every section's
 constructed defaults equal its validated ones). Anything else asked of it (`model_dump`, ...)
@@ -19,9 +19,9 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
     from pydantic.fields import FieldInfo
 
-    from rtool.app.appconfig import Config
+    from rtool.app.plumbing.appconfig import Config
 
-#: Section name -> "module:class", the fields of `rtool.app.appconfig.Config` (a test checks).
+#: Section name -> "module:class", the fields of `appconfig.Config` (a test checks).
 SECTIONS: dict[str, str] = {
     "state": "rtool.core.config.sections:StateConfig",
     "slurm": "rtool.core.config.sections:SlurmConfig",
@@ -76,6 +76,6 @@ class DefaultConfig:
     @cached_property
     def full(self) -> Config:
         """The real `Config()` (every section), for what is not a section."""
-        from rtool.app.appconfig import Config
+        from rtool.app.plumbing.appconfig import Config
 
         return Config()

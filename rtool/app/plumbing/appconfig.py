@@ -22,7 +22,8 @@ __all__ = ["Config", "SlurmConfig", "StateConfig", "load_config", "load_config_t
 
 
 class Config(Section):
-    """The whole config. `rtool.app.defaults.SECTIONS` names the same sections (a test checks)."""
+    """The whole config. `rtool.app.plumbing.defaults.SECTIONS` names the same sections (a test
+    checks)."""
 
     state: StateConfig = StateConfig()
     slurm: SlurmConfig = SlurmConfig()

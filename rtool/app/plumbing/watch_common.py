@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from rtool.app.context import get_context
+from rtool.app.plumbing.context import get_context
 from rtool.core.errors import UsageError
 
 if TYPE_CHECKING:
@@ -67,7 +67,7 @@ Build = Callable[[float], "list[Watchdog]"]
 
 
 def _common_parameters() -> list[inspect.Parameter]:
-    from rtool.app.commands.fromspec import default_note
+    from rtool.app.plumbing.fromspec import default_note
 
     kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
     out = []

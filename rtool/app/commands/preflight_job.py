@@ -19,7 +19,7 @@ import typer
 from rtool.core.errors import RtoolError
 
 if TYPE_CHECKING:
-    from rtool.app.context import AppContext
+    from rtool.app.plumbing.context import AppContext
     from rtool.nodes.preflight.job import JobInfo, JobOutcome
     from rtool.nodes.preflight.restart import Failed
 

@@ -17,8 +17,8 @@ from typing import Any
 
 import typer
 
-from rtool.app.commands.errors import DEFAULT, PolicyGroup, click_exceptions
-from rtool.app.commands.helptext import tidy
+from rtool.app.plumbing.errors import CLICK_USAGE, DEFAULT, PolicyGroup
+from rtool.app.plumbing.helptext import tidy
 
 
 @dataclass(frozen=True)
@@ -170,8 +170,11 @@ class LazyGroup(PolicyGroup):
     def resolve_command(self, ctx: Any, args: list[str]) -> Any:
         try:
             return super().resolve_command(ctx, args)
-        except click_exceptions.UsageError as exc:
+        except CLICK_USAGE as exc:
+            if getattr(exc, "ctx", None) is not ctx:  # the command's own (an empty value)
+                raise
             close = get_close_matches(args[0], self.list_commands(ctx)) if args else []
-            if close and "Did you mean" not in exc.message:
-                exc.message = exc.message.rstrip(".") + f". Did you mean {close[0]!r}?"
+            message = str(exc.message)  # type: ignore[attr-defined]
+            if close and "Did you mean" not in message:
+                exc.message = message.rstrip(".") + f". Did you mean {close[0]!r}?"  # type: ignore[attr-defined]
             raise
