@@ -148,7 +148,7 @@ def _submitted(
     lists = {f.name for f, _ in declared() if f.default_factory is not dataclasses.MISSING}
     fields = {k: v for k, v in submit.items() if v is not None or k not in lists}
     req = SubmitRequest(script=Path(opts["target"]), **fields)
-    real = submit_cmd._build(app_ctx, req)
+    real = submit_cmd.build(app_ctx, req)
     for path in shared_paths(real):
         _say(f"warning: {path} is an absolute path in --args: the throw-away job writes there too")
     if not req.heartbeat:
@@ -161,7 +161,7 @@ def _submitted(
         job.preflight = submit_cmd.preflight_argv(app_ctx, job)
     if req.exclude_suspects:
         submit_cmd.exclude_suspect_nodes(app_ctx, job)
-    text = submit_cmd._render(app_ctx, job, req.template)
+    text = submit_cmd.render(app_ctx, job, req.template)
     result = app_ctx.slurm.sbatch(req.extra_args, script=text, cwd=str(folder))
     _say(f"submitted the throw-away job {result.job_id} ({job.job_name}) in {folder}")
     want = dataclasses.replace(
@@ -188,7 +188,7 @@ def _submit_real(
     if report.status is not Status.OK:
         _say(f"not submitting {real.job_name}: the drill is {report.status.name}")
         return
-    if submit_cmd._check_switches(real):
+    if submit_cmd.check_switches(real):
         raise RtoolError(f"kill switch {real.kill_switch} is present: not submitting")
     text = submit_cmd.prepare(app_ctx, req, real)
     job_id = submit_cmd.send(app_ctx, real, text, req.extra_args)

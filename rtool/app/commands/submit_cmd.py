@@ -1,5 +1,4 @@
-"""`rtool submit`, `rtool stop`, `rtool save`: render a training job from a template and submit
-it; touch the kill or save switch of a run (see docs/submit.md)."""
+"""`rtool submit`: render a training job from a template and submit it (see docs/submit.md)."""
 
 from __future__ import annotations
 
@@ -33,10 +32,10 @@ def submit(ctx: typer.Context, **given: Any) -> int:
     req = _request(given)
     if req.after and req.after_name:
         raise UsageError("give --after or --after-name, not both")
-    job = _build(app_ctx, req)
+    job = build(app_ctx, req)
     for note in job.notes:
         typer.echo(f"rtool: {note}", err=True)
-    own_kill_switch = _check_switches(job)
+    own_kill_switch = check_switches(job)
     _warn_preemption(app_ctx, job)
     text = prepare(app_ctx, req, job)
     if req.dry_run:
@@ -61,7 +60,7 @@ def prepare(app_ctx: AppContext, req: SubmitRequest, job: TrainingJob) -> str:
         exclude_suspect_nodes(app_ctx, job)
     if req.after_name:
         job.dependency = f"afterany:{_find_job(app_ctx, req.after_name)}"
-    return _render(app_ctx, job, req.template)
+    return render(app_ctx, job, req.template)
 
 
 def _warn_preemption(app_ctx: AppContext, job: TrainingJob) -> None:
@@ -72,7 +71,7 @@ def _warn_preemption(app_ctx: AppContext, job: TrainingJob) -> None:
         typer.echo(f"rtool: warning: {line}", err=True)
 
 
-def _check_switches(job: TrainingJob) -> bool:
+def check_switches(job: TrainingJob) -> bool:
     """Warn about another user's switch (the job ignores it) and about switch or heartbeat
     folders others may write into; True when your own kill switch is set."""
     from rtool.slurm_templates.switches import folder_warnings, foreign_switch
@@ -191,7 +190,7 @@ def exclude_suspect_nodes(app_ctx: AppContext, job: TrainingJob) -> None:
         )
 
 
-def _build(app_ctx: AppContext, req: SubmitRequest) -> TrainingJob:
+def build(app_ctx: AppContext, req: SubmitRequest) -> TrainingJob:
     from rtool.slurm_templates.specs import SpecError
     from rtool.slurm_templates.submit import build_job
 
@@ -202,7 +201,7 @@ def _build(app_ctx: AppContext, req: SubmitRequest) -> TrainingJob:
         raise UsageError(str(exc)) from None
 
 
-def _render(app_ctx: AppContext, job: TrainingJob, template: Path | None) -> str:
+def render(app_ctx: AppContext, job: TrainingJob, template: Path | None) -> str:
     from rtool.slurm_templates import TemplateError, render_job
     from rtool.slurm_templates.renderer import template_dirs
 
@@ -284,95 +283,5 @@ def _said(job: TrainingJob, job_id: str, parsable: bool) -> int:
     return 0
 
 
-_NAME = typer.Option(
-    None,
-    "--run",
-    "--job-name",
-    help="The run, by its run or job name (as given to rtool submit).",
-)
-
-
-def _switch(app_ctx: AppContext, name: str | None, given: str | None, which: str) -> str:
-    """The switch to touch: the given path, else the one recorded for the run `name` (by run
-    or job name), else a `[switches]` path shared by every run. An unknown run, or no name
-    where each run has its own switch, is an error that lists the runs rtool knows."""
-    from rtool.runs import names
-    from rtool.slurm_templates.submit import switch_path
-
-    if given:
-        return switch_path(given, None, which, name or "", Path.cwd())
-    if name:
-        sub = names.find(app_ctx.state, name)
-        if sub is None:
-            raise RtoolError(
-                f"no run or job named {name!r} was submitted with rtool from this account; "
-                f"{names.known(app_ctx.state)} (or give --{which}-switch PATH)"
-            )
-        return sub.kill_switch if which == "kill" else sub.save_switch
-    configured = getattr(app_ctx.config.switches, which)
-    if configured and "{run}" not in configured:  # one switch for every run: the config says so
-        return switch_path(None, configured, which, "", Path.cwd())
-    raise UsageError(
-        f"name the run: rtool {'stop' if which == 'kill' else 'save'} --run NAME (each run has "
-        f"its own switch); {names.known(app_ctx.state)}"
-    )
-
-
-def _cancel_pending(app_ctx: AppContext, name: str) -> str:
-    from rtool.runs import names
-
-    sub = names.find(app_ctx.state, name)
-    job_name = sub.job_name if sub is not None else name
-    app_ctx.slurm.scancel(name=job_name, states="PENDING")  # yours only
-    return job_name
-
-
-def stop(
-    ctx: typer.Context,
-    name: str | None = _NAME,
-    cancel_pending: bool = typer.Option(
-        False, "--cancel-pending", help="Also cancel the pending tasks of the array."
-    ),
-    kill_switch: str | None = typer.Option(None, "--kill-switch", help="Kill switch path."),
-) -> int:
-    """An unknown run exits 1 and lists the runs rtool knows; nothing is created.
-
-    Example: rtool stop --run llama-7b --cancel-pending
-    """
-    from rtool.slurm_templates.switches import touch_switch
-
-    app_ctx = get_context(ctx)
-    if cancel_pending and not name:
-        raise UsageError("--cancel-pending needs --run (or --job-name)")
-    shared = app_ctx.config.switches.group_writable
-    path = touch_switch(_switch(app_ctx, name, kill_switch, "kill"), shared)
-    typer.echo(f"kill switch {path} is set (remove it before the next submission)")
-    if cancel_pending and name:
-        job_name = _cancel_pending(app_ctx, name)
-        typer.echo(f"cancelled the pending jobs and array tasks named {job_name}")
-    return 0
-
-
-def save(
-    ctx: typer.Context,
-    name: str | None = _NAME,
-    save_switch: str | None = typer.Option(None, "--save-switch", help="Save switch path."),
-) -> int:
-    """An unknown run exits 1 and lists the runs rtool knows; nothing is created.
-
-    Example: rtool save --run llama-7b
-    """
-    from rtool.slurm_templates.switches import touch_switch
-
-    app_ctx = get_context(ctx)
-    shared = app_ctx.config.switches.group_writable
-    path = touch_switch(_switch(app_ctx, name, save_switch, "save"), shared)
-    typer.echo(f"save switch {path} is set (the shim removes it after the save)")
-    return 0
-
-
 def register(cli: typer.Typer) -> None:
-    """Add this module's commands to the top-level CLI."""
     cli.command("submit")(submit)
-    cli.command("stop")(stop)
-    cli.command("save")(save)

@@ -39,11 +39,11 @@ COMMANDS: dict[str, Lazy] = {
         "Submit a training run as a job array with signals, switches and requeue.",
     ),
     "stop": Lazy(
-        _M + "submit_cmd",
+        _M + "stop_cmd",
         "Touch the run's kill switch: it saves and stops, queued tasks exit at once.",
     ),
     "save": Lazy(
-        _M + "submit_cmd", "Touch the run's save switch: it saves a checkpoint and goes on."
+        _M + "save_cmd", "Touch the run's save switch: it saves a checkpoint and goes on."
     ),
     "status": Lazy(
         _M + "status_cmd",
@@ -73,7 +73,7 @@ COMMANDS: dict[str, Lazy] = {
     ),
     "nodes": Lazy(_M + "nodes_cmd", "Suspect nodes: which nodes hurt your runs, why, since when."),
     "preflight": Lazy(
-        _M + "nodes_cmd",
+        _M + "preflight_cmd",
         "Pre-flight check of every node before training (docs/nodes.md).",
     ),
     "notify": Lazy(
