@@ -45,23 +45,14 @@ def history(
 
     Example: rtool history llama-7b --stored --html llama-7b.html
     """
-    from rtool.core.errors import UsageError
-    from rtool.runs import names, store
-    from rtool.runs.config import RunWatch
+    from rtool.runs import store
     from rtool.runs.totals import totals
 
     app_ctx = get_context(ctx)
-    cfg = app_ctx.config
-    base = names.watch_base(app_ctx.state, run, cfg.watch.run)
     flags = {"heartbeat": heartbeat, "log": log, "job_name": job_name}
     if no_accounting:
         flags["accounting"] = "off"
-    from rtool.app.plumbing.errors import reason
-
-    try:
-        spec = RunWatch(**{**base, **{k: v for k, v in flags.items() if v is not None}})
-    except ValueError as exc:  # pydantic's ValidationError
-        raise UsageError(f"run {run!r}: {reason(exc)}") from None
+    spec = _spec(app_ctx, run, flags)
     now = time.time()
     led = store.load(app_ctx.state, spec.name) if stored else _refresh(app_ctx, spec, now)
     if led is None or not led.attempts:
@@ -71,6 +62,20 @@ def history(
         return _write_page(html, led, now, mode)
     _print(led, totals(led, now), now, as_json)
     return 0
+
+
+def _spec(app_ctx: AppContext, run: str, flags: dict[str, str | None]) -> RunWatch:
+    """The run's watch entry: the config's or the one `rtool submit` recorded, under the flags."""
+    from rtool.app.plumbing.errors import reason
+    from rtool.core.errors import UsageError
+    from rtool.runs import names
+    from rtool.runs.config import RunWatch
+
+    base = names.watch_base(app_ctx.state, run, app_ctx.config.watch.run)
+    try:
+        return RunWatch(**{**base, **{k: v for k, v in flags.items() if v is not None}})
+    except ValueError as exc:  # pydantic's ValidationError
+        raise UsageError(f"run {run!r}: {reason(exc)}") from None
 
 
 def _print(led: Ledger, tot: Totals, now: float, as_json: bool) -> None:
