@@ -7,15 +7,16 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import json
-import typing
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
 
+from rtool.app.commands import submit_cmd
 from rtool.app.plumbing import errors
 from rtool.app.plumbing.context import get_context
 from rtool.app.plumbing.fromspec import default_note
+from rtool.app.plumbing.params import BodyCommand, parameter
 from rtool.core.errors import UsageError
 from rtool.slurm_templates.request import SubmitRequest, declared
 
@@ -35,7 +36,6 @@ SHARED = {
     "the run's [[watch.run]] entry's).",
     "job_name": "The run's job name (default: the [[watch.run]] entry's, else the run).",
 }
-_KIND = inspect.Parameter.POSITIONAL_OR_KEYWORD
 
 
 def drill(ctx: typer.Context, **given: Any) -> int:
@@ -142,7 +142,6 @@ def _submitted(
 ) -> tuple[Report, SubmitRequest, TrainingJob]:
     """Submit the throw-away job, drill it, cancel what is left of it; the report, the request
     and the real job."""
-    from rtool.app.commands import submit_cmd
     from rtool.drill.throwaway import drill_folder, shared_paths, throwaway
 
     lists = {f.name for f, _ in declared() if f.default_factory is not dataclasses.MISSING}
@@ -181,7 +180,6 @@ def _submit_real(
     app_ctx: AppContext, report: Report, req: SubmitRequest, real: TrainingJob
 ) -> None:
     """`--and-submit`: the real submission, as rtool submit makes it, when every step is OK."""
-    from rtool.app.commands import submit_cmd
     from rtool.core.alert import Status
     from rtool.core.errors import RtoolError
 
@@ -208,15 +206,14 @@ def _cancel(app_ctx: AppContext, job_id: str, folder: Path) -> None:
     _say(f"the throw-away job {job_id} is gone; its files stay in {folder}")
 
 
-def _option(name: str, default: Any, *flags: str, help: str, kind: Any) -> inspect.Parameter:
-    info = typer.Option(default, *flags, help=help)
-    return inspect.Parameter(name, _KIND, default=info, annotation=kind)
+def _option(name: str, default: Any, *flags: str, help: str, kind: Any) -> Any:
+    return parameter(name, kind, typer.Option(default, *flags, help=help))
 
 
-def _own() -> list[inspect.Parameter]:
+def _own() -> list[Any]:
     target = typer.Argument(..., help="The run to drill; with --submit: the training script.")
     return [
-        inspect.Parameter("target", _KIND, default=target, annotation=str),
+        parameter("target", str, target),
         _option(
             "submit", False, "--submit", kind=bool,
             help="Drill a short throw-away job of this script first (options as rtool submit).",
@@ -259,32 +256,15 @@ OWN = {"target", "submit", "job", "no_requeue", "start_timeout", "resume_timeout
 OWN |= {"and_submit", "preempt", "grace"}
 
 
-def _signature() -> inspect.Signature:
-    """The drill's own parameters, then rtool submit's (for --submit)."""
-    hints = typing.get_type_hints(SubmitRequest)
-    params = [inspect.Parameter("ctx", _KIND, annotation=typer.Context), *_own()]
-    for f, opt in declared():
-        if f.name in NOT_TAKEN:
-            continue
-        annotation, default = hints[f.name], f.default
-        if f.default_factory is not dataclasses.MISSING:
-            annotation, default = annotation | None, None
-        text = f"{opt.help} {default_note('submit.' + opt.config)}" if opt.config else opt.help
-        text = f"With --submit: {text[:1].lower()}{text[1:]}"
-        if f.name in SHARED:
-            text = f"{SHARED[f.name]} {text}"
-        if opt.is_argument:
-            info = typer.Argument(default, help="With --submit: extra sbatch arguments (after --).")
-        else:
-            info = typer.Option(default, *opt.flags, help=text)
-        params.append(inspect.Parameter(f.name, _KIND, default=info, annotation=annotation))
-    return inspect.Signature(params, return_annotation=int)
+def _with_submit(name: str, text: str) -> str:
+    """The help of an `rtool submit` option in `rtool drill`."""
+    text = f"With --submit: {text[:1].lower()}{text[1:]}"
+    return f"{SHARED[name]} {text}" if name in SHARED else text
 
 
-drill.__signature__ = _signature()  # type: ignore[attr-defined]
-drill.__annotations__ = {}
-
-
-def register(cli: typer.Typer) -> None:
-    """`rtool drill`: errors exit 3 UNKNOWN, like a watchdog's."""
-    cli.command("drill", cls=errors.command_class(errors.WATCH))(drill)
+def command() -> Any:
+    """`rtool drill`: its own options, then rtool submit's (for --submit). Its errors exit 3
+    UNKNOWN, like a watchdog's."""
+    params = [*_own(), *submit_cmd.request_params(frozenset(NOT_TAKEN), _with_submit)]
+    made = errors.command_class(errors.WATCH, BodyCommand)
+    return made("drill", params, drill, inspect.getdoc(drill) or "")

@@ -3,7 +3,6 @@ the training), with one option per setting of the registered checks (docs/nodes.
 
 from __future__ import annotations
 
-import functools
 import inspect
 import os
 from typing import TYPE_CHECKING, Any
@@ -13,6 +12,7 @@ import typer
 from rtool.app.commands.preflight_job import job_preflight, restart_check
 from rtool.app.plumbing import fromspec
 from rtool.app.plumbing.context import get_context
+from rtool.app.plumbing.params import BodyCommand, parameter
 from rtool.core.errors import UsageError
 
 if TYPE_CHECKING:
@@ -52,7 +52,6 @@ def preflight(ctx: typer.Context, here: bool, restart_after: int | None, **given
     return job_preflight(app_ctx, node_argv, pf.timeout)
 
 
-@functools.cache
 def _declared() -> Any:
     """`rtool preflight`'s options: the registered checks' settings (their defaults: the
     [nodes.preflight] keys)."""
@@ -61,9 +60,8 @@ def _declared() -> Any:
     return fromspec.declare(Settings, section="nodes.preflight")
 
 
-def _preflight_command() -> Any:
-    """`preflight` with one option per check setting, then --here."""
-    kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
+def command() -> Any:
+    """`rtool preflight`: one option per check setting, then --here and --restart-after."""
     here = typer.Option(
         False, "--here", help="Check only this node (default inside a job: every node via srun)."
     )
@@ -76,18 +74,11 @@ def _preflight_command() -> Any:
         "(the batch script runs this; docs/runs.md).",
     )
     params = [
-        inspect.Parameter("ctx", kind, annotation=typer.Context),
         *_declared().params,
-        inspect.Parameter("here", kind, default=here, annotation=bool),
-        inspect.Parameter("restart_after", kind, default=restart_after, annotation=int | None),
+        parameter("here", bool, here),
+        parameter("restart_after", int | None, restart_after),
     ]
-
-    def command(ctx: typer.Context, **given: Any) -> int:
-        return preflight(ctx, **given)
-
-    command.__signature__ = inspect.Signature(params, return_annotation=int)  # type: ignore[attr-defined]
-    command.__doc__ = preflight.__doc__
-    return command
+    return BodyCommand("preflight", params, preflight, inspect.getdoc(preflight) or "")
 
 
 def _node_args(app_ctx: AppContext, values: dict[str, Any]) -> tuple[Any, list[str]]:
@@ -107,7 +98,3 @@ def _node_command() -> list[str]:
     from rtool.core.selfcmd import python_argv
 
     return python_argv("-m", "rtool.nodes.preflight")  # -I: nothing from the job's folder
-
-
-def register(cli: typer.Typer) -> None:
-    cli.command("preflight")(_preflight_command())

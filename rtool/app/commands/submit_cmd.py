@@ -7,6 +7,7 @@ import dataclasses
 import inspect
 import os
 import typing
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -14,6 +15,7 @@ import typer
 
 from rtool.app.plumbing.context import get_context
 from rtool.app.plumbing.fromspec import default_note
+from rtool.app.plumbing.params import BodyCommand, parameter
 from rtool.core.errors import RtoolError, UsageError
 from rtool.slurm_templates.request import SubmitRequest, declared
 
@@ -96,28 +98,32 @@ def _request(given: dict[str, Any]) -> SubmitRequest:
     return SubmitRequest(**{k: v for k, v in given.items() if v is not None or k not in lists})
 
 
-def _signature() -> inspect.Signature:
-    """`submit`'s parameters as typer reads them, one per `SubmitRequest` declaration."""
+def request_params(
+    skip: frozenset[str] = frozenset(), text_of: Callable[[str, str], str] | None = None
+) -> list[Any]:
+    """One click parameter per `SubmitRequest` declaration (not those in `skip`); `text_of(name,
+    help)` rewrites a help text (rtool drill --submit takes them too)."""
     hints = typing.get_type_hints(SubmitRequest)
-    params = [
-        inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=typer.Context)
-    ]
+    params = []
     for f, opt in declared():
+        if f.name in skip:
+            continue
         annotation, default = hints[f.name], f.default
         if f.default_factory is not dataclasses.MISSING:  # a list: None when not given
             annotation, default = annotation | None, None
         text = f"{opt.help} {default_note('submit.' + opt.config)}" if opt.config else opt.help
+        text = text_of(f.name, text) if text_of else text
         if opt.is_argument:
             info = typer.Argument(... if default is dataclasses.MISSING else default, help=text)
         else:
             info = typer.Option(default, *opt.flags, help=text)
-        kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
-        params.append(inspect.Parameter(f.name, kind, default=info, annotation=annotation))
-    return inspect.Signature(params, return_annotation=int)
+        params.append(parameter(f.name, annotation, info))
+    return params
 
 
-submit.__signature__ = _signature()  # type: ignore[attr-defined]
-submit.__annotations__ = {}
+def command() -> Any:
+    """`rtool submit`: one option (or argument) per `SubmitRequest` declaration."""
+    return BodyCommand("submit", request_params(), submit, inspect.getdoc(submit) or "")
 
 
 def preflight_argv(app_ctx: AppContext, job: TrainingJob) -> list[str] | None:
@@ -281,7 +287,3 @@ def _said(job: TrainingJob, job_id: str, parsable: bool) -> int:
         run = "" if job.run == job.job_name else f", run {job.run}"
         typer.echo(f"Submitted job {job_id}{array} ({job.job_name}{run})")
     return 0
-
-
-def register(cli: typer.Typer) -> None:
-    cli.command("submit")(submit)

@@ -10,6 +10,7 @@ returns how to build its watchdogs, see `watch_common.command`) and one line in 
 from __future__ import annotations
 
 import importlib
+import inspect
 from typing import TYPE_CHECKING, Any
 
 import typer
@@ -52,14 +53,16 @@ def _generated(name: str) -> Any:
 
 
 def _written(name: str) -> Any:
+    """The command of a written body: its own options as typer reads its signature."""
     from rtool.app.plumbing.helptext import tidy
-    from rtool.app.plumbing.watch_common import command
+    from rtool.app.plumbing.watch_common import WatchCommand
 
     module, _, attr = WRITTEN[name].partition(":")
     body = getattr(importlib.import_module(module), attr)
-    sub = typer.Typer()
-    sub.command(name)(command(body))
-    return tidy(typer.main.get_command(sub))
+    holder = typer.Typer(add_completion=False)
+    holder.command(name)(body)
+    own = typer.main.get_command(holder).params
+    return tidy(WatchCommand(name, own, body, inspect.getdoc(body) or ""))
 
 
 app = errors.group(

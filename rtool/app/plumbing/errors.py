@@ -147,12 +147,14 @@ def group(policy: ExitPolicy, base: type[PolicyGroup] = PolicyGroup, **kwargs: A
     return typer.Typer(cls=Group, **kwargs)
 
 
-def command_class(policy: ExitPolicy) -> type[typer.core.TyperCommand]:
+def command_class(
+    policy: ExitPolicy, base: type[typer.core.TyperCommand] = typer.core.TyperCommand
+) -> Any:
     """A command class whose errors (bad options included) get `policy`'s exit codes: for a
     top-level command that exits like a watchdog (`rtool drill`)."""
     chosen = policy
 
-    class Command(typer.core.TyperCommand):
+    class Command(base):  # type: ignore[valid-type,misc]
         policy = chosen
 
         def make_context(self, *args: Any, **kwargs: Any) -> Any:

@@ -32,7 +32,8 @@ class Lazy:
 
 _M = "rtool.app.commands."
 #: name -> where it lives and its summary. Order = order in `rtool --help`. A module with
-#: `register(cli)` adds its commands and groups to `cli`; one with only an `app` is that group.
+#: `register(cli)` adds its command to `cli`, one with `command()` makes it (from declarations:
+#: rtool/app/plumbing/params.py); one with only an `app` is that group.
 COMMANDS: dict[str, Lazy] = {
     "submit": Lazy(
         _M + "submit_cmd",
@@ -94,7 +95,9 @@ COMMANDS: dict[str, Lazy] = {
 def load(name: str) -> Any:
     """The real click command `name` (imports its module)."""
     module = importlib.import_module(COMMANDS[name].module)
-    if hasattr(module, "register"):
+    if hasattr(module, "command"):  # made from declarations (rtool/app/plumbing/params.py)
+        cmd = module.command()
+    elif hasattr(module, "register"):
         holder = typer.Typer()
         holder.callback()(lambda: None)  # always a group, even with one command
         module.register(holder)

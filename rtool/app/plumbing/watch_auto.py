@@ -46,13 +46,9 @@ def command_for(name: str) -> Any:
         specs = fromspec.entries(declared, given, base)
         return lambda t: [factory.from_entries(specs, t, config)]
 
-    kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
-    ctx_param = inspect.Parameter("ctx", kind, annotation=typer.Context)
-    body.__signature__ = inspect.Signature([ctx_param, *declared.params])  # type: ignore[attr-defined]
-    body.__doc__ = inspect.getdoc(factory) or f"The {name} watchdog."
-    sub = typer.Typer()
-    sub.command(name)(watch_common.command(body))
-    return fromspec.tag(tidy(typer.main.get_command(sub)), declared)
+    doc = inspect.getdoc(factory) or f"The {name} watchdog."
+    command = watch_common.WatchCommand(name, declared.params, body, doc)
+    return fromspec.tag(tidy(command), declared)
 
 
 def _config_entry(

@@ -4,19 +4,17 @@ written ones)."""
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import typer
 
 from rtool.app.plumbing.context import get_context
+from rtool.app.plumbing.params import BodyCommand, parameter, values
 from rtool.core.errors import UsageError
-
-if TYPE_CHECKING:
-    from rtool.watchdogs.base import Watchdog
+from rtool.watchdogs.base import Watchdog
 
 
 @dataclass(frozen=True)
@@ -63,36 +61,33 @@ COMMON = (
 COMMON_NAMES = {c.name for c in COMMON} | {c.flag[2:].replace("-", "_") for c in COMMON}
 
 #: What a command body returns: its watchdogs, built with the probe timeout.
-Build = Callable[[float], "list[Watchdog]"]
+Build = Callable[[float], list[Watchdog]]
 
 
-def _common_parameters() -> list[inspect.Parameter]:
+def common_parameters() -> list[Any]:
+    """The click parameters of the COMMON options (made anew for each command)."""
     from rtool.app.plumbing.fromspec import default_note
 
-    kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
     out = []
     for c in COMMON:
         text = f"{c.help} {default_note(c.config)}" if c.config else c.help
         default = typer.Option(False if c.type is bool else None, c.flag, help=text)
-        out.append(inspect.Parameter(c.name, kind, default=default, annotation=c.type))
+        out.append(parameter(c.name, c.type, default))
     return out
 
 
-def command(body: Callable[..., Build]) -> Callable[..., int]:
-    """The `rtool watch` command of `body`, a function of the context and the command's own
-    options (its signature and docstring are the command's) that returns how to build its
-    watchdogs: the COMMON options are added after its own, and the watchdogs are run."""
+class WatchCommand(BodyCommand):
+    """An `rtool watch` command: its body (a function of the context and the command's own
+    options) returns how to build its watchdogs; the COMMON options, after its own, say how
+    they are run."""
 
-    def watch(ctx: typer.Context, **given: Any) -> int:
+    def __init__(self, name: str, own: list[Any], body: Callable[..., Build], help: str) -> None:
+        super().__init__(name, [*own, *common_parameters()], body, help)
+
+    def invoke(self, ctx: Any) -> int:
+        given = values(ctx.params)
         common = {c.name: given.pop(c.name) for c in COMMON}
-        return run(ctx, body(ctx, **given), **common)
-
-    own = inspect.signature(body, eval_str=True)
-    params = [*own.parameters.values(), *_common_parameters()]
-    watch.__signature__ = own.replace(parameters=params, return_annotation=int)  # type: ignore[attr-defined]
-    watch.__doc__ = body.__doc__
-    watch.__name__ = body.__name__
-    return watch
+        return run(ctx, self.body(ctx, **given), **common)
 
 
 def run(
