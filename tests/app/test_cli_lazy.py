@@ -60,18 +60,6 @@ def test_a_typo_suggests_the_command(cli) -> None:
     assert r.code == 2 and "Did you mean 'watch'?" in r.err
 
 
-def test_a_group_converts_only_the_subcommand_run() -> None:
-    group = lazy.load("cron")
-    assert group.commands == {}  # nothing converted yet
-    written = list(group.command_order)
-    assert written[:3] == ["init", "start", "stop"]
-    start = group.get_command(None, "start")
-    assert start.name == "start" and list(group.commands) == ["start"]
-    assert group.get_command(None, "start") is start  # converted once
-    assert group.list_commands(None)[: len(written)] == written  # help keeps the order
-    assert group.get_command(None, "no-such") is None
-
-
 def test_watch_makes_only_the_command_run() -> None:
     from rtool.watchdogs.registry import LINES
 

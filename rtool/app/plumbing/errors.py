@@ -12,7 +12,6 @@ traceback) and exits with `exit_code(exc)`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -66,25 +65,9 @@ def _tag(exc: Exception, policy: ExitPolicy) -> None:
 
 
 class PolicyGroup(typer.core.TyperGroup):
-    """A typer group whose errors get its `policy`'s exit codes.
-
-    `rtool.app.plumbing.lazy.load` may leave its subcommands unconverted: `command_order` names
-    them and `build_command(name)` converts one when it is first used (`rtool watch disk`
-    converts `disk` alone, not typer's work for every other `rtool watch` command)."""
+    """A typer group whose errors get its `policy`'s exit codes."""
 
     policy: ExitPolicy = DEFAULT
-    command_order: tuple[str, ...] = ()
-    build_command: Callable[[str], Any] | None = None
-
-    def get_command(self, ctx: Any, cmd_name: str) -> Any:
-        found = super().get_command(ctx, cmd_name)
-        if found is None and self.build_command is not None and cmd_name in self.command_order:
-            found = self.commands[cmd_name] = self.build_command(cmd_name)
-        return found
-
-    def list_commands(self, ctx: Any) -> list[str]:
-        listed = list(super().list_commands(ctx))
-        return [*self.command_order, *(n for n in listed if n not in self.command_order)]
 
     def make_context(self, *args: Any, **kwargs: Any) -> Any:
         try:

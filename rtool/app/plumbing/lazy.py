@@ -9,7 +9,6 @@ imports `watch_cmd` alone, not sbatch templates, notify channels or the demo.
 
 from __future__ import annotations
 
-import copy
 import importlib
 from dataclasses import dataclass
 from difflib import get_close_matches
@@ -103,7 +102,7 @@ def load(name: str) -> Any:
         module.register(holder)
         cmd = typer.main.get_command(holder).commands[name]  # type: ignore[attr-defined]
     else:
-        cmd = _group(module.app)
+        cmd = typer.main.get_command(module.app)
     cmd.name = name
     cmd.help = _with_summary(COMMANDS[name].summary, cmd.help)
     return tidy(cmd)
@@ -113,32 +112,6 @@ def _with_summary(summary: str, body: str | None) -> str:
     """The help page: the command's summary (written once, above), then its own text."""
     body = (body or "").strip()
     return f"{summary}\n\n{body}" if body else summary
-
-
-def _group(app: typer.Typer) -> Any:
-    """The click command of `app`; a group of commands converts each when first used."""
-    infos = {
-        info.name or typer.main.get_command_name(info.callback.__name__): info
-        for info in app.registered_commands
-        if info.callback is not None
-    }
-    if app.registered_groups or len(infos) < 2 or len(infos) != len(app.registered_commands):
-        return typer.main.get_command(app)
-    shell = copy.copy(app)
-    shell.registered_commands = []
-    group = typer.main.get_group(shell)
-
-    def build(name: str) -> Any:
-        command = typer.main.get_command_from_info(
-            infos[name],
-            pretty_exceptions_short=app.pretty_exceptions_short,
-            rich_markup_mode=app.rich_markup_mode,
-        )
-        return tidy(command)
-
-    group.build_command = build  # type: ignore[attr-defined]
-    group.command_order = tuple(infos)  # type: ignore[attr-defined]
-    return group
 
 
 class LazyGroup(PolicyGroup):
