@@ -17,8 +17,15 @@ from rtool.app.plumbing import errors
 from rtool.app.plumbing.context import get_context
 from rtool.app.plumbing.fromspec import default_note
 from rtool.app.plumbing.params import BodyCommand, parameter
-from rtool.core.errors import UsageError
+from rtool.core.alert import Status
+from rtool.core.errors import RtoolError, UsageError
+from rtool.core.proc import ProcError
+from rtool.core.units import UnitError, parse_duration
+from rtool.drill import find
+from rtool.drill.throwaway import drill_folder, shared_paths, throwaway
+from rtool.runs import names
 from rtool.slurm_templates.request import SubmitRequest, declared
+from rtool.slurm_templates.specs import SpecError, validate_signal
 
 if TYPE_CHECKING:
     from rtool.app.plumbing.context import AppContext
@@ -87,7 +94,6 @@ def _print(report: Report, as_json: bool) -> None:
 
 
 def _timeouts(app_ctx: AppContext, opts: dict[str, Any]) -> dict[str, float]:
-    from rtool.core.units import UnitError, parse_duration
 
     cfg = app_ctx.config.drill
     out = {"start_timeout": cfg.start_timeout, "resume_timeout": cfg.resume_timeout}
@@ -105,9 +111,6 @@ def _timeouts(app_ctx: AppContext, opts: dict[str, Any]) -> dict[str, float]:
 
 
 def _wanted(app_ctx: AppContext, opts: dict[str, Any], submit: dict[str, Any]) -> Wanted:
-    from rtool.drill.find import Wanted
-    from rtool.runs import names
-    from rtool.slurm_templates.specs import SpecError, validate_signal
 
     waits = _timeouts(app_ctx, opts)
     # the same lookup as rtool history: the run or job name, its [[watch.run]] entry, else
@@ -117,7 +120,7 @@ def _wanted(app_ctx: AppContext, opts: dict[str, Any], submit: dict[str, Any]) -
         signal = validate_signal(submit["signal"]) if submit.get("signal") else None
     except SpecError as exc:
         raise UsageError(str(exc)) from None
-    return Wanted(
+    return find.Wanted(
         run=base["name"],
         job_name=submit.get("job_name") or base.get("job_name") or base["name"],
         job=opts.get("job"),
@@ -132,9 +135,8 @@ def _wanted(app_ctx: AppContext, opts: dict[str, Any], submit: dict[str, Any]) -
 
 
 def _drill_run(app_ctx: AppContext, want: Wanted) -> Report:
-    from rtool.drill.find import drill
 
-    return drill(app_ctx.slurm, want, _say)
+    return find.drill(app_ctx.slurm, want, _say)
 
 
 def _submitted(
@@ -142,7 +144,6 @@ def _submitted(
 ) -> tuple[Report, SubmitRequest, TrainingJob]:
     """Submit the throw-away job, drill it, cancel what is left of it; the report, the request
     and the real job."""
-    from rtool.drill.throwaway import drill_folder, shared_paths, throwaway
 
     lists = {f.name for f, _ in declared() if f.default_factory is not dataclasses.MISSING}
     fields = {k: v for k, v in submit.items() if v is not None or k not in lists}
@@ -180,8 +181,6 @@ def _submit_real(
     app_ctx: AppContext, report: Report, req: SubmitRequest, real: TrainingJob
 ) -> None:
     """`--and-submit`: the real submission, as rtool submit makes it, when every step is OK."""
-    from rtool.core.alert import Status
-    from rtool.core.errors import RtoolError
 
     if report.status is not Status.OK:
         _say(f"not submitting {real.job_name}: the drill is {report.status.name}")
@@ -195,7 +194,6 @@ def _submit_real(
 
 def _cancel(app_ctx: AppContext, job_id: str, folder: Path) -> None:
     """Cancel what is left of the throw-away job (never hiding the drill's verdict)."""
-    from rtool.core.proc import ProcError
 
     try:
         if app_ctx.slurm.squeue(job_ids=[job_id], states="PENDING,RUNNING"):

@@ -11,6 +11,17 @@ from typing import TYPE_CHECKING
 import typer
 
 from rtool.app.plumbing.context import get_context
+from rtool.app.plumbing.errors import reason
+from rtool.app.timeline.page import parse_mode, write
+from rtool.app.timeline.run import run_page
+from rtool.core.errors import UsageError
+from rtool.core.redact import redact_data
+from rtool.core.slurm import Slurm, SlurmError
+from rtool.runs import names, provenance, store
+from rtool.runs.config import RunWatch
+from rtool.runs.render import table
+from rtool.runs.sources import refresh
+from rtool.runs.totals import totals
 
 if TYPE_CHECKING:
     from rtool.app.plumbing.context import AppContext
@@ -45,8 +56,6 @@ def history(
 
     Example: rtool history llama-7b --stored --html llama-7b.html
     """
-    from rtool.runs import store
-    from rtool.runs.totals import totals
 
     app_ctx = get_context(ctx)
     flags = {"heartbeat": heartbeat, "log": log, "job_name": job_name}
@@ -66,10 +75,6 @@ def history(
 
 def _spec(app_ctx: AppContext, run: str, flags: dict[str, str | None]) -> RunWatch:
     """The run's watch entry: the config's or the one `rtool submit` recorded, under the flags."""
-    from rtool.app.plumbing.errors import reason
-    from rtool.core.errors import UsageError
-    from rtool.runs import names
-    from rtool.runs.config import RunWatch
 
     base = names.watch_base(app_ctx.state, run, app_ctx.config.watch.run)
     try:
@@ -80,8 +85,6 @@ def _spec(app_ctx: AppContext, run: str, flags: dict[str, str | None]) -> RunWat
 
 def _print(led: Ledger, tot: Totals, now: float, as_json: bool) -> None:
     """The ledger as the table, or (redacted) as JSON with its totals and what changed."""
-    from rtool.core.redact import redact_data
-    from rtool.runs.render import table
 
     if as_json:
         doc = {"ledger": led.to_json(), "totals": tot.to_json(), "changes": _changes(led)}
@@ -91,8 +94,6 @@ def _print(led: Ledger, tot: Totals, now: float, as_json: bool) -> None:
 
 
 def _write_page(html: Path, led: Ledger, now: float, mode: str | None) -> int:
-    from rtool.app.timeline.page import parse_mode, write
-    from rtool.app.timeline.run import run_page
 
     write(html, run_page(led, now), parse_mode(mode))
     typer.echo(f"wrote {html}: run {led.run}, {len(led.attempts)} attempt(s)")
@@ -101,9 +102,6 @@ def _write_page(html: Path, led: Ledger, now: float, mode: str | None) -> int:
 
 def _refresh(app_ctx: AppContext, spec: RunWatch, now: float) -> Ledger | None:
     """The ledger rebuilt from Slurm (sacct or degraded), else the stored one if squeue fails."""
-    from rtool.core.slurm import Slurm, SlurmError
-    from rtool.runs import store
-    from rtool.runs.sources import refresh
 
     cfg = app_ctx.config
     slurm = Slurm(timeout=cfg.slurm.timeout)
@@ -121,7 +119,6 @@ def register(cli: typer.Typer) -> None:
 
 def _changes(led: Ledger) -> dict[str, dict[str, object]]:
     """What changed between attempts (their provenance), by attempt number."""
-    from rtool.runs import provenance
 
     found = provenance.changed(led.attempts)
     return {str(n): {"since": since, "what": what} for n, (since, what) in found.items()}

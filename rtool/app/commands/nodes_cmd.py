@@ -10,7 +10,11 @@ import typer
 
 from rtool.app.plumbing import errors
 from rtool.app.plumbing.context import get_context
+from rtool.core import validate
 from rtool.core.errors import RtoolError, UsageError
+from rtool.core.units import format_when
+from rtool.nodes.blame import record_node_fails
+from rtool.nodes.store import SuspectStore
 
 if TYPE_CHECKING:
     from rtool.app.plumbing.context import AppContext
@@ -27,7 +31,6 @@ app = errors.group(
 
 
 def store_of(app_ctx: AppContext) -> SuspectStore:
-    from rtool.nodes.store import SuspectStore
 
     return SuspectStore(app_ctx.state, app_ctx.config.nodes.expiry)
 
@@ -43,7 +46,6 @@ def show(
     """List suspect nodes: why, since when, which runs they hurt, when suspicion expires."""
     if ctx.invoked_subcommand is not None:
         return 0
-    from rtool.core.units import format_when
 
     app_ctx = get_context(ctx)
     store = store_of(app_ctx)
@@ -78,7 +80,6 @@ def forget(ctx: typer.Context, node: str = typer.Argument(..., help="The node to
 
     Example: rtool nodes forget gpu017
     """
-    from rtool.core import validate
 
     try:
         validate.node(node)
@@ -93,7 +94,6 @@ def forget(ctx: typer.Context, node: str = typer.Argument(..., help="The node to
 
 def refresh_node_fails(app_ctx: AppContext, store: SuspectStore) -> str | None:
     """Record the NODE_FAIL attempts sacct knows of (your jobs, within the expiry)."""
-    from rtool.nodes.blame import record_node_fails
 
     try:
         record_node_fails(app_ctx.slurm, store, names=None, window=app_ctx.config.nodes.expiry)

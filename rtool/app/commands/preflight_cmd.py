@@ -14,6 +14,9 @@ from rtool.app.plumbing import fromspec
 from rtool.app.plumbing.context import get_context
 from rtool.app.plumbing.params import BodyCommand, parameter
 from rtool.core.errors import UsageError
+from rtool.core.selfcmd import python_argv
+from rtool.nodes.preflight.node import run_checks, settings_argv
+from rtool.nodes.preflight.registry import NodeContext, Settings
 
 if TYPE_CHECKING:
     from rtool.app.plumbing.context import AppContext
@@ -30,7 +33,6 @@ def preflight(ctx: typer.Context, here: bool, restart_after: int | None, **given
 
     Example: rtool preflight --gpus 8 --here
     """
-    from rtool.nodes.preflight.node import run_checks
 
     app_ctx = get_context(ctx)
     pf = app_ctx.config.nodes.preflight
@@ -55,7 +57,6 @@ def preflight(ctx: typer.Context, here: bool, restart_after: int | None, **given
 def _declared() -> Any:
     """`rtool preflight`'s options: the registered checks' settings (their defaults: the
     [nodes.preflight] keys)."""
-    from rtool.nodes.preflight.registry import Settings
 
     return fromspec.declare(Settings, section="nodes.preflight")
 
@@ -83,8 +84,6 @@ def command() -> Any:
 
 def _node_args(app_ctx: AppContext, values: dict[str, Any]) -> tuple[Any, list[str]]:
     """The context of this node's checks, and the command that runs them on every node."""
-    from rtool.nodes.preflight.node import settings_argv
-    from rtool.nodes.preflight.registry import NodeContext
 
     pf = app_ctx.config.nodes.preflight
     node_ctx = NodeContext(**values, timeout=pf.check_timeout)
@@ -95,6 +94,5 @@ def _node_args(app_ctx: AppContext, values: dict[str, Any]) -> tuple[Any, list[s
 
 def _node_command() -> list[str]:
     """The program that runs the checks of one node (rtool/nodes/preflight/node.py)."""
-    from rtool.core.selfcmd import python_argv
 
     return python_argv("-m", "rtool.nodes.preflight")  # -I: nothing from the job's folder

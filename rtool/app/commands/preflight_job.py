@@ -21,6 +21,15 @@ import typer
 
 from rtool.app.commands.nodes_cmd import store_of
 from rtool.core.errors import RtoolError
+from rtool.core.slurm.parse import ParseError, expand_hostlist
+from rtool.nodes.exclude import Cap
+from rtool.nodes.preflight import job, restart
+from rtool.nodes.preflight.base import NodeReport, Outcome
+from rtool.nodes.preflight.registry import applies
+from rtool.nodes.preflight.spares import Spares
+from rtool.notify import process
+from rtool.runs.inplace import append, read_restarts, restarts_path
+from rtool.runs.logtail import read_tail
 
 if TYPE_CHECKING:
     from rtool.app.plumbing.context import AppContext
@@ -33,8 +42,6 @@ def _say(text: str) -> None:
 
 
 def restart_check(app_ctx: AppContext, node_ctx: Any, node_argv: list[str], rc: int) -> int:
-    from rtool.nodes.preflight import job
-    from rtool.nodes.preflight.registry import applies
 
     env = os.environ
     info = job.JobInfo.from_env(env)
@@ -74,8 +81,6 @@ def restart_check(app_ctx: AppContext, node_ctx: Any, node_argv: list[str], rc: 
 
 def _failed(info: JobInfo, rc: int) -> tuple[Failed, str | None]:
     """The launch that ended, and the restart records' path."""
-    from rtool.nodes.preflight import restart
-    from rtool.runs.inplace import read_restarts, restarts_path
 
     env = os.environ
     text = env.get("RTOOL_LAUNCH", "0")
@@ -99,7 +104,6 @@ def _key(info: JobInfo) -> tuple[str, int]:
 
 def _bad_nodes(app_ctx: AppContext, info: JobInfo) -> dict[str, tuple[str, str]]:
     """Nodes Slurm shows unfit or the launch's log blames: {node: (check, why)}."""
-    from rtool.nodes.preflight import restart
 
     bad: dict[str, tuple[str, str]] = {}
     try:
@@ -117,8 +121,6 @@ def _bad_nodes(app_ctx: AppContext, info: JobInfo) -> dict[str, tuple[str, str]]
 
 
 def _outcome(bad: dict[str, tuple[str, str]]) -> JobOutcome:
-    from rtool.nodes.preflight import job
-    from rtool.nodes.preflight.base import NodeReport, Outcome
 
     reports = [NodeReport(n, [Outcome(check, False, why)]) for n, (check, why) in bad.items()]
     return job.JobOutcome(reports, reports)
@@ -130,8 +132,6 @@ def _spares(
     """With spare nodes, the next launch's nodes: the bad ones recorded as suspects (and
     alerted on), the spares taken checked first (`argv`: the pre-flight); else None, and
     `bad` has the spares that failed their pre-flight too."""
-    from rtool.nodes.preflight import job
-    from rtool.nodes.preflight.spares import Spares
 
     spares = Spares.from_env(os.environ)
     if spares is None:
@@ -168,7 +168,6 @@ def _spares(
 
 def _allocation(app_ctx: AppContext, info: JobInfo) -> list[str]:
     """The job's nodes now (Slurm drops a failed node from a --no-kill job), else at its start."""
-    from rtool.core.slurm.parse import ParseError, expand_hostlist
 
     try:
         recs = app_ctx.slurm.show_job(info.job_id)
@@ -180,7 +179,6 @@ def _allocation(app_ctx: AppContext, info: JobInfo) -> list[str]:
 
 def _log_text(app_ctx: AppContext, info: JobInfo) -> str:
     """The tail of the job's output file (Slurm's StdOut), or "" when it cannot be read."""
-    from rtool.runs.logtail import read_tail
 
     try:
         recs = app_ctx.slurm.show_job(info.job_id)
@@ -191,8 +189,6 @@ def _log_text(app_ctx: AppContext, info: JobInfo) -> str:
 
 
 def _write(env: Any, info: JobInfo, failed: Failed, path: str | None) -> None:
-    from rtool.nodes.preflight import restart
-    from rtool.runs.inplace import append
 
     if not path:
         return
@@ -203,7 +199,6 @@ def _write(env: Any, info: JobInfo, failed: Failed, path: str | None) -> None:
 
 
 def job_preflight(app_ctx: AppContext, node_argv: list[str], timeout: float) -> int:
-    from rtool.nodes.preflight import job
 
     info = job.JobInfo.from_env(os.environ)
     reports, error = job.run_on_nodes(app_ctx.slurm, info, node_argv, timeout)
@@ -221,8 +216,6 @@ def job_preflight(app_ctx: AppContext, node_argv: list[str], timeout: float) -> 
 def keep_off(app_ctx: AppContext, info: Any, outcome: Any) -> int:
     """Bad nodes found: record them, requeue the attempt away from them, alert; the exit code
     (3 requeued away, 1 not)."""
-    from rtool.nodes.exclude import Cap
-    from rtool.nodes.preflight import job
 
     cfg = app_ctx.config.nodes
     store = store_of(app_ctx)
@@ -240,7 +233,6 @@ def keep_off(app_ctx: AppContext, info: Any, outcome: Any) -> int:
 
 def _alert(app_ctx: AppContext, alerts: list[Any]) -> None:
     """Hand the alerts to notify; a failing channel never hides the pre-flight's own result."""
-    from rtool.notify import process
 
     try:
         process(alerts, app_ctx.config.notify, app_ctx.state)

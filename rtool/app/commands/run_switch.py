@@ -9,6 +9,8 @@ import typer
 
 from rtool.app.plumbing.context import AppContext
 from rtool.core.errors import RtoolError, UsageError
+from rtool.runs import names
+from rtool.slurm_templates.submit import switch_path
 
 RUN = typer.Option(
     None,
@@ -22,8 +24,6 @@ def switch(app_ctx: AppContext, name: str | None, given: str | None, which: str)
     """The switch to touch: the given path, else the one recorded for the run `name` (by run
     or job name), else a `[switches]` path shared by every run. An unknown run, or no name
     where each run has its own switch, is an error that lists the runs rtool knows."""
-    from rtool.runs import names
-    from rtool.slurm_templates.submit import switch_path
 
     if given:
         return switch_path(given, None, which, name or "", Path.cwd())
@@ -45,7 +45,6 @@ def switch(app_ctx: AppContext, name: str | None, given: str | None, which: str)
 
 
 def cancel_pending(app_ctx: AppContext, name: str) -> str:
-    from rtool.runs import names
 
     sub = names.find(app_ctx.state, name)
     job_name = sub.job_name if sub is not None else name

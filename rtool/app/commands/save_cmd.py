@@ -6,6 +6,7 @@ import typer
 
 from rtool.app.commands import run_switch
 from rtool.app.plumbing.context import get_context
+from rtool.slurm_templates.switches import touch_switch
 
 
 def save(
@@ -17,7 +18,6 @@ def save(
 
     Example: rtool save --run llama-7b
     """
-    from rtool.slurm_templates.switches import touch_switch
 
     app_ctx = get_context(ctx)
     shared = app_ctx.config.switches.group_writable

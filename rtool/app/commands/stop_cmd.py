@@ -7,6 +7,7 @@ import typer
 from rtool.app.commands import run_switch
 from rtool.app.plumbing.context import get_context
 from rtool.core.errors import UsageError
+from rtool.slurm_templates.switches import touch_switch
 
 
 def stop(
@@ -21,7 +22,6 @@ def stop(
 
     Example: rtool stop --run llama-7b --cancel-pending
     """
-    from rtool.slurm_templates.switches import touch_switch
 
     app_ctx = get_context(ctx)
     if cancel_pending and not name:

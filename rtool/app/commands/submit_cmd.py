@@ -6,6 +6,7 @@ import contextlib
 import dataclasses
 import inspect
 import os
+import time
 import typing
 from collections.abc import Callable
 from pathlib import Path
@@ -13,11 +14,25 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from rtool.app.commands.submit_preempt import preempt_warning
 from rtool.app.plumbing.context import get_context
 from rtool.app.plumbing.fromspec import default_note
 from rtool.app.plumbing.params import BodyCommand, parameter
 from rtool.core.errors import RtoolError, UsageError
+from rtool.core.slurm.hostlist import compress_hostlist
+from rtool.core.slurm.parse import ParseError, expand_hostlist
+from rtool.nodes.blame import record_node_fails
+from rtool.nodes.exclude import Cap, partition_nodes, plan
+from rtool.nodes.preflight.registry import NodeContext, Settings, applies
+from rtool.nodes.store import SuspectStore
+from rtool.runs import names
+from rtool.slurm_templates import TemplateError, render_job
+from rtool.slurm_templates.batchfile import override, sbatch_option
+from rtool.slurm_templates.renderer import ShellCode, template_dirs
 from rtool.slurm_templates.request import SubmitRequest, declared
+from rtool.slurm_templates.specs import SpecError
+from rtool.slurm_templates.submit import build_job
+from rtool.slurm_templates.switches import folder_warnings, foreign_switch
 
 if TYPE_CHECKING:
     from rtool.app.plumbing.context import AppContext
@@ -66,7 +81,6 @@ def prepare(app_ctx: AppContext, req: SubmitRequest, job: TrainingJob) -> str:
 
 
 def _warn_preemption(app_ctx: AppContext, job: TrainingJob) -> None:
-    from rtool.app.commands.submit_preempt import preempt_warning
 
     line = preempt_warning(app_ctx, job)
     if line:
@@ -76,7 +90,6 @@ def _warn_preemption(app_ctx: AppContext, job: TrainingJob) -> None:
 def check_switches(job: TrainingJob) -> bool:
     """Warn about another user's switch (the job ignores it) and about switch or heartbeat
     folders others may write into; True when your own kill switch is set."""
-    from rtool.slurm_templates.switches import folder_warnings, foreign_switch
 
     for line in folder_warnings(job):
         typer.echo(f"rtool: {line}", err=True)
@@ -128,7 +141,6 @@ def command() -> Any:
 
 def preflight_argv(app_ctx: AppContext, job: TrainingJob) -> list[str] | None:
     """The pre-flight command of the batch script, or None when there is nothing to check."""
-    from rtool.nodes.preflight.registry import NodeContext, Settings, applies
 
     pf = app_ctx.config.nodes.preflight
     gpus = job.gpus_per_node or pf.gpus  # the job's GPUs are the ones each node must show
@@ -156,13 +168,6 @@ def preflight_base(app_ctx: AppContext, job: TrainingJob) -> list[str]:
 
 def exclude_suspect_nodes(app_ctx: AppContext, job: TrainingJob) -> None:
     """Add the suspect nodes (rtool nodes) to the job's --exclude, within the cap."""
-    from rtool.core.slurm.hostlist import compress_hostlist
-    from rtool.core.slurm.parse import ParseError, expand_hostlist
-    from rtool.nodes.blame import record_node_fails
-    from rtool.nodes.exclude import Cap, partition_nodes, plan
-    from rtool.nodes.store import SuspectStore
-    from rtool.slurm_templates.batchfile import override, sbatch_option
-    from rtool.slurm_templates.renderer import ShellCode
 
     cfg = app_ctx.config.nodes
     if not cfg.exclude:
@@ -197,8 +202,6 @@ def exclude_suspect_nodes(app_ctx: AppContext, job: TrainingJob) -> None:
 
 
 def build(app_ctx: AppContext, req: SubmitRequest) -> TrainingJob:
-    from rtool.slurm_templates.specs import SpecError
-    from rtool.slurm_templates.submit import build_job
 
     cfg = app_ctx.config
     try:
@@ -208,8 +211,6 @@ def build(app_ctx: AppContext, req: SubmitRequest) -> TrainingJob:
 
 
 def render(app_ctx: AppContext, job: TrainingJob, template: Path | None) -> str:
-    from rtool.slurm_templates import TemplateError, render_job
-    from rtool.slurm_templates.renderer import template_dirs
 
     dirs = [app_ctx.config.submit.template_dir]
     if template is not None:
@@ -254,9 +255,6 @@ def _run_state(records: list[SqueueJob]) -> str:
 
 def send(app_ctx: AppContext, job: TrainingJob, text: str, extra: list[str]) -> str:
     """sbatch the script and record the submission (rtool.runs.names); the job id."""
-    import time
-
-    from rtool.runs import names
 
     cwd = Path.cwd()
     result = app_ctx.slurm.sbatch(extra, script=text, cwd=str(cwd))
