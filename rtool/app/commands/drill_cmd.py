@@ -264,5 +264,10 @@ def command() -> Any:
     """`rtool drill`: its own options, then rtool submit's (for --submit). Its errors exit 3
     UNKNOWN, like a watchdog's."""
     params = [*_own(), *submit_cmd.request_params(frozenset(NOT_TAKEN), _with_submit)]
-    made = errors.command_class(errors.WATCH, BodyCommand)
-    return made("drill", params, drill, inspect.getdoc(drill) or "")
+    return Drill("drill", params, drill, inspect.getdoc(drill) or "")
+
+
+class Drill(errors.Policed, BodyCommand):
+    """`rtool drill`: its errors, bad options included, exit 3 UNKNOWN."""
+
+    policy = errors.WATCH

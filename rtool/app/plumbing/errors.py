@@ -64,24 +64,29 @@ def _tag(exc: Exception, policy: ExitPolicy) -> None:
         setattr(exc, _TAG, policy.code(exc))
 
 
-class PolicyGroup(typer.core.TyperGroup):
-    """A typer group whose errors get its `policy`'s exit codes."""
+class Policed:
+    """A click command (or group) whose errors, bad options included, get `policy`'s codes."""
 
     policy: ExitPolicy = DEFAULT
 
     def make_context(self, *args: Any, **kwargs: Any) -> Any:
         try:
-            return super().make_context(*args, **kwargs)
+            return super().make_context(*args, **kwargs)  # type: ignore[misc]
         except Exception as exc:
             _tag(exc, self.policy)
             raise
 
     def invoke(self, ctx: Any) -> Any:
         try:
-            return super().invoke(ctx)
+            return super().invoke(ctx)  # type: ignore[misc]
         except Exception as exc:
             _tag(exc, self.policy)
             raise
+
+
+class PolicyGroup(Policed, typer.core.TyperGroup):
+    """A typer group whose errors get its `policy`'s exit codes; its commands refuse empty
+    values."""
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         refuse_empty(self, ctx, args)
@@ -128,33 +133,6 @@ def group(policy: ExitPolicy, base: type[PolicyGroup] = PolicyGroup, **kwargs: A
         policy = chosen
 
     return typer.Typer(cls=Group, **kwargs)
-
-
-def command_class(
-    policy: ExitPolicy, base: type[typer.core.TyperCommand] = typer.core.TyperCommand
-) -> Any:
-    """A command class whose errors (bad options included) get `policy`'s exit codes: for a
-    top-level command that exits like a watchdog (`rtool drill`)."""
-    chosen = policy
-
-    class Command(base):  # type: ignore[valid-type,misc]
-        policy = chosen
-
-        def make_context(self, *args: Any, **kwargs: Any) -> Any:
-            try:
-                return super().make_context(*args, **kwargs)
-            except Exception as exc:
-                _tag(exc, chosen)
-                raise
-
-        def invoke(self, ctx: Any) -> Any:
-            try:
-                return super().invoke(ctx)
-            except Exception as exc:
-                _tag(exc, chosen)
-                raise
-
-    return Command
 
 
 def message(exc: BaseException) -> str:
