@@ -4,7 +4,7 @@ watch_auto.py), and the commands written here: `rtool watch all`.
 Every command prints one status line per check and exits like a monitoring plugin: 0 OK,
 1 WARNING, 2 CRITICAL, 3 UNKNOWN (`rtool.watchdogs.runner.run_watch`). A command that is not
 one watchdog's is a module with its body (a function of the context and its own options that
-returns how to build its watchdogs, see `watch_common.command`) and one line in `WRITTEN`.
+returns how to build its watchdogs, see `watch_common.WatchCommand`) and one line in `WRITTEN`.
 """
 
 from __future__ import annotations

@@ -12,6 +12,7 @@ from typing import Any
 import typer
 
 from rtool.app.plumbing.context import get_context
+from rtool.app.plumbing.fromspec import default_note
 from rtool.app.plumbing.params import BodyCommand, parameter, values
 from rtool.core.errors import UsageError
 from rtool.watchdogs.base import Watchdog
@@ -66,8 +67,6 @@ Build = Callable[[float], list[Watchdog]]
 
 def common_parameters() -> list[Any]:
     """The click parameters of the COMMON options (made anew for each command)."""
-    from rtool.app.plumbing.fromspec import default_note
-
     out = []
     for c in COMMON:
         text = f"{c.help} {default_note(c.config)}" if c.config else c.help
