@@ -94,7 +94,6 @@ def _print(report: Report, as_json: bool) -> None:
 
 
 def _timeouts(app_ctx: AppContext, opts: dict[str, Any]) -> dict[str, float]:
-
     cfg = app_ctx.config.drill
     out = {"start_timeout": cfg.start_timeout, "resume_timeout": cfg.resume_timeout}
     if opts.get("grace"):
@@ -111,7 +110,6 @@ def _timeouts(app_ctx: AppContext, opts: dict[str, Any]) -> dict[str, float]:
 
 
 def _wanted(app_ctx: AppContext, opts: dict[str, Any], submit: dict[str, Any]) -> Wanted:
-
     waits = _timeouts(app_ctx, opts)
     # the same lookup as rtool history: the run or job name, its [[watch.run]] entry, else
     # what rtool submit recorded for it
@@ -135,7 +133,6 @@ def _wanted(app_ctx: AppContext, opts: dict[str, Any], submit: dict[str, Any]) -
 
 
 def _drill_run(app_ctx: AppContext, want: Wanted) -> Report:
-
     return find.drill(app_ctx.slurm, want, _say)
 
 

@@ -94,7 +94,6 @@ def _print(led: Ledger, tot: Totals, now: float, as_json: bool) -> None:
 
 
 def _write_page(html: Path, led: Ledger, now: float, mode: str | None) -> int:
-
     write(html, run_page(led, now), parse_mode(mode))
     typer.echo(f"wrote {html}: run {led.run}, {len(led.attempts)} attempt(s)")
     return 0

@@ -31,7 +31,6 @@ app = errors.group(
 
 
 def store_of(app_ctx: AppContext) -> SuspectStore:
-
     return SuspectStore(app_ctx.state, app_ctx.config.nodes.expiry)
 
 

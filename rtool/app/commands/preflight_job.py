@@ -42,7 +42,6 @@ def _say(text: str) -> None:
 
 
 def restart_check(app_ctx: AppContext, node_ctx: Any, node_argv: list[str], rc: int) -> int:
-
     env = os.environ
     info = job.JobInfo.from_env(env)
     failed, path = _failed(info, rc)
@@ -121,7 +120,6 @@ def _bad_nodes(app_ctx: AppContext, info: JobInfo) -> dict[str, tuple[str, str]]
 
 
 def _outcome(bad: dict[str, tuple[str, str]]) -> JobOutcome:
-
     reports = [NodeReport(n, [Outcome(check, False, why)]) for n, (check, why) in bad.items()]
     return job.JobOutcome(reports, reports)
 
@@ -189,7 +187,6 @@ def _log_text(app_ctx: AppContext, info: JobInfo) -> str:
 
 
 def _write(env: Any, info: JobInfo, failed: Failed, path: str | None) -> None:
-
     if not path:
         return
     try:
@@ -199,7 +196,6 @@ def _write(env: Any, info: JobInfo, failed: Failed, path: str | None) -> None:
 
 
 def job_preflight(app_ctx: AppContext, node_argv: list[str], timeout: float) -> int:
-
     info = job.JobInfo.from_env(os.environ)
     reports, error = job.run_on_nodes(app_ctx.slurm, info, node_argv, timeout)
     if error:

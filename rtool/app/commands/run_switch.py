@@ -45,7 +45,6 @@ def switch(app_ctx: AppContext, name: str | None, given: str | None, which: str)
 
 
 def cancel_pending(app_ctx: AppContext, name: str) -> str:
-
     sub = names.find(app_ctx.state, name)
     job_name = sub.job_name if sub is not None else name
     app_ctx.slurm.scancel(name=job_name, states="PENDING")  # yours only

@@ -87,7 +87,6 @@ def status(
 
 
 def _timeout(text: str | None, default: float) -> float:
-
     try:
         limit = parse_duration(text) if text else default
     except UnitError as exc:
@@ -100,7 +99,6 @@ def _timeout(text: str | None, default: float) -> float:
 def _write_page(
     html: Path, data: dict[str, Any], cfg: Config, state: StateDir, mode: str | None
 ) -> int:
-
     runs = watched_runs(cfg, state)
     write(html, status_page(data, runs), parse_mode(mode))
     typer.echo(f"wrote {html}: status {data['status']}, {len(runs)} run(s)")
@@ -108,7 +106,6 @@ def _write_page(
 
 
 def _print_rich(text: str) -> None:
-
     out = Text(text)
     for word, style in STYLES.items():
         out.highlight_regex(rf"(?<![\w-]){word}(?![\w-])", style)

@@ -81,7 +81,6 @@ def prepare(app_ctx: AppContext, req: SubmitRequest, job: TrainingJob) -> str:
 
 
 def _warn_preemption(app_ctx: AppContext, job: TrainingJob) -> None:
-
     line = preempt_warning(app_ctx, job)
     if line:
         typer.echo(f"rtool: warning: {line}", err=True)
@@ -202,7 +201,6 @@ def exclude_suspect_nodes(app_ctx: AppContext, job: TrainingJob) -> None:
 
 
 def build(app_ctx: AppContext, req: SubmitRequest) -> TrainingJob:
-
     cfg = app_ctx.config
     try:
         return build_job(req, cfg.submit, cfg.switches, Path.cwd())
@@ -211,7 +209,6 @@ def build(app_ctx: AppContext, req: SubmitRequest) -> TrainingJob:
 
 
 def render(app_ctx: AppContext, job: TrainingJob, template: Path | None) -> str:
-
     dirs = [app_ctx.config.submit.template_dir]
     if template is not None:
         if not template.is_file():

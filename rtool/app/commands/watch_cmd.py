@@ -15,9 +15,11 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from rtool.app.plumbing import errors
+from rtool.app.plumbing import errors, watch_auto
 from rtool.app.plumbing.context import get_context
-from rtool.app.plumbing.watch_common import Build
+from rtool.app.plumbing.helptext import tidy
+from rtool.app.plumbing.watch_common import Build, WatchCommand
+from rtool.watchdogs.registry import from_config
 
 if TYPE_CHECKING:
     from rtool.watchdogs.base import Watchdog
@@ -40,22 +42,16 @@ class _WatchGroup(errors.PolicyGroup):
         return self.commands[name]
 
     def list_commands(self, ctx: Any) -> list[str]:
-        from rtool.app.plumbing import watch_auto
-
         made = watch_auto.registered()
         return [*made, *(n for n in WRITTEN if n not in made)]
 
 
 def _generated(name: str) -> Any:
-    from rtool.app.plumbing import watch_auto
-
     return watch_auto.command_for(name)
 
 
 def _written(name: str) -> Any:
     """The command of a written body: its own options as typer reads its signature."""
-    from rtool.app.plumbing.helptext import tidy
-    from rtool.app.plumbing.watch_common import WatchCommand
 
     module, _, attr = WRITTEN[name].partition(":")
     body = getattr(importlib.import_module(module), attr)
@@ -82,7 +78,6 @@ def all_cmd(ctx: typer.Context) -> Build:
 
     Example: rtool --config rtool.toml watch all --tee logs/train.log
     """
-    from rtool.watchdogs.registry import from_config
 
     cfg = get_context(ctx).config
 

@@ -16,7 +16,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import typer
+from pydantic import ValidationError
 
+from rtool.app.plumbing.defaults import config_field
 from rtool.app.plumbing.params import parameter
 from rtool.core.config.fields import choices, cli_of, default_of, flag_of, shown_default, unit_of
 from rtool.core.errors import UsageError
@@ -126,7 +128,6 @@ def help_text(name: str, info: Any, section: str | None = None) -> str:
 
 def default_note(path: str) -> str:
     """`(default: [cron] grace, 10m)`: the config key `path` and its built-in default."""
-    from rtool.app.plumbing.defaults import config_field
 
     _, info = config_field(path)
     section, _, key = path.rpartition(".")
@@ -165,7 +166,6 @@ def entries(
 
 def make(declared: Declared, vals: dict[str, Any]) -> Any:
     """An entry; a bad value is a one-line usage error naming the flag (or argument)."""
-    from pydantic import ValidationError
 
     try:
         return declared.model(**vals)

@@ -14,6 +14,8 @@ import typer
 from rtool.app.plumbing import fromspec, watch_common
 from rtool.app.plumbing.context import get_context
 from rtool.app.plumbing.helptext import tidy
+from rtool.core.state import StateDir
+from rtool.watchdogs.registry import by_name, configurable
 
 if TYPE_CHECKING:
     from rtool.watchdogs.base import SpecWatchdog
@@ -21,14 +23,12 @@ if TYPE_CHECKING:
 
 def registered() -> list[str]:
     """Names of the configurable registered watchdogs, in registry order."""
-    from rtool.watchdogs.registry import configurable
 
     return configurable()
 
 
 def command_for(name: str) -> Any:
     """The click command `rtool watch NAME` for the registered watchdog `name` (or None)."""
-    from rtool.watchdogs.registry import by_name
 
     factory = by_name(name)
     if factory is None or not factory.in_config:
@@ -36,8 +36,6 @@ def command_for(name: str) -> Any:
     declared = fromspec.declare(factory.spec, skip=watch_common.COMMON_NAMES)
 
     def body(ctx: typer.Context, **given: Any) -> watch_common.Build:
-        from rtool.core.state import StateDir
-
         config = get_context(ctx).config
         reads = StateDir(config.state.dir, look_only=True)  # reads only (--dry-run writes none)
         base = factory.command_base(config, reads, given)

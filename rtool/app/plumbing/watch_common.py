@@ -15,7 +15,9 @@ from rtool.app.plumbing.context import get_context
 from rtool.app.plumbing.fromspec import default_note
 from rtool.app.plumbing.params import BodyCommand, parameter, values
 from rtool.core.errors import UsageError
-from rtool.watchdogs.base import Watchdog
+from rtool.core.units import UnitError, parse_duration
+from rtool.watchdogs import runner
+from rtool.watchdogs.base import SpecWatchdog, Watchdog
 
 
 @dataclass(frozen=True)
@@ -101,7 +103,6 @@ def run(
 ) -> int:
     """Build the watchdogs with the probe timeout (--timeout or the config's) and run them
     (`dry_run`: on a look-only state dir and Slurm layer, rtool/watchdogs/dryrun.py)."""
-    from rtool.watchdogs.runner import Output, run_watch
 
     t = probe_timeout(ctx, timeout)
     watchdogs = build(t)
@@ -112,13 +113,12 @@ def run(
         typer.echo(f"rtool: nothing to watch: the config has no {kinds} entries", err=True)
         return 3
     app_ctx = get_context(ctx)
-    from rtool.watchdogs.base import SpecWatchdog
 
     for w in watchdogs:  # the sections a watchdog reads besides its entries ([nodes], [runs])
         if isinstance(w, SpecWatchdog):
             w.configure(app_ctx.config)
     prom = prom_folder(prom, app_ctx.config.watch.prom_textfile)
-    out = Output(json_out, not no_notify, tee, prom, dry_run)
+    out = runner.Output(json_out, not no_notify, tee, prom, dry_run)
     notify_cfg = None if no_notify else app_ctx.config.notify  # --no-notify: never read
     if dry_run:  # look only: a state dir never written, a Slurm layer that only reads
         from rtool.core.slurm import Slurm
@@ -128,7 +128,9 @@ def run(
         slurm: Slurm | None = Slurm(timeout=t, look_only=True)
     else:
         state, slurm = app_ctx.state, None
-    return run_watch(watchdogs, state=state, notify_cfg=notify_cfg, timeout=t, out=out, slurm=slurm)
+    return runner.run_watch(
+        watchdogs, state=state, notify_cfg=notify_cfg, timeout=t, out=out, slurm=slurm
+    )
 
 
 def prom_folder(flag: Path | None, configured: str | None) -> Path | None:
@@ -145,8 +147,6 @@ def prom_folder(flag: Path | None, configured: str | None) -> Path | None:
 
 
 def probe_timeout(ctx: typer.Context, text: str | None) -> float:
-    from rtool.core.units import UnitError, parse_duration
-
     if text is None:
         return float(get_context(ctx).config.watch.timeout)
     try:
