@@ -15,9 +15,11 @@ from rtool.app.plumbing.context import get_context
 from rtool.app.plumbing.fromspec import default_note
 from rtool.app.plumbing.params import BodyCommand, parameter, values
 from rtool.core.errors import UsageError
+from rtool.core.state import StateDir
 from rtool.core.units import UnitError, parse_duration
 from rtool.watchdogs import runner
 from rtool.watchdogs.base import SpecWatchdog, Watchdog
+from rtool.watchdogs.registry import configurable
 
 
 @dataclass(frozen=True)
@@ -107,8 +109,6 @@ def run(
     t = probe_timeout(ctx, timeout)
     watchdogs = build(t)
     if not watchdogs:
-        from rtool.watchdogs.registry import configurable
-
         kinds = ", ".join(f"[[watch.{name}]]" for name in configurable())
         typer.echo(f"rtool: nothing to watch: the config has no {kinds} entries", err=True)
         return 3
@@ -121,8 +121,7 @@ def run(
     out = runner.Output(json_out, not no_notify, tee, prom, dry_run)
     notify_cfg = None if no_notify else app_ctx.config.notify  # --no-notify: never read
     if dry_run:  # look only: a state dir never written, a Slurm layer that only reads
-        from rtool.core.slurm import Slurm
-        from rtool.core.state import StateDir
+        from rtool.core.slurm import Slurm  # only here: rtool watch disk needs no Slurm layer
 
         state = StateDir(app_ctx.config.state.dir, look_only=True)
         slurm: Slurm | None = Slurm(timeout=t, look_only=True)
