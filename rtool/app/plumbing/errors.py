@@ -8,6 +8,10 @@ traceback) and exits with `exit_code(exc)`.
 - other commands (`DEFAULT`): 2 for usage and config errors, 1 for every other failure;
 - `rtool watch` (`WATCH`): 3 UNKNOWN for all of its own errors, like a monitoring plugin
   (0/1/2 are reserved for the checks' OK/WARNING/CRITICAL).
+
+A group also refuses an empty value given to its own options and to its commands'
+(`refuse_empty`). click's error classes are found through `typer.BadParameter`, which is public
+whichever click typer runs on (its own copy from typer 0.2x, click itself before).
 """
 
 from __future__ import annotations
