@@ -26,7 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from rtool.app.appconfig import load_config
+from rtool.app.plumbing.appconfig import load_config
 from rtool.core.proc import run
 from rtool.core.slurm import Slurm
 from rtool.core.state import StateDir

@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench._common import median_seconds, slurm_conf  # noqa: E402
-from rtool.app.appconfig import load_config  # noqa: E402
+from rtool.app.plumbing.appconfig import load_config  # noqa: E402
 from rtool.app.status.view import gather  # noqa: E402
 from rtool.core.alert import Alert, Status  # noqa: E402
 from rtool.core.proc import run  # noqa: E402

@@ -15,13 +15,13 @@ from typing import NoReturn
 
 import typer
 
-from rtool.app.commands import errors
-from rtool.app.commands.lazy import LazyGroup
-from rtool.app.context import AppContext
+from rtool.app.plumbing import errors
+from rtool.app.plumbing.context import AppContext
+from rtool.app.plumbing.lazy import LazyGroup
 from rtool.core import redact
 from rtool.core.errors import UsageError
 
-#: Subcommands are loaded on first use (rtool/app/commands/lazy.py lists them).
+#: Subcommands are loaded on first use (rtool/app/plumbing/lazy.py lists them).
 cli = typer.Typer(
     cls=LazyGroup,
     name="rtool",
@@ -128,7 +128,7 @@ def _passed(exc: BaseException) -> int:
     if isinstance(exc, KeyboardInterrupt):
         typer.echo("Interrupted.", err=True)
         return 130
-    if isinstance(exc, (typer.Abort, errors.click_exceptions.Abort)):
+    if isinstance(exc, typer.Abort):
         typer.echo("Aborted.", err=True)
         return 1
     return int(getattr(exc, "exit_code", 0))
@@ -139,7 +139,7 @@ def _report(exc: BaseException) -> None:
     if _DEBUG:
         text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
         typer.echo(redact.redact(text), err=True, nl=False)
-    if isinstance(exc, errors.click_exceptions.NoArgsIsHelpError):
-        exc.show()  # the group's help
+    if type(exc).__name__ == "NoArgsIsHelpError":  # click's, for a group run bare
+        exc.show()  # type: ignore[attr-defined]  # the group's help
         return
     typer.echo(errors.message(exc), err=True)  # already redacted

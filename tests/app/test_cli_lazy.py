@@ -7,14 +7,14 @@ import sys
 
 import pytest
 
-from rtool.app.commands import lazy
+from rtool.app.plumbing import lazy
 
 _IMPORTED = """
 import sys
 from rtool.app.cli import main
 main(sys.argv[1:])
-heavy = ("rtool.app.commands.", "rtool.slurm_templates.", "rtool.notify.", "jinja2")
-heavy += ("rtool.app.appconfig", "psutil", "rtool.runs.", "rtool.nodes.")
+heavy = ("rtool.app.", "rtool.slurm_templates.", "rtool.notify.", "jinja2")
+heavy += ("rtool.app.plumbing.appconfig", "psutil", "rtool.runs.", "rtool.nodes.")
 print(sorted(m for m in sys.modules if m.startswith(heavy)))
 """
 
@@ -38,11 +38,11 @@ def test_each_summary_is_written_once_and_opens_its_page(name: str) -> None:
 
 
 def test_root_help_imports_no_command_module(tmp_path) -> None:
+    plumbing = ["context", "errors", "helptext", "lazy"]
     assert imported("--help") == [
-        "rtool.app.commands.errors",
-        "rtool.app.commands.helptext",
-        "rtool.app.commands.lazy",
-        "rtool.app.commands.nonempty",
+        "rtool.app.cli",
+        "rtool.app.plumbing",
+        *(f"rtool.app.plumbing.{m}" for m in plumbing),
     ]
 
 
@@ -50,7 +50,7 @@ def test_watch_disk_imports_only_what_it_uses(tmp_path) -> None:
     mods = imported("watch", "disk", str(tmp_path), "--no-notify")
     assert "rtool.app.commands.watch_cmd" in mods
     # no config file and --no-notify: neither the whole schema nor the [notify] section
-    assert not {"rtool.app.appconfig", "rtool.notify.config"} & set(mods)
+    assert not {"rtool.app.plumbing.appconfig", "rtool.notify.config"} & set(mods)
     assert not [m for m in mods if m.startswith(("rtool.app.commands.submit", "jinja2"))]
     assert not {"psutil", "rtool.runs.sources", "rtool.nodes.exclude"} & set(mods)
 
@@ -58,18 +58,6 @@ def test_watch_disk_imports_only_what_it_uses(tmp_path) -> None:
 def test_a_typo_suggests_the_command(cli) -> None:
     r = cli("wach")
     assert r.code == 2 and "Did you mean 'watch'?" in r.err
-
-
-def test_a_group_converts_only_the_subcommand_run() -> None:
-    group = lazy.load("cron")
-    assert group.commands == {}  # nothing converted yet
-    written = list(group.command_order)
-    assert written[:3] == ["init", "start", "stop"]
-    start = group.get_command(None, "start")
-    assert start.name == "start" and list(group.commands) == ["start"]
-    assert group.get_command(None, "start") is start  # converted once
-    assert group.list_commands(None)[: len(written)] == written  # help keeps the order
-    assert group.get_command(None, "no-such") is None
 
 
 def test_watch_makes_only_the_command_run() -> None:

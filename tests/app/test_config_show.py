@@ -15,7 +15,7 @@ import tomlkit
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from rtool.app.appconfig import Config, load_config
+from rtool.app.plumbing.appconfig import Config, load_config
 from rtool.core.errors import ConfigError
 
 if sys.version_info >= (3, 11):

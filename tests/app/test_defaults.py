@@ -1,5 +1,6 @@
-"""Without a config file, sections are made one at a time on first use (rtool/app/defaults.py),
-and they must be exactly what validating an empty config gives."""
+"""Without a config file, sections are made one at a time on first use
+(rtool/app/plumbing/defaults.py, sections.py), and they must be exactly what validating an empty
+config gives."""
 
 from __future__ import annotations
 
@@ -7,9 +8,10 @@ from typing import Any
 
 import pytest
 
-from rtool.app.appconfig import Config
-from rtool.app.context import AppContext
-from rtool.app.defaults import LINES, SECTIONS, DefaultConfig, section_class
+from rtool.app.plumbing.appconfig import Config
+from rtool.app.plumbing.context import AppContext
+from rtool.app.plumbing.defaults import DefaultConfig
+from rtool.app.plumbing.sections import LINES, SECTIONS, section_class
 
 
 def test_the_config_is_made_from_the_section_lines() -> None:

@@ -1,4 +1,4 @@
-"""One error handler per command group (rtool/app/commands/errors.py): `rtool watch` maps its own
+"""One error handler per command group (rtool/app/plumbing/errors.py): `rtool watch` maps its own
 errors to 3 UNKNOWN, other commands to 2 (usage, config) or 1 (failure); always one line on
 stderr, the traceback only with --debug."""
 
@@ -99,3 +99,30 @@ def test_help_and_no_arguments(cli: Cli) -> None:
     res = cli("watch")
     assert res.code == 3 and "Usage: rtool watch" in res.out + res.err
     assert cli("cron").code == 2
+
+
+_KEEP = "empty value (leave the option out for its default)"
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "name", "page"),
+    [
+        (["--config", "", "status"], 2, "--config", ""),
+        (["submit", "x.py", "--array", " "], 2, "--array", " submit"),
+        (["submit", ""], 2, "SCRIPT", " submit"),
+        (["cron", "status", "--dir", ""], 2, "--dir", " cron status"),
+        (["nodes", "forget", ""], 2, "NODE", " nodes forget"),
+        (["watch", "disk", "/", ""], 3, "PATH", " watch disk"),
+        (["watch", "memory", "--pid", "1", "--pid", ""], 3, "--pid", " watch memory"),
+        (["drill", "--job", "", "x"], 3, "--job", " drill"),
+        (["preflight", "--gpus", ""], 2, "--gpus", " preflight"),
+    ],
+)
+def test_an_empty_value_is_refused_by_name(
+    cli: Cli, args: list[str], code: int, name: str, page: str
+) -> None:
+    """Refused before its type reads it (an empty path would be `.`), with the command's own
+    exit code (`rtool watch` and `rtool drill`: 3) and never as a typo of the command."""
+    res = cli(*args)
+    why = _KEEP if name.startswith("--") else "empty value"
+    assert (res.code, res.err) == (code, f"rtool: {name}: {why} (see 'rtool{page} --help')\n")

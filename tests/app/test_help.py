@@ -16,7 +16,7 @@ PAGES = list(pages())
 
 def test_every_command_and_subcommand_has_a_page() -> None:
     """The walk reaches the pages made from the registries too (`rtool watch disk`)."""
-    from rtool.app.commands.lazy import COMMANDS
+    from rtool.app.plumbing.lazy import COMMANDS
     from rtool.watchdogs.registry import LINES
 
     paths = {" ".join(p) for p, _ in PAGES}

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from rtool.app.commands.fromspec import default_note
-from rtool.app.defaults import config_field
+from rtool.app.plumbing.fromspec import default_note
+from rtool.app.plumbing.sections import config_field
 from rtool.core.config.fields import cli_of, shown_default
 from tests.app.helppages import CONFIG_DEFAULT, pages
 
@@ -91,7 +91,7 @@ def _text(param: Any) -> str:
 def test_an_entry_and_the_command_line_make_the_same_defaults() -> None:
     """What `rtool watch NAME` makes from its required arguments alone is what a config entry
     with only those keys gives (issue #30: `[[watch.disk]]` had no `max_used`, the CLI 90%)."""
-    from rtool.app.commands import fromspec, watch_common
+    from rtool.app.plumbing import fromspec, watch_common
     from rtool.watchdogs.registry import WATCHDOGS
 
     for w in WATCHDOGS.all():

@@ -1,6 +1,6 @@
-"""The docs' reference tables are what the registries declare (rtool/app/reference.py): a
+"""The docs' reference tables are what the registries declare (tests/app/reference.py): a
 changed default, help text or a new plug-in makes this fail until
-`python -m rtool.app.reference --write` is run."""
+`python -m tests.app.reference --write` is run."""
 
 from __future__ import annotations
 
@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from rtool.app import reference
+from tests.app import reference
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 
 def test_the_docs_match_the_registries() -> None:
-    assert reference.stale(DOCS) == [], "run: python -m rtool.app.reference --write"
+    assert reference.stale(DOCS) == [], "run: python -m tests.app.reference --write"
 
 
 def test_every_table_is_in_the_docs() -> None:

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from rtool.app.appconfig import load_config, load_config_text
+from rtool.app.plumbing.appconfig import load_config, load_config_text
 from rtool.core.config import find_config_path
 from rtool.core.config.types import resolve_secret
 from rtool.core.errors import ConfigError, SecretError

@@ -8,7 +8,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from rtool.app.appconfig import load_config
+from rtool.app.plumbing.appconfig import load_config
 from rtool.core.selfcmd import rtool_argv
 from rtool.cron import manage, scron
 from rtool.cron.store import chain_key, chain_name, resolve_dir

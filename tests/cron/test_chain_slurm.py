@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from rtool.app.appconfig import load_config
+from rtool.app.plumbing.appconfig import load_config
 from rtool.core.slurm import Slurm
 from rtool.core.state import StateDir
 from rtool.cron import chain, manage

@@ -6,10 +6,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from rtool.app.appconfig import load_config_text
 from rtool.app.demo.observe import account, compress, parse_output, parse_steps, saves_by_pid
 from rtool.app.demo.servers import log_title
 from rtool.app.demo.workspace import Timing, Workspace, config_text, hourly_script
+from rtool.app.plumbing.appconfig import load_config_text
 
 
 def _steps(*runs: tuple[int, range]) -> str:

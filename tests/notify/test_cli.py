@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from rtool.app.appconfig import load_config
+from rtool.app.plumbing.appconfig import load_config
 from rtool.core.alert import Status
 from rtool.core.state import StateDir
 from rtool.notify import process

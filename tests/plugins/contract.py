@@ -146,8 +146,8 @@ def watch_command(name: str) -> list[str]:
 
 
 def command(name: str) -> list[str]:
-    """A top-level command (rtool/app/commands/lazy.py COMMANDS)."""
-    from rtool.app.commands.lazy import COMMANDS
+    """A top-level command (rtool/app/plumbing/lazy.py COMMANDS)."""
+    from rtool.app.plumbing.lazy import COMMANDS
 
     summary = COMMANDS[name].summary
     out = [] if summary.endswith((".", "?", ")")) else [f"rtool {name}: summary is not a sentence"]
@@ -184,9 +184,9 @@ def signature(decl: Any) -> list[str]:
 
 
 def section(name: str, cls: Any) -> list[str]:
-    """A config section (rtool/app/defaults.py LINES): a Section with a docstring, its defaults
-    valid, unknown keys refused; `Config` has it as `[NAME]`."""
-    from rtool.app.appconfig import Config
+    """A config section (rtool/app/plumbing/sections.py LINES): a Section with a docstring, its
+    defaults valid, unknown keys refused; `Config` has it as `[NAME]`."""
+    from rtool.app.plumbing.appconfig import Config
     from rtool.core.config.types import Section
 
     if not (isinstance(cls, type) and issubclass(cls, Section)):

@@ -32,8 +32,8 @@ def check_config(path: str) -> tuple[int, str]:
 
 
 def watchdog(work: Path) -> dict[str, Any]:
-    from rtool.app import reference
     from rtool.watchdogs.registry import by_name
+    from tests.app import reference
 
     ckpt = work / "ckpt"
     ckpt.mkdir()
@@ -60,9 +60,9 @@ def watchdog(work: Path) -> dict[str, Any]:
 
 
 def check(work: Path) -> dict[str, Any]:
-    from rtool.app import reference
     from rtool.nodes.preflight import registry
     from rtool.nodes.preflight.node import settings_argv
+    from tests.app import reference
 
     (work / "train.py").write_text("print('training')\n")
     asked = config(work, "[nodes.preflight]\nmax_load = 1000\n")
@@ -90,8 +90,8 @@ def check(work: Path) -> dict[str, Any]:
 
 
 def channel(work: Path) -> dict[str, Any]:
-    from rtool.app import reference
     from rtool.notify.channels import by_name
+    from tests.app import reference
 
     out = work / "alerts.jsonl"
     good = config(work, f'[notify]\nfallback = "jsonl"\n[notify.jsonl]\npath = "{out}"\n')
@@ -110,7 +110,7 @@ def channel(work: Path) -> dict[str, Any]:
 
 
 def watch_command(work: Path) -> dict[str, Any]:
-    from rtool.app import reference
+    from tests.app import reference
 
     os.chdir(work)
     return {
@@ -122,7 +122,7 @@ def watch_command(work: Path) -> dict[str, Any]:
 
 
 def command(work: Path) -> dict[str, Any]:
-    from rtool.app import reference
+    from tests.app import reference
 
     return {
         "root_help": run_cli("--help"),
@@ -163,7 +163,8 @@ def signature(work: Path) -> dict[str, Any]:
 
 
 def section(work: Path) -> dict[str, Any]:
-    from rtool.app.defaults import SECTIONS, DefaultConfig, config_field
+    from rtool.app.plumbing.defaults import DefaultConfig
+    from rtool.app.plumbing.sections import SECTIONS, config_field
 
     good = config(work, '[site]\nscratch = "/lustre/me"\nmax_jobs = 3\n')
     bad = config(work, '[site]\nmax_jobs = "many"\nbogus = 1\n')

@@ -112,7 +112,7 @@ import os
 
 import typer
 
-from rtool.app.commands.watch_common import Build
+from rtool.app.plumbing.watch_common import Build
 
 
 def here_cmd(ctx: typer.Context) -> Build:
@@ -134,7 +134,7 @@ from __future__ import annotations
 
 import typer
 
-from rtool.app.context import get_context
+from rtool.app.plumbing.context import get_context
 
 
 def where(ctx: typer.Context) -> int:
@@ -240,7 +240,7 @@ def kinds() -> dict[str, Kind]:
         ),
         "section": Kind(
             "section",
-            "rtool/app/defaults.py",
+            "rtool/app/plumbing/sections.py",
             "LINES",
             '"site": "plugs.site:SiteConfig",',
             "plugs/site.py",
@@ -248,7 +248,7 @@ def kinds() -> dict[str, Kind]:
         ),
         "command": Kind(
             "command",
-            "rtool/app/commands/lazy.py",
+            "rtool/app/plumbing/lazy.py",
             "COMMANDS",
             '"where": Lazy("plugs.where", "Where rtool finds its config and keeps its state."),',
             "plugs/where.py",

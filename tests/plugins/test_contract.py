@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from rtool.app.commands.lazy import COMMANDS
 from rtool.app.commands.watch_cmd import WRITTEN
-from rtool.app.defaults import SECTIONS
+from rtool.app.plumbing.lazy import COMMANDS
+from rtool.app.plumbing.sections import SECTIONS
 from rtool.nodes.preflight.registry import CHECKS
 from rtool.notify.channels import CHANNELS
 from rtool.runs.signatures import SIGNATURES

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from rtool.app.appconfig import load_config
+from rtool.app.plumbing.appconfig import load_config
 from rtool.core.state import StateDir
 from tests.conftest import CliResult
 from tests.helpers import fuse_server

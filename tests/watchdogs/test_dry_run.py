@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from rtool.app.commands import watch_auto
 from rtool.app.commands.watch_cmd import WRITTEN
+from rtool.app.plumbing import watch_auto
 from rtool.core.slurm import Slurm
 from rtool.core.slurm.cmd import reads_only
 from rtool.core.state import StateDir

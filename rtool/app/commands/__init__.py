@@ -1,2 +1,3 @@
-"""One module per command group. Each keeps heavy imports (jinja2, slack_sdk, requests) inside
-its functions, so `rtool --help` stays fast."""
+"""One module per command, `NAME_cmd.py`, registered by one line in `COMMANDS`
+(rtool/app/plumbing/lazy.py) and imported only when its command runs; a command's helpers sit
+beside it without the suffix (submit_preempt, preflight_job, run_switch)."""

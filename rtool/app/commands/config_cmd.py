@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from rtool.app.commands import errors
-from rtool.app.context import AppContext, get_context
+from rtool.app.plumbing import errors
+from rtool.app.plumbing.context import AppContext, get_context
 
 if TYPE_CHECKING:
     from pathlib import Path

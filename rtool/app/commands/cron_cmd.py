@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from rtool.app.commands import errors
-from rtool.app.commands.fromspec import default_note
-from rtool.app.context import get_context
+from rtool.app.plumbing import errors
+from rtool.app.plumbing.context import get_context
+from rtool.app.plumbing.fromspec import default_note
 from rtool.core.errors import UsageError
 
 if TYPE_CHECKING:

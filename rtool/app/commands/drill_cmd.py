@@ -7,20 +7,28 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import json
-import typing
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
 
-from rtool.app.commands import errors
-from rtool.app.commands.fromspec import default_note
-from rtool.app.context import get_context
-from rtool.core.errors import UsageError
+from rtool.app.commands import submit_cmd
+from rtool.app.plumbing import errors
+from rtool.app.plumbing.context import get_context
+from rtool.app.plumbing.fromspec import default_note
+from rtool.app.plumbing.params import BodyCommand, parameter
+from rtool.core.alert import Status
+from rtool.core.errors import RtoolError, UsageError
+from rtool.core.proc import ProcError
+from rtool.core.units import UnitError, parse_duration
+from rtool.drill import find
+from rtool.drill.throwaway import drill_folder, shared_paths, throwaway
+from rtool.runs import names
 from rtool.slurm_templates.request import SubmitRequest, declared
+from rtool.slurm_templates.specs import SpecError, validate_signal
 
 if TYPE_CHECKING:
-    from rtool.app.context import AppContext
+    from rtool.app.plumbing.context import AppContext
     from rtool.drill.find import Wanted
     from rtool.drill.model import Report
     from rtool.slurm_templates.training import TrainingJob
@@ -35,7 +43,6 @@ SHARED = {
     "the run's [[watch.run]] entry's).",
     "job_name": "The run's job name (default: the [[watch.run]] entry's, else the run).",
 }
-_KIND = inspect.Parameter.POSITIONAL_OR_KEYWORD
 
 
 def drill(ctx: typer.Context, **given: Any) -> int:
@@ -87,8 +94,6 @@ def _print(report: Report, as_json: bool) -> None:
 
 
 def _timeouts(app_ctx: AppContext, opts: dict[str, Any]) -> dict[str, float]:
-    from rtool.core.units import UnitError, parse_duration
-
     cfg = app_ctx.config.drill
     out = {"start_timeout": cfg.start_timeout, "resume_timeout": cfg.resume_timeout}
     if opts.get("grace"):
@@ -105,10 +110,6 @@ def _timeouts(app_ctx: AppContext, opts: dict[str, Any]) -> dict[str, float]:
 
 
 def _wanted(app_ctx: AppContext, opts: dict[str, Any], submit: dict[str, Any]) -> Wanted:
-    from rtool.drill.find import Wanted
-    from rtool.runs import names
-    from rtool.slurm_templates.specs import SpecError, validate_signal
-
     waits = _timeouts(app_ctx, opts)
     # the same lookup as rtool history: the run or job name, its [[watch.run]] entry, else
     # what rtool submit recorded for it
@@ -117,7 +118,7 @@ def _wanted(app_ctx: AppContext, opts: dict[str, Any], submit: dict[str, Any]) -
         signal = validate_signal(submit["signal"]) if submit.get("signal") else None
     except SpecError as exc:
         raise UsageError(str(exc)) from None
-    return Wanted(
+    return find.Wanted(
         run=base["name"],
         job_name=submit.get("job_name") or base.get("job_name") or base["name"],
         job=opts.get("job"),
@@ -132,9 +133,7 @@ def _wanted(app_ctx: AppContext, opts: dict[str, Any], submit: dict[str, Any]) -
 
 
 def _drill_run(app_ctx: AppContext, want: Wanted) -> Report:
-    from rtool.drill.find import drill
-
-    return drill(app_ctx.slurm, want, _say)
+    return find.drill(app_ctx.slurm, want, _say)
 
 
 def _submitted(
@@ -142,13 +141,11 @@ def _submitted(
 ) -> tuple[Report, SubmitRequest, TrainingJob]:
     """Submit the throw-away job, drill it, cancel what is left of it; the report, the request
     and the real job."""
-    from rtool.app.commands import submit_cmd
-    from rtool.drill.throwaway import drill_folder, shared_paths, throwaway
 
     lists = {f.name for f, _ in declared() if f.default_factory is not dataclasses.MISSING}
     fields = {k: v for k, v in submit.items() if v is not None or k not in lists}
     req = SubmitRequest(script=Path(opts["target"]), **fields)
-    real = submit_cmd._build(app_ctx, req)
+    real = submit_cmd.build(app_ctx, req)
     for path in shared_paths(real):
         _say(f"warning: {path} is an absolute path in --args: the throw-away job writes there too")
     if not req.heartbeat:
@@ -161,7 +158,7 @@ def _submitted(
         job.preflight = submit_cmd.preflight_argv(app_ctx, job)
     if req.exclude_suspects:
         submit_cmd.exclude_suspect_nodes(app_ctx, job)
-    text = submit_cmd._render(app_ctx, job, req.template)
+    text = submit_cmd.render(app_ctx, job, req.template)
     result = app_ctx.slurm.sbatch(req.extra_args, script=text, cwd=str(folder))
     _say(f"submitted the throw-away job {result.job_id} ({job.job_name}) in {folder}")
     want = dataclasses.replace(
@@ -181,14 +178,11 @@ def _submit_real(
     app_ctx: AppContext, report: Report, req: SubmitRequest, real: TrainingJob
 ) -> None:
     """`--and-submit`: the real submission, as rtool submit makes it, when every step is OK."""
-    from rtool.app.commands import submit_cmd
-    from rtool.core.alert import Status
-    from rtool.core.errors import RtoolError
 
     if report.status is not Status.OK:
         _say(f"not submitting {real.job_name}: the drill is {report.status.name}")
         return
-    if submit_cmd._check_switches(real):
+    if submit_cmd.check_switches(real):
         raise RtoolError(f"kill switch {real.kill_switch} is present: not submitting")
     text = submit_cmd.prepare(app_ctx, req, real)
     job_id = submit_cmd.send(app_ctx, real, text, req.extra_args)
@@ -197,7 +191,6 @@ def _submit_real(
 
 def _cancel(app_ctx: AppContext, job_id: str, folder: Path) -> None:
     """Cancel what is left of the throw-away job (never hiding the drill's verdict)."""
-    from rtool.core.proc import ProcError
 
     try:
         if app_ctx.slurm.squeue(job_ids=[job_id], states="PENDING,RUNNING"):
@@ -208,15 +201,14 @@ def _cancel(app_ctx: AppContext, job_id: str, folder: Path) -> None:
     _say(f"the throw-away job {job_id} is gone; its files stay in {folder}")
 
 
-def _option(name: str, default: Any, *flags: str, help: str, kind: Any) -> inspect.Parameter:
-    info = typer.Option(default, *flags, help=help)
-    return inspect.Parameter(name, _KIND, default=info, annotation=kind)
+def _option(name: str, default: Any, *flags: str, help: str, kind: Any) -> Any:
+    return parameter(name, kind, typer.Option(default, *flags, help=help))
 
 
-def _own() -> list[inspect.Parameter]:
+def _own() -> list[Any]:
     target = typer.Argument(..., help="The run to drill; with --submit: the training script.")
     return [
-        inspect.Parameter("target", _KIND, default=target, annotation=str),
+        parameter("target", str, target),
         _option(
             "submit", False, "--submit", kind=bool,
             help="Drill a short throw-away job of this script first (options as rtool submit).",
@@ -259,32 +251,20 @@ OWN = {"target", "submit", "job", "no_requeue", "start_timeout", "resume_timeout
 OWN |= {"and_submit", "preempt", "grace"}
 
 
-def _signature() -> inspect.Signature:
-    """The drill's own parameters, then rtool submit's (for --submit)."""
-    hints = typing.get_type_hints(SubmitRequest)
-    params = [inspect.Parameter("ctx", _KIND, annotation=typer.Context), *_own()]
-    for f, opt in declared():
-        if f.name in NOT_TAKEN:
-            continue
-        annotation, default = hints[f.name], f.default
-        if f.default_factory is not dataclasses.MISSING:
-            annotation, default = annotation | None, None
-        text = f"{opt.help} {default_note('submit.' + opt.config)}" if opt.config else opt.help
-        text = f"With --submit: {text[:1].lower()}{text[1:]}"
-        if f.name in SHARED:
-            text = f"{SHARED[f.name]} {text}"
-        if opt.is_argument:
-            info = typer.Argument(default, help="With --submit: extra sbatch arguments (after --).")
-        else:
-            info = typer.Option(default, *opt.flags, help=text)
-        params.append(inspect.Parameter(f.name, _KIND, default=info, annotation=annotation))
-    return inspect.Signature(params, return_annotation=int)
+def _with_submit(name: str, text: str) -> str:
+    """The help of an `rtool submit` option in `rtool drill`."""
+    text = f"With --submit: {text[:1].lower()}{text[1:]}"
+    return f"{SHARED[name]} {text}" if name in SHARED else text
 
 
-drill.__signature__ = _signature()  # type: ignore[attr-defined]
-drill.__annotations__ = {}
+def command() -> Any:
+    """`rtool drill`: its own options, then rtool submit's (for --submit). Its errors exit 3
+    UNKNOWN, like a watchdog's."""
+    params = [*_own(), *submit_cmd.request_params(frozenset(NOT_TAKEN), _with_submit)]
+    return Drill("drill", params, drill, inspect.getdoc(drill) or "")
 
 
-def register(cli: typer.Typer) -> None:
-    """`rtool drill`: errors exit 3 UNKNOWN, like a watchdog's."""
-    cli.command("drill", cls=errors.command_class(errors.WATCH))(drill)
+class Drill(errors.Policed, BodyCommand):
+    """`rtool drill`: its errors, bad options included, exit 3 UNKNOWN."""
+
+    policy = errors.WATCH

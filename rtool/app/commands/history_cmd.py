@@ -10,10 +10,21 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from rtool.app.context import get_context
+from rtool.app.plumbing.context import get_context
+from rtool.app.plumbing.errors import reason
+from rtool.app.timeline.page import parse_mode, write
+from rtool.app.timeline.run import run_page
+from rtool.core.errors import UsageError
+from rtool.core.redact import redact_data
+from rtool.core.slurm import Slurm, SlurmError
+from rtool.runs import names, provenance, store
+from rtool.runs.config import RunWatch
+from rtool.runs.render import table
+from rtool.runs.sources import refresh
+from rtool.runs.totals import totals
 
 if TYPE_CHECKING:
-    from rtool.app.context import AppContext
+    from rtool.app.plumbing.context import AppContext
     from rtool.runs.config import RunWatch
     from rtool.runs.model import Ledger, Totals
 
@@ -45,23 +56,12 @@ def history(
 
     Example: rtool history llama-7b --stored --html llama-7b.html
     """
-    from rtool.core.errors import UsageError
-    from rtool.runs import names, store
-    from rtool.runs.config import RunWatch
-    from rtool.runs.totals import totals
 
     app_ctx = get_context(ctx)
-    cfg = app_ctx.config
-    base = names.watch_base(app_ctx.state, run, cfg.watch.run)
     flags = {"heartbeat": heartbeat, "log": log, "job_name": job_name}
     if no_accounting:
         flags["accounting"] = "off"
-    from rtool.app.commands.errors import reason
-
-    try:
-        spec = RunWatch(**{**base, **{k: v for k, v in flags.items() if v is not None}})
-    except ValueError as exc:  # pydantic's ValidationError
-        raise UsageError(f"run {run!r}: {reason(exc)}") from None
+    spec = _spec(app_ctx, run, flags)
     now = time.time()
     led = store.load(app_ctx.state, spec.name) if stored else _refresh(app_ctx, spec, now)
     if led is None or not led.attempts:
@@ -73,10 +73,18 @@ def history(
     return 0
 
 
+def _spec(app_ctx: AppContext, run: str, flags: dict[str, str | None]) -> RunWatch:
+    """The run's watch entry: the config's or the one `rtool submit` recorded, under the flags."""
+
+    base = names.watch_base(app_ctx.state, run, app_ctx.config.watch.run)
+    try:
+        return RunWatch(**{**base, **{k: v for k, v in flags.items() if v is not None}})
+    except ValueError as exc:  # pydantic's ValidationError
+        raise UsageError(f"run {run!r}: {reason(exc)}") from None
+
+
 def _print(led: Ledger, tot: Totals, now: float, as_json: bool) -> None:
     """The ledger as the table, or (redacted) as JSON with its totals and what changed."""
-    from rtool.core.redact import redact_data
-    from rtool.runs.render import table
 
     if as_json:
         doc = {"ledger": led.to_json(), "totals": tot.to_json(), "changes": _changes(led)}
@@ -86,9 +94,6 @@ def _print(led: Ledger, tot: Totals, now: float, as_json: bool) -> None:
 
 
 def _write_page(html: Path, led: Ledger, now: float, mode: str | None) -> int:
-    from rtool.app.timeline.page import parse_mode, write
-    from rtool.app.timeline.run import run_page
-
     write(html, run_page(led, now), parse_mode(mode))
     typer.echo(f"wrote {html}: run {led.run}, {len(led.attempts)} attempt(s)")
     return 0
@@ -96,9 +101,6 @@ def _write_page(html: Path, led: Ledger, now: float, mode: str | None) -> int:
 
 def _refresh(app_ctx: AppContext, spec: RunWatch, now: float) -> Ledger | None:
     """The ledger rebuilt from Slurm (sacct or degraded), else the stored one if squeue fails."""
-    from rtool.core.slurm import Slurm, SlurmError
-    from rtool.runs import store
-    from rtool.runs.sources import refresh
 
     cfg = app_ctx.config
     slurm = Slurm(timeout=cfg.slurm.timeout)
@@ -116,7 +118,6 @@ def register(cli: typer.Typer) -> None:
 
 def _changes(led: Ledger) -> dict[str, dict[str, object]]:
     """What changed between attempts (their provenance), by attempt number."""
-    from rtool.runs import provenance
 
     found = provenance.changed(led.attempts)
     return {str(n): {"since": since, "what": what} for n, (since, what) in found.items()}

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from rtool.app.commands import errors
-from rtool.app.context import get_context
+from rtool.app.plumbing import errors
+from rtool.app.plumbing.context import get_context
 from rtool.core.errors import UsageError
 from rtool.notify import channels
 

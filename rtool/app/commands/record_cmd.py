@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import typer
 
+from rtool.core.errors import UsageError
+from rtool.runs import attempt_record_writer
+
 
 def record(
     event: str = typer.Argument(..., help="start or end."),
@@ -19,8 +22,6 @@ def record(
 
     Example: rtool record end --rc "$rc"
     """
-    from rtool.core.errors import UsageError
-    from rtool.runs import attempt_record_writer
 
     if event not in ("start", "end"):
         raise UsageError(f"record: event {event!r}: expected start or end")

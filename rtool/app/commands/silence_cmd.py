@@ -7,8 +7,8 @@ import time
 
 import typer
 
-from rtool.app.commands import errors
-from rtool.app.context import get_context
+from rtool.app.plumbing import errors
+from rtool.app.plumbing.context import get_context
 from rtool.core.errors import UsageError
 
 app = errors.group(

@@ -8,13 +8,22 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
+from rich.console import Console
+from rich.text import Text
 
-from rtool.app.commands.fromspec import default_note
-from rtool.app.context import get_context
+from rtool.app.plumbing.context import get_context
+from rtool.app.plumbing.fromspec import default_note
+from rtool.app.status.render import render
+from rtool.app.status.view import gather
+from rtool.app.timeline.page import parse_mode, write
+from rtool.app.timeline.status import status_page, watched_runs
+from rtool.core.errors import UsageError
 from rtool.core.redact import redact, redact_data
+from rtool.core.slurm import Slurm
+from rtool.core.units import UnitError, parse_duration
 
 if TYPE_CHECKING:
-    from rtool.app.appconfig import Config
+    from rtool.app.plumbing.appconfig import Config
     from rtool.core.state import StateDir
 
 #: Status words coloured on a terminal.
@@ -59,9 +68,6 @@ def status(
 
     Example: rtool status --html status.html
     """
-    from rtool.app.status.render import render
-    from rtool.app.status.view import gather
-    from rtool.core.slurm import Slurm
 
     app_ctx = get_context(ctx)
     cfg = app_ctx.config
@@ -81,9 +87,6 @@ def status(
 
 
 def _timeout(text: str | None, default: float) -> float:
-    from rtool.core.errors import UsageError
-    from rtool.core.units import UnitError, parse_duration
-
     try:
         limit = parse_duration(text) if text else default
     except UnitError as exc:
@@ -96,9 +99,6 @@ def _timeout(text: str | None, default: float) -> float:
 def _write_page(
     html: Path, data: dict[str, Any], cfg: Config, state: StateDir, mode: str | None
 ) -> int:
-    from rtool.app.timeline.page import parse_mode, write
-    from rtool.app.timeline.status import status_page, watched_runs
-
     runs = watched_runs(cfg, state)
     write(html, status_page(data, runs), parse_mode(mode))
     typer.echo(f"wrote {html}: status {data['status']}, {len(runs)} run(s)")
@@ -106,9 +106,6 @@ def _write_page(
 
 
 def _print_rich(text: str) -> None:
-    from rich.console import Console
-    from rich.text import Text
-
     out = Text(text)
     for word, style in STYLES.items():
         out.highlight_regex(rf"(?<![\w-]){word}(?![\w-])", style)

@@ -1,5 +1,4 @@
-"""`rtool submit`, `rtool stop`, `rtool save`: render a training job from a template and submit
-it; touch the kill or save switch of a run (see docs/submit.md)."""
+"""`rtool submit`: render a training job from a template and submit it (see docs/submit.md)."""
 
 from __future__ import annotations
 
@@ -7,19 +6,36 @@ import contextlib
 import dataclasses
 import inspect
 import os
+import time
 import typing
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
 
-from rtool.app.commands.fromspec import default_note
-from rtool.app.context import get_context
+from rtool.app.commands.submit_preempt import preempt_warning
+from rtool.app.plumbing.context import get_context
+from rtool.app.plumbing.fromspec import default_note
+from rtool.app.plumbing.params import BodyCommand, parameter
 from rtool.core.errors import RtoolError, UsageError
+from rtool.core.slurm.hostlist import compress_hostlist
+from rtool.core.slurm.parse import ParseError, expand_hostlist
+from rtool.nodes.blame import record_node_fails
+from rtool.nodes.exclude import Cap, partition_nodes, plan
+from rtool.nodes.preflight.registry import NodeContext, Settings, applies
+from rtool.nodes.store import SuspectStore
+from rtool.runs import names
+from rtool.slurm_templates import TemplateError, render_job
+from rtool.slurm_templates.batchfile import override, sbatch_option
+from rtool.slurm_templates.renderer import ShellCode, template_dirs
 from rtool.slurm_templates.request import SubmitRequest, declared
+from rtool.slurm_templates.specs import SpecError
+from rtool.slurm_templates.submit import build_job
+from rtool.slurm_templates.switches import folder_warnings, foreign_switch
 
 if TYPE_CHECKING:
-    from rtool.app.context import AppContext
+    from rtool.app.plumbing.context import AppContext
     from rtool.core.slurm import SqueueJob
     from rtool.slurm_templates.training import TrainingJob
 
@@ -33,10 +49,10 @@ def submit(ctx: typer.Context, **given: Any) -> int:
     req = _request(given)
     if req.after and req.after_name:
         raise UsageError("give --after or --after-name, not both")
-    job = _build(app_ctx, req)
+    job = build(app_ctx, req)
     for note in job.notes:
         typer.echo(f"rtool: {note}", err=True)
-    own_kill_switch = _check_switches(job)
+    own_kill_switch = check_switches(job)
     _warn_preemption(app_ctx, job)
     text = prepare(app_ctx, req, job)
     if req.dry_run:
@@ -61,21 +77,18 @@ def prepare(app_ctx: AppContext, req: SubmitRequest, job: TrainingJob) -> str:
         exclude_suspect_nodes(app_ctx, job)
     if req.after_name:
         job.dependency = f"afterany:{_find_job(app_ctx, req.after_name)}"
-    return _render(app_ctx, job, req.template)
+    return render(app_ctx, job, req.template)
 
 
 def _warn_preemption(app_ctx: AppContext, job: TrainingJob) -> None:
-    from rtool.app.commands.submit_preempt import preempt_warning
-
     line = preempt_warning(app_ctx, job)
     if line:
         typer.echo(f"rtool: warning: {line}", err=True)
 
 
-def _check_switches(job: TrainingJob) -> bool:
+def check_switches(job: TrainingJob) -> bool:
     """Warn about another user's switch (the job ignores it) and about switch or heartbeat
     folders others may write into; True when your own kill switch is set."""
-    from rtool.slurm_templates.switches import folder_warnings, foreign_switch
 
     for line in folder_warnings(job):
         typer.echo(f"rtool: {line}", err=True)
@@ -97,33 +110,36 @@ def _request(given: dict[str, Any]) -> SubmitRequest:
     return SubmitRequest(**{k: v for k, v in given.items() if v is not None or k not in lists})
 
 
-def _signature() -> inspect.Signature:
-    """`submit`'s parameters as typer reads them, one per `SubmitRequest` declaration."""
+def request_params(
+    skip: frozenset[str] = frozenset(), text_of: Callable[[str, str], str] | None = None
+) -> list[Any]:
+    """One click parameter per `SubmitRequest` declaration (not those in `skip`); `text_of(name,
+    help)` rewrites a help text (rtool drill --submit takes them too)."""
     hints = typing.get_type_hints(SubmitRequest)
-    params = [
-        inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=typer.Context)
-    ]
+    params = []
     for f, opt in declared():
+        if f.name in skip:
+            continue
         annotation, default = hints[f.name], f.default
         if f.default_factory is not dataclasses.MISSING:  # a list: None when not given
             annotation, default = annotation | None, None
         text = f"{opt.help} {default_note('submit.' + opt.config)}" if opt.config else opt.help
+        text = text_of(f.name, text) if text_of else text
         if opt.is_argument:
             info = typer.Argument(... if default is dataclasses.MISSING else default, help=text)
         else:
             info = typer.Option(default, *opt.flags, help=text)
-        kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
-        params.append(inspect.Parameter(f.name, kind, default=info, annotation=annotation))
-    return inspect.Signature(params, return_annotation=int)
+        params.append(parameter(f.name, annotation, info))
+    return params
 
 
-submit.__signature__ = _signature()  # type: ignore[attr-defined]
-submit.__annotations__ = {}
+def command() -> Any:
+    """`rtool submit`: one option (or argument) per `SubmitRequest` declaration."""
+    return BodyCommand("submit", request_params(), submit, inspect.getdoc(submit) or "")
 
 
 def preflight_argv(app_ctx: AppContext, job: TrainingJob) -> list[str] | None:
     """The pre-flight command of the batch script, or None when there is nothing to check."""
-    from rtool.nodes.preflight.registry import NodeContext, Settings, applies
 
     pf = app_ctx.config.nodes.preflight
     gpus = job.gpus_per_node or pf.gpus  # the job's GPUs are the ones each node must show
@@ -151,13 +167,6 @@ def preflight_base(app_ctx: AppContext, job: TrainingJob) -> list[str]:
 
 def exclude_suspect_nodes(app_ctx: AppContext, job: TrainingJob) -> None:
     """Add the suspect nodes (rtool nodes) to the job's --exclude, within the cap."""
-    from rtool.core.slurm.hostlist import compress_hostlist
-    from rtool.core.slurm.parse import ParseError, expand_hostlist
-    from rtool.nodes.blame import record_node_fails
-    from rtool.nodes.exclude import Cap, partition_nodes, plan
-    from rtool.nodes.store import SuspectStore
-    from rtool.slurm_templates.batchfile import override, sbatch_option
-    from rtool.slurm_templates.renderer import ShellCode
 
     cfg = app_ctx.config.nodes
     if not cfg.exclude:
@@ -191,10 +200,7 @@ def exclude_suspect_nodes(app_ctx: AppContext, job: TrainingJob) -> None:
         )
 
 
-def _build(app_ctx: AppContext, req: SubmitRequest) -> TrainingJob:
-    from rtool.slurm_templates.specs import SpecError
-    from rtool.slurm_templates.submit import build_job
-
+def build(app_ctx: AppContext, req: SubmitRequest) -> TrainingJob:
     cfg = app_ctx.config
     try:
         return build_job(req, cfg.submit, cfg.switches, Path.cwd())
@@ -202,10 +208,7 @@ def _build(app_ctx: AppContext, req: SubmitRequest) -> TrainingJob:
         raise UsageError(str(exc)) from None
 
 
-def _render(app_ctx: AppContext, job: TrainingJob, template: Path | None) -> str:
-    from rtool.slurm_templates import TemplateError, render_job
-    from rtool.slurm_templates.renderer import template_dirs
-
+def render(app_ctx: AppContext, job: TrainingJob, template: Path | None) -> str:
     dirs = [app_ctx.config.submit.template_dir]
     if template is not None:
         if not template.is_file():
@@ -249,9 +252,6 @@ def _run_state(records: list[SqueueJob]) -> str:
 
 def send(app_ctx: AppContext, job: TrainingJob, text: str, extra: list[str]) -> str:
     """sbatch the script and record the submission (rtool.runs.names); the job id."""
-    import time
-
-    from rtool.runs import names
 
     cwd = Path.cwd()
     result = app_ctx.slurm.sbatch(extra, script=text, cwd=str(cwd))
@@ -282,97 +282,3 @@ def _said(job: TrainingJob, job_id: str, parsable: bool) -> int:
         run = "" if job.run == job.job_name else f", run {job.run}"
         typer.echo(f"Submitted job {job_id}{array} ({job.job_name}{run})")
     return 0
-
-
-_NAME = typer.Option(
-    None,
-    "--run",
-    "--job-name",
-    help="The run, by its run or job name (as given to rtool submit).",
-)
-
-
-def _switch(app_ctx: AppContext, name: str | None, given: str | None, which: str) -> str:
-    """The switch to touch: the given path, else the one recorded for the run `name` (by run
-    or job name), else a `[switches]` path shared by every run. An unknown run, or no name
-    where each run has its own switch, is an error that lists the runs rtool knows."""
-    from rtool.runs import names
-    from rtool.slurm_templates.submit import switch_path
-
-    if given:
-        return switch_path(given, None, which, name or "", Path.cwd())
-    if name:
-        sub = names.find(app_ctx.state, name)
-        if sub is None:
-            raise RtoolError(
-                f"no run or job named {name!r} was submitted with rtool from this account; "
-                f"{names.known(app_ctx.state)} (or give --{which}-switch PATH)"
-            )
-        return sub.kill_switch if which == "kill" else sub.save_switch
-    configured = getattr(app_ctx.config.switches, which)
-    if configured and "{run}" not in configured:  # one switch for every run: the config says so
-        return switch_path(None, configured, which, "", Path.cwd())
-    raise UsageError(
-        f"name the run: rtool {'stop' if which == 'kill' else 'save'} --run NAME (each run has "
-        f"its own switch); {names.known(app_ctx.state)}"
-    )
-
-
-def _cancel_pending(app_ctx: AppContext, name: str) -> str:
-    from rtool.runs import names
-
-    sub = names.find(app_ctx.state, name)
-    job_name = sub.job_name if sub is not None else name
-    app_ctx.slurm.scancel(name=job_name, states="PENDING")  # yours only
-    return job_name
-
-
-def stop(
-    ctx: typer.Context,
-    name: str | None = _NAME,
-    cancel_pending: bool = typer.Option(
-        False, "--cancel-pending", help="Also cancel the pending tasks of the array."
-    ),
-    kill_switch: str | None = typer.Option(None, "--kill-switch", help="Kill switch path."),
-) -> int:
-    """An unknown run exits 1 and lists the runs rtool knows; nothing is created.
-
-    Example: rtool stop --run llama-7b --cancel-pending
-    """
-    from rtool.slurm_templates.switches import touch_switch
-
-    app_ctx = get_context(ctx)
-    if cancel_pending and not name:
-        raise UsageError("--cancel-pending needs --run (or --job-name)")
-    shared = app_ctx.config.switches.group_writable
-    path = touch_switch(_switch(app_ctx, name, kill_switch, "kill"), shared)
-    typer.echo(f"kill switch {path} is set (remove it before the next submission)")
-    if cancel_pending and name:
-        job_name = _cancel_pending(app_ctx, name)
-        typer.echo(f"cancelled the pending jobs and array tasks named {job_name}")
-    return 0
-
-
-def save(
-    ctx: typer.Context,
-    name: str | None = _NAME,
-    save_switch: str | None = typer.Option(None, "--save-switch", help="Save switch path."),
-) -> int:
-    """An unknown run exits 1 and lists the runs rtool knows; nothing is created.
-
-    Example: rtool save --run llama-7b
-    """
-    from rtool.slurm_templates.switches import touch_switch
-
-    app_ctx = get_context(ctx)
-    shared = app_ctx.config.switches.group_writable
-    path = touch_switch(_switch(app_ctx, name, save_switch, "save"), shared)
-    typer.echo(f"save switch {path} is set (the shim removes it after the save)")
-    return 0
-
-
-def register(cli: typer.Typer) -> None:
-    """Add this module's commands to the top-level CLI."""
-    cli.command("submit")(submit)
-    cli.command("stop")(stop)
-    cli.command("save")(save)

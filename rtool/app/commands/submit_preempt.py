@@ -10,10 +10,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from rtool.core.errors import RtoolError
+from rtool.core.slurm.parse import ParseError
 from rtool.core.slurm.partition import Partition, partition
+from rtool.runs.attempt_record_writer import read_own_heartbeat
 
 if TYPE_CHECKING:
-    from rtool.app.context import AppContext
+    from rtool.app.plumbing.context import AppContext
     from rtool.slurm_templates.training import TrainingJob
 
 
@@ -34,7 +37,6 @@ def save_vs_grace(save_s: float | None, part: Partition | None) -> str | None:
 
 def measured_save(heartbeat: str | None) -> float | None:
     """The longest save the run's heartbeat recorded (yours only; None when none)."""
-    from rtool.runs.attempt_record_writer import read_own_heartbeat
 
     hb = read_own_heartbeat(heartbeat) if heartbeat else None
     return hb.longest_save_seconds if hb is not None else None
@@ -42,8 +44,6 @@ def measured_save(heartbeat: str | None) -> float | None:
 
 def preempt_warning(app_ctx: AppContext, job: TrainingJob) -> str | None:
     """The warning for this submission, or None (also when Slurm cannot say)."""
-    from rtool.core.errors import RtoolError
-    from rtool.core.slurm.parse import ParseError
 
     save_s = measured_save(job.heartbeat)
     if save_s is None:

@@ -4,19 +4,22 @@ watch_auto.py), and the commands written here: `rtool watch all`.
 Every command prints one status line per check and exits like a monitoring plugin: 0 OK,
 1 WARNING, 2 CRITICAL, 3 UNKNOWN (`rtool.watchdogs.runner.run_watch`). A command that is not
 one watchdog's is a module with its body (a function of the context and its own options that
-returns how to build its watchdogs, see `watch_common.command`) and one line in `WRITTEN`.
+returns how to build its watchdogs, see `watch_common.WatchCommand`) and one line in `WRITTEN`.
 """
 
 from __future__ import annotations
 
+import inspect
 from typing import TYPE_CHECKING, Any
 
 import typer
 
-from rtool.app.commands import errors
-from rtool.app.commands.watch_common import Build
-from rtool.app.context import get_context
+from rtool.app.plumbing import errors, watch_auto
+from rtool.app.plumbing.context import get_context
+from rtool.app.plumbing.helptext import tidy
+from rtool.app.plumbing.watch_common import Build, WatchCommand
 from rtool.core.registry import load
+from rtool.watchdogs.registry import from_config
 
 if TYPE_CHECKING:
     from rtool.watchdogs.base import Watchdog
@@ -39,26 +42,22 @@ class _WatchGroup(errors.PolicyGroup):
         return self.commands[name]
 
     def list_commands(self, ctx: Any) -> list[str]:
-        from rtool.app.commands import watch_auto
-
         made = watch_auto.registered()
         return [*made, *(n for n in WRITTEN if n not in made)]
 
 
 def _generated(name: str) -> Any:
-    from rtool.app.commands import watch_auto
-
     return watch_auto.command_for(name)
 
 
 def _written(name: str) -> Any:
-    from rtool.app.commands.helptext import tidy
-    from rtool.app.commands.watch_common import command
+    """The command of a written body: its own options as typer reads its signature."""
 
     body = load(WRITTEN[name])
-    sub = typer.Typer()
-    sub.command(name)(command(body))
-    return tidy(typer.main.get_command(sub))
+    holder = typer.Typer(add_completion=False)
+    holder.command(name)(body)
+    own = typer.main.get_command(holder).params
+    return tidy(WatchCommand(name, own, body, inspect.getdoc(body) or ""))
 
 
 app = errors.group(
@@ -78,7 +77,6 @@ def all_cmd(ctx: typer.Context) -> Build:
 
     Example: rtool --config rtool.toml watch all --tee logs/train.log
     """
-    from rtool.watchdogs.registry import from_config
 
     cfg = get_context(ctx).config
 

@@ -131,7 +131,7 @@ def create(
     slack_url: str | None = None,
 ) -> Workspace:
     """Write the whole workspace into the (empty) folder `root`."""
-    from rtool.app.appconfig import load_config_text
+    from rtool.app.plumbing.appconfig import load_config_text
     from rtool.cron import manage
 
     ws = Workspace(root)

@@ -19,7 +19,7 @@ import psutil
 from rtool.core.alert import Status
 
 if TYPE_CHECKING:
-    from rtool.app.appconfig import Config
+    from rtool.app.plumbing.appconfig import Config
     from rtool.core.state import StateDir
 
 #: How many recent `rtool submit` records the switches section lists.

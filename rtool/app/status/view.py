@@ -18,7 +18,7 @@ from rtool.core.identity import current_user
 from rtool.core.proc import ProcError
 
 if TYPE_CHECKING:
-    from rtool.app.appconfig import Config
+    from rtool.app.plumbing.appconfig import Config
     from rtool.core.slurm import Slurm, SqueueJob
     from rtool.core.state import StateDir
     from rtool.watchdogs.config import JobWatch

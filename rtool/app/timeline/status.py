@@ -13,7 +13,7 @@ from rtool.app.timeline.run import run_section
 from rtool.core.redact import redact
 
 if TYPE_CHECKING:
-    from rtool.app.appconfig import Config
+    from rtool.app.plumbing.appconfig import Config
     from rtool.core.state import StateDir
     from rtool.runs.model import Ledger
 

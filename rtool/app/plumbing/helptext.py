@@ -13,8 +13,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from rtool.app.commands.nonempty import refuse_empty
-
 #: typer's type label -> the value name shown in help (click's names).
 _VALUE_NAMES = {"str": "TEXT", "int": "INTEGER", "float": "NUMBER", "path": "PATH", "bool": ""}
 
@@ -51,7 +49,6 @@ def _value_name(param: Any) -> str:
 
 
 def _tidy_param(param: Any) -> None:
-    refuse_empty(param)
     param.help = _escape(getattr(param, "help", None))
     if param.param_type_name == "argument":
         name = (param.metavar or param.name or "ARG").upper()

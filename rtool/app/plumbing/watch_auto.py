@@ -1,5 +1,5 @@
 """`rtool watch NAME` for every registered watchdog, made from its declaration: one parameter
-per field of its config entry (`rtool.app.commands.fromspec`: required fields are arguments, the
+per field of its config entry (`rtool.app.plumbing.fromspec`: required fields are arguments, the
 others options, with the field's help and default), the class docstring as the help, plus
 --json, --no-notify, --tee, --timeout and --prom-textfile. Made when first asked for, so the
 CLI's start-up does not import the watchdogs."""
@@ -11,9 +11,11 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from rtool.app.commands import fromspec, watch_common
-from rtool.app.commands.helptext import tidy
-from rtool.app.context import get_context
+from rtool.app.plumbing import fromspec, watch_common
+from rtool.app.plumbing.context import get_context
+from rtool.app.plumbing.helptext import tidy
+from rtool.core.state import StateDir
+from rtool.watchdogs.registry import by_name, configurable
 
 if TYPE_CHECKING:
     from rtool.watchdogs.base import SpecWatchdog
@@ -21,14 +23,12 @@ if TYPE_CHECKING:
 
 def registered() -> list[str]:
     """Names of the configurable registered watchdogs, in registry order."""
-    from rtool.watchdogs.registry import configurable
 
     return configurable()
 
 
 def command_for(name: str) -> Any:
     """The click command `rtool watch NAME` for the registered watchdog `name` (or None)."""
-    from rtool.watchdogs.registry import by_name
 
     factory = by_name(name)
     if factory is None or not factory.in_config:
@@ -36,8 +36,6 @@ def command_for(name: str) -> Any:
     declared = fromspec.declare(factory.spec, skip=watch_common.COMMON_NAMES)
 
     def body(ctx: typer.Context, **given: Any) -> watch_common.Build:
-        from rtool.core.state import StateDir
-
         config = get_context(ctx).config
         reads = StateDir(config.state.dir, look_only=True)  # reads only (--dry-run writes none)
         base = factory.command_base(config, reads, given)
@@ -46,13 +44,9 @@ def command_for(name: str) -> Any:
         specs = fromspec.entries(declared, given, base)
         return lambda t: [factory.from_entries(specs, t, config)]
 
-    kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
-    ctx_param = inspect.Parameter("ctx", kind, annotation=typer.Context)
-    body.__signature__ = inspect.Signature([ctx_param, *declared.params])  # type: ignore[attr-defined]
-    body.__doc__ = inspect.getdoc(factory) or f"The {name} watchdog."
-    sub = typer.Typer()
-    sub.command(name)(watch_common.command(body))
-    return fromspec.tag(tidy(typer.main.get_command(sub)), declared)
+    doc = inspect.getdoc(factory) or f"The {name} watchdog."
+    command = watch_common.WatchCommand(name, declared.params, body, doc)
+    return fromspec.tag(tidy(command), declared)
 
 
 def _config_entry(

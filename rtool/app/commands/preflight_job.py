@@ -1,4 +1,7 @@
-"""`rtool preflight --restart-after RC`: the batch script asks before it restarts the training
+"""The pre-flight inside a job: check every node of the allocation, keep the job off a bad node
+(record it, requeue the attempt away, alert), and `rtool preflight --restart-after RC`.
+
+`--restart-after RC`: the batch script asks before it restarts the training
 in place (docs/runs.md, "Restart in place"; the decisions: rtool/nodes/preflight/restart.py).
 
 Exit 0: restart (the restart record is written); 3: the attempt was requeued away from a bad
@@ -16,10 +19,20 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from rtool.app.commands.nodes_cmd import store_of
 from rtool.core.errors import RtoolError
+from rtool.core.slurm.parse import ParseError, expand_hostlist
+from rtool.nodes.exclude import Cap
+from rtool.nodes.preflight import job, restart
+from rtool.nodes.preflight.base import NodeReport, Outcome
+from rtool.nodes.preflight.registry import applies
+from rtool.nodes.preflight.spares import Spares
+from rtool.notify import process
+from rtool.runs.inplace import append, read_restarts, restarts_path
+from rtool.runs.logtail import read_tail
 
 if TYPE_CHECKING:
-    from rtool.app.context import AppContext
+    from rtool.app.plumbing.context import AppContext
     from rtool.nodes.preflight.job import JobInfo, JobOutcome
     from rtool.nodes.preflight.restart import Failed
 
@@ -29,10 +42,6 @@ def _say(text: str) -> None:
 
 
 def restart_check(app_ctx: AppContext, node_ctx: Any, node_argv: list[str], rc: int) -> int:
-    from rtool.app.commands.nodes_cmd import job_preflight
-    from rtool.nodes.preflight import job
-    from rtool.nodes.preflight.registry import applies
-
     env = os.environ
     info = job.JobInfo.from_env(env)
     failed, path = _failed(info, rc)
@@ -71,8 +80,6 @@ def restart_check(app_ctx: AppContext, node_ctx: Any, node_argv: list[str], rc: 
 
 def _failed(info: JobInfo, rc: int) -> tuple[Failed, str | None]:
     """The launch that ended, and the restart records' path."""
-    from rtool.nodes.preflight import restart
-    from rtool.runs.inplace import read_restarts, restarts_path
 
     env = os.environ
     text = env.get("RTOOL_LAUNCH", "0")
@@ -96,7 +103,6 @@ def _key(info: JobInfo) -> tuple[str, int]:
 
 def _bad_nodes(app_ctx: AppContext, info: JobInfo) -> dict[str, tuple[str, str]]:
     """Nodes Slurm shows unfit or the launch's log blames: {node: (check, why)}."""
-    from rtool.nodes.preflight import restart
 
     bad: dict[str, tuple[str, str]] = {}
     try:
@@ -114,17 +120,8 @@ def _bad_nodes(app_ctx: AppContext, info: JobInfo) -> dict[str, tuple[str, str]]
 
 
 def _outcome(bad: dict[str, tuple[str, str]]) -> JobOutcome:
-    from rtool.nodes.preflight import job
-    from rtool.nodes.preflight.base import NodeReport, Outcome
-
     reports = [NodeReport(n, [Outcome(check, False, why)]) for n, (check, why) in bad.items()]
     return job.JobOutcome(reports, reports)
-
-
-def keep_off(app_ctx: AppContext, info: JobInfo, outcome: JobOutcome) -> int:
-    from rtool.app.commands.nodes_cmd import keep_off as requeue_away
-
-    return requeue_away(app_ctx, info, outcome)
 
 
 def _spares(
@@ -133,9 +130,6 @@ def _spares(
     """With spare nodes, the next launch's nodes: the bad ones recorded as suspects (and
     alerted on), the spares taken checked first (`argv`: the pre-flight); else None, and
     `bad` has the spares that failed their pre-flight too."""
-    from rtool.app.commands.nodes_cmd import _alert, store_of
-    from rtool.nodes.preflight import job
-    from rtool.nodes.preflight.spares import Spares
 
     spares = Spares.from_env(os.environ)
     if spares is None:
@@ -172,7 +166,6 @@ def _spares(
 
 def _allocation(app_ctx: AppContext, info: JobInfo) -> list[str]:
     """The job's nodes now (Slurm drops a failed node from a --no-kill job), else at its start."""
-    from rtool.core.slurm.parse import ParseError, expand_hostlist
 
     try:
         recs = app_ctx.slurm.show_job(info.job_id)
@@ -184,7 +177,6 @@ def _allocation(app_ctx: AppContext, info: JobInfo) -> list[str]:
 
 def _log_text(app_ctx: AppContext, info: JobInfo) -> str:
     """The tail of the job's output file (Slurm's StdOut), or "" when it cannot be read."""
-    from rtool.runs.logtail import read_tail
 
     try:
         recs = app_ctx.slurm.show_job(info.job_id)
@@ -195,12 +187,50 @@ def _log_text(app_ctx: AppContext, info: JobInfo) -> str:
 
 
 def _write(env: Any, info: JobInfo, failed: Failed, path: str | None) -> None:
-    from rtool.nodes.preflight import restart
-    from rtool.runs.inplace import append
-
     if not path:
         return
     try:
         append(path, restart.record(env, info, failed, time.time(), failed.launch + 1))
     except OSError as exc:
         _say(f"warning: the restart record was not written ({exc})")
+
+
+def job_preflight(app_ctx: AppContext, node_argv: list[str], timeout: float) -> int:
+    info = job.JobInfo.from_env(os.environ)
+    reports, error = job.run_on_nodes(app_ctx.slurm, info, node_argv, timeout)
+    if error:
+        typer.echo(f"rtool: pre-flight could not run ({error}); starting the training", err=True)
+        return job.OK
+    outcome = job.JobOutcome(reports, [r for r in reports if not r.ok])
+    for r in reports:
+        typer.echo(f"rtool: pre-flight {r.summary()} ({r.seconds:g}s)", err=True)
+    if not outcome.bad:
+        return job.OK
+    return keep_off(app_ctx, info, outcome)
+
+
+def keep_off(app_ctx: AppContext, info: Any, outcome: Any) -> int:
+    """Bad nodes found: record them, requeue the attempt away from them, alert; the exit code
+    (3 requeued away, 1 not)."""
+
+    cfg = app_ctx.config.nodes
+    store = store_of(app_ctx)
+    now = time.time()
+    job.record(store, info, outcome.bad, now)
+    cap = Cap(cfg.max_excluded, cfg.min_left)
+    bad = [r.node for r in outcome.bad]
+    outcome.code, outcome.action = job.requeue_away(
+        app_ctx.slurm, store, info, bad, cap, cfg.preflight.max_requeues
+    )
+    typer.echo(f"rtool: pre-flight failed on {','.join(bad)}: {outcome.action}", err=True)
+    _alert(app_ctx, job.alerts(info, outcome, now))
+    return int(outcome.code)
+
+
+def _alert(app_ctx: AppContext, alerts: list[Any]) -> None:
+    """Hand the alerts to notify; a failing channel never hides the pre-flight's own result."""
+
+    try:
+        process(alerts, app_ctx.config.notify, app_ctx.state)
+    except Exception as exc:
+        typer.echo(f"rtool: warning: pre-flight alert not sent: {exc}", err=True)

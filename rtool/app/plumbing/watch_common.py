@@ -4,19 +4,22 @@ written ones)."""
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import typer
 
-from rtool.app.context import get_context
+from rtool.app.plumbing.context import get_context
+from rtool.app.plumbing.fromspec import default_note
+from rtool.app.plumbing.params import BodyCommand, parameter, values
 from rtool.core.errors import UsageError
-
-if TYPE_CHECKING:
-    from rtool.watchdogs.base import Watchdog
+from rtool.core.state import StateDir
+from rtool.core.units import UnitError, parse_duration
+from rtool.watchdogs import runner
+from rtool.watchdogs.base import SpecWatchdog, Watchdog
+from rtool.watchdogs.registry import configurable
 
 
 @dataclass(frozen=True)
@@ -63,36 +66,31 @@ COMMON = (
 COMMON_NAMES = {c.name for c in COMMON} | {c.flag[2:].replace("-", "_") for c in COMMON}
 
 #: What a command body returns: its watchdogs, built with the probe timeout.
-Build = Callable[[float], "list[Watchdog]"]
+Build = Callable[[float], list[Watchdog]]
 
 
-def _common_parameters() -> list[inspect.Parameter]:
-    from rtool.app.commands.fromspec import default_note
-
-    kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
+def common_parameters() -> list[Any]:
+    """The click parameters of the COMMON options (made anew for each command)."""
     out = []
     for c in COMMON:
         text = f"{c.help} {default_note(c.config)}" if c.config else c.help
         default = typer.Option(False if c.type is bool else None, c.flag, help=text)
-        out.append(inspect.Parameter(c.name, kind, default=default, annotation=c.type))
+        out.append(parameter(c.name, c.type, default))
     return out
 
 
-def command(body: Callable[..., Build]) -> Callable[..., int]:
-    """The `rtool watch` command of `body`, a function of the context and the command's own
-    options (its signature and docstring are the command's) that returns how to build its
-    watchdogs: the COMMON options are added after its own, and the watchdogs are run."""
+class WatchCommand(BodyCommand):
+    """An `rtool watch` command: its body (a function of the context and the command's own
+    options) returns how to build its watchdogs; the COMMON options, after its own, say how
+    they are run."""
 
-    def watch(ctx: typer.Context, **given: Any) -> int:
+    def __init__(self, name: str, own: list[Any], body: Callable[..., Build], help: str) -> None:
+        super().__init__(name, [*own, *common_parameters()], body, help)
+
+    def invoke(self, ctx: Any) -> int:
+        given = values(ctx.params)
         common = {c.name: given.pop(c.name) for c in COMMON}
-        return run(ctx, body(ctx, **given), **common)
-
-    own = inspect.signature(body, eval_str=True)
-    params = [*own.parameters.values(), *_common_parameters()]
-    watch.__signature__ = own.replace(parameters=params, return_annotation=int)  # type: ignore[attr-defined]
-    watch.__doc__ = body.__doc__
-    watch.__name__ = body.__name__
-    return watch
+        return run(ctx, self.body(ctx, **given), **common)
 
 
 def run(
@@ -107,34 +105,31 @@ def run(
 ) -> int:
     """Build the watchdogs with the probe timeout (--timeout or the config's) and run them
     (`dry_run`: on a look-only state dir and Slurm layer, rtool/watchdogs/dryrun.py)."""
-    from rtool.watchdogs.runner import Output, run_watch
 
     t = probe_timeout(ctx, timeout)
     watchdogs = build(t)
     if not watchdogs:
-        from rtool.watchdogs.registry import configurable
-
         kinds = ", ".join(f"[[watch.{name}]]" for name in configurable())
         typer.echo(f"rtool: nothing to watch: the config has no {kinds} entries", err=True)
         return 3
     app_ctx = get_context(ctx)
-    from rtool.watchdogs.base import SpecWatchdog
 
     for w in watchdogs:  # the sections a watchdog reads besides its entries ([nodes], [runs])
         if isinstance(w, SpecWatchdog):
             w.configure(app_ctx.config)
     prom = prom_folder(prom, app_ctx.config.watch.prom_textfile)
-    out = Output(json_out, not no_notify, tee, prom, dry_run)
+    out = runner.Output(json_out, not no_notify, tee, prom, dry_run)
     notify_cfg = None if no_notify else app_ctx.config.notify  # --no-notify: never read
     if dry_run:  # look only: a state dir never written, a Slurm layer that only reads
-        from rtool.core.slurm import Slurm
-        from rtool.core.state import StateDir
+        from rtool.core.slurm import Slurm  # only here: rtool watch disk needs no Slurm layer
 
         state = StateDir(app_ctx.config.state.dir, look_only=True)
         slurm: Slurm | None = Slurm(timeout=t, look_only=True)
     else:
         state, slurm = app_ctx.state, None
-    return run_watch(watchdogs, state=state, notify_cfg=notify_cfg, timeout=t, out=out, slurm=slurm)
+    return runner.run_watch(
+        watchdogs, state=state, notify_cfg=notify_cfg, timeout=t, out=out, slurm=slurm
+    )
 
 
 def prom_folder(flag: Path | None, configured: str | None) -> Path | None:
@@ -151,8 +146,6 @@ def prom_folder(flag: Path | None, configured: str | None) -> Path | None:
 
 
 def probe_timeout(ctx: typer.Context, text: str | None) -> float:
-    from rtool.core.units import UnitError, parse_duration
-
     if text is None:
         return float(get_context(ctx).config.watch.timeout)
     try:

@@ -9,7 +9,6 @@ imports `watch_cmd` alone, not sbatch templates, notify channels or the demo.
 
 from __future__ import annotations
 
-import copy
 import importlib
 from dataclasses import dataclass
 from difflib import get_close_matches
@@ -17,8 +16,8 @@ from typing import Any
 
 import typer
 
-from rtool.app.commands.errors import DEFAULT, PolicyGroup, click_exceptions
-from rtool.app.commands.helptext import tidy
+from rtool.app.plumbing.errors import CLICK_USAGE, DEFAULT, PolicyGroup
+from rtool.app.plumbing.helptext import tidy
 
 
 @dataclass(frozen=True)
@@ -32,18 +31,19 @@ class Lazy:
 
 _M = "rtool.app.commands."
 #: name -> where it lives and its summary. Order = order in `rtool --help`. A module with
-#: `register(cli)` adds its commands and groups to `cli`; one with only an `app` is that group.
+#: `register(cli)` adds its command to `cli`, one with `command()` makes it (from declarations:
+#: rtool/app/plumbing/params.py); one with only an `app` is that group.
 COMMANDS: dict[str, Lazy] = {
     "submit": Lazy(
         _M + "submit_cmd",
         "Submit a training run as a job array with signals, switches and requeue.",
     ),
     "stop": Lazy(
-        _M + "submit_cmd",
+        _M + "stop_cmd",
         "Touch the run's kill switch: it saves and stops, queued tasks exit at once.",
     ),
     "save": Lazy(
-        _M + "submit_cmd", "Touch the run's save switch: it saves a checkpoint and goes on."
+        _M + "save_cmd", "Touch the run's save switch: it saves a checkpoint and goes on."
     ),
     "status": Lazy(
         _M + "status_cmd",
@@ -73,7 +73,7 @@ COMMANDS: dict[str, Lazy] = {
     ),
     "nodes": Lazy(_M + "nodes_cmd", "Suspect nodes: which nodes hurt your runs, why, since when."),
     "preflight": Lazy(
-        _M + "nodes_cmd",
+        _M + "preflight_cmd",
         "Pre-flight check of every node before training (docs/nodes.md).",
     ),
     "notify": Lazy(
@@ -94,13 +94,15 @@ COMMANDS: dict[str, Lazy] = {
 def load(name: str) -> Any:
     """The real click command `name` (imports its module)."""
     module = importlib.import_module(COMMANDS[name].module)
-    if hasattr(module, "register"):
+    if hasattr(module, "command"):  # made from declarations (rtool/app/plumbing/params.py)
+        cmd = module.command()
+    elif hasattr(module, "register"):
         holder = typer.Typer()
         holder.callback()(lambda: None)  # always a group, even with one command
         module.register(holder)
         cmd = typer.main.get_command(holder).commands[name]  # type: ignore[attr-defined]
     else:
-        cmd = _group(module.app)
+        cmd = typer.main.get_command(module.app)
     cmd.name = name
     cmd.help = _with_summary(COMMANDS[name].summary, cmd.help)
     return tidy(cmd)
@@ -110,32 +112,6 @@ def _with_summary(summary: str, body: str | None) -> str:
     """The help page: the command's summary (written once, above), then its own text."""
     body = (body or "").strip()
     return f"{summary}\n\n{body}" if body else summary
-
-
-def _group(app: typer.Typer) -> Any:
-    """The click command of `app`; a group of commands converts each when first used."""
-    infos = {
-        info.name or typer.main.get_command_name(info.callback.__name__): info
-        for info in app.registered_commands
-        if info.callback is not None
-    }
-    if app.registered_groups or len(infos) < 2 or len(infos) != len(app.registered_commands):
-        return typer.main.get_command(app)
-    shell = copy.copy(app)
-    shell.registered_commands = []
-    group = typer.main.get_group(shell)
-
-    def build(name: str) -> Any:
-        command = typer.main.get_command_from_info(
-            infos[name],
-            pretty_exceptions_short=app.pretty_exceptions_short,
-            rich_markup_mode=app.rich_markup_mode,
-        )
-        return tidy(command)
-
-    group.build_command = build  # type: ignore[attr-defined]
-    group.command_order = tuple(infos)  # type: ignore[attr-defined]
-    return group
 
 
 class LazyGroup(PolicyGroup):
@@ -170,8 +146,11 @@ class LazyGroup(PolicyGroup):
     def resolve_command(self, ctx: Any, args: list[str]) -> Any:
         try:
             return super().resolve_command(ctx, args)
-        except click_exceptions.UsageError as exc:
+        except CLICK_USAGE as exc:
+            if getattr(exc, "ctx", None) is not ctx:  # the command's own (an empty value)
+                raise
             close = get_close_matches(args[0], self.list_commands(ctx)) if args else []
-            if close and "Did you mean" not in exc.message:
-                exc.message = exc.message.rstrip(".") + f". Did you mean {close[0]!r}?"
+            message = str(exc.message)  # type: ignore[attr-defined]
+            if close and "Did you mean" not in message:
+                exc.message = message.rstrip(".") + f". Did you mean {close[0]!r}?"  # type: ignore[attr-defined]
             raise

@@ -1,8 +1,8 @@
 """The docs' reference tables, made from the registries: every watchdog, pre-flight check,
 channel and command, with its options, config keys, defaults and help as declared.
 
-    python -m rtool.app.reference --write     # rewrite the generated blocks in docs/
-    python -m rtool.app.reference --check     # exit 1 naming each block that is out of date
+    python -m tests.app.reference --write     # rewrite the generated blocks in docs/
+    python -m tests.app.reference --check     # exit 1 naming each block that is out of date
 
 A generated block sits in a docs page between `<!-- rtool:begin NAME -->` and
 `<!-- rtool:end NAME -->`; NAME is a table of `TABLES`, with an argument after a colon where
@@ -85,7 +85,7 @@ def watchdogs(_: str | None = None) -> str:
 
 def watch_options(name: str | None = None) -> str:
     """The options and `[[watch.NAME]]` keys of one watchdog, or of each under a heading."""
-    from rtool.app.commands.watch_common import COMMON, COMMON_NAMES
+    from rtool.app.plumbing.watch_common import COMMON, COMMON_NAMES
     from rtool.watchdogs.registry import WATCHDOGS, by_name
 
     if name is None:
@@ -138,7 +138,7 @@ def channel_keys(_: str | None = None) -> str:
 
 
 def commands(_: str | None = None) -> str:
-    from rtool.app.commands.lazy import COMMANDS
+    from rtool.app.plumbing.lazy import COMMANDS
 
     rows = ["| command | what it does |", "|---|---|"]
     rows += [f"| `rtool {name}` | {_cell(c.summary)} |" for name, c in COMMANDS.items()]
@@ -196,7 +196,7 @@ def stale(docs: Path) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m rtool.app.reference", description=__doc__)
+    p = argparse.ArgumentParser(prog="python -m tests.app.reference", description=__doc__)
     p.add_argument("--docs", type=Path, default=Path(__file__).resolve().parents[2] / "docs")
     mode = p.add_mutually_exclusive_group(required=True)
     mode.add_argument("--write", action="store_true", help="rewrite the generated blocks")
@@ -205,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.check:
         bad = stale(args.docs)
         for line in bad:
-            print(f"out of date: {line} (python -m rtool.app.reference --write)", file=sys.stderr)
+            print(f"out of date: {line} (python -m tests.app.reference --write)", file=sys.stderr)
         return 1 if bad else 0
     for page in sorted(args.docs.glob("*.md")):
         text = page.read_text()

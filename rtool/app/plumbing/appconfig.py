@@ -1,6 +1,6 @@
 """The one config schema, made from the sections each feature package declares.
 
-`rtool.app.defaults.LINES` lists the sections, one line each; `Config` has one field per
+`rtool.app.plumbing.sections.LINES` lists the sections, one line each; `Config` has one field per
 section, defaulting to that section's own defaults. Unknown keys are rejected everywhere.
 Loading and error reporting live in `rtool.core.config`.
 """
@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import create_model
 
-from rtool.app.defaults import SECTIONS
+from rtool.app.plumbing.sections import SECTIONS
 from rtool.core import config as _loader
 from rtool.core.config.types import Section
 

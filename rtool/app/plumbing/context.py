@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, cast
 import typer
 
 if TYPE_CHECKING:
-    from rtool.app.appconfig import Config
+    from rtool.app.plumbing.appconfig import Config
     from rtool.core.config import Layered
     from rtool.core.slurm import Slurm
     from rtool.core.state import StateDir
@@ -45,10 +45,10 @@ class AppContext:
         from rtool.core.config import Layered
 
         if not self.config_files:
-            from rtool.app.defaults import DefaultConfig
+            from rtool.app.plumbing.defaults import DefaultConfig
 
             return cast("Config", DefaultConfig()), Layered()
-        from rtool.app.appconfig import Config
+        from rtool.app.plumbing.appconfig import Config
         from rtool.core.config import load_layers
 
         return load_layers(Config, self.config_files)

@@ -1,31 +1,17 @@
-"""The config sections, one line each, and the built-in defaults made one section at a time.
-
-`LINES` lists the sections: `[NAME]` -> the `Section` class that declares its keys and their
-defaults, as "module:Class". `rtool.app.appconfig.Config` is made from it, so a new section is
-one module and one line here.
-
-`Config()` would import every feature's section (and every watchdog's entry type, for
-`[watch]`) and build the validators of about thirty models: a third of `rtool watch disk`'s
-start-up. Without a config file there is nothing to validate, so
-`rtool.app.context.AppContext.config` hands out a `DefaultConfig` instead: `config.watch`
-imports the `[watch]` section alone and makes its defaults without building a validator
-(`model_construct`; a test checks that every section's constructed defaults equal its validated
-ones). Anything else asked of it (`model_dump`, ...) goes to a real `Config()`. With a config
-file, the whole file is validated as before.
+"""The config sections, one line each: `[NAME]` -> the `Section` class that declares its keys and
+their defaults, as "module:Class". `rtool.app.plumbing.appconfig.Config` is made from `LINES`, so a
+new section is one module and one line here. Reading a section imports that section alone.
 """
 
 from __future__ import annotations
 
-from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rtool.core.registry import Registry
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
     from pydantic.fields import FieldInfo
-
-    from rtool.app.appconfig import Config
 
 #: The config's sections, in the order `rtool config show` prints them.
 LINES: dict[str, str] = {
@@ -65,23 +51,3 @@ def config_field(path: str) -> tuple[type[BaseModel], FieldInfo]:
         if not (isinstance(model, type) and hasattr(model, "model_fields")):
             raise KeyError(path)
     raise KeyError(path)  # pragma: no cover
-
-
-class DefaultConfig:
-    """Stands in for `Config()`: each section is imported and made when first read."""
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__"):
-            raise AttributeError(name)
-        if name in SECTIONS:
-            value = section_class(name).model_construct()
-            setattr(self, name, value)  # made once
-            return value
-        return getattr(self.full, name)
-
-    @cached_property
-    def full(self) -> Config:
-        """The real `Config()` (every section), for what is not a section."""
-        from rtool.app.appconfig import Config
-
-        return Config()

@@ -8,13 +8,14 @@ traceback) and exits with `exit_code(exc)`.
 - other commands (`DEFAULT`): 2 for usage and config errors, 1 for every other failure;
 - `rtool watch` (`WATCH`): 3 UNKNOWN for all of its own errors, like a monitoring plugin
   (0/1/2 are reserved for the checks' OK/WARNING/CRITICAL).
+
+A group also refuses an empty value given to its own options and to its commands'
+(`refuse_empty`). click's error classes are found through `typer.BadParameter`, which is public
+whichever click typer runs on (its own copy from typer 0.2x, click itself before).
 """
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,18 +25,18 @@ import typer.core
 from rtool.core.errors import ConfigError, RtoolError, UsageError
 from rtool.core.redact import redact
 
-# typer >= 0.2x vendors click as typer._click; older releases use click itself.
-click_exceptions: Any = importlib.import_module(
-    "typer._click.exceptions" if importlib.util.find_spec("typer._click") else "click.exceptions"
-)
+
+def _click_class(name: str) -> type[Exception]:
+    """click's `name` exception class as typer raises it: typer >= 0.2x runs on a copy of click
+    of its own, older releases on click itself; `typer.BadParameter` is public in both."""
+    return next(c for c in typer.BadParameter.__mro__ if c.__name__ == name)
+
+
+#: A bad flag or argument (click's UsageError), and click's errors at large (a bad file...).
+CLICK_USAGE = _click_class("UsageError")
+CLICK_ERROR = _click_class("ClickException")
 #: Not errors: exits on purpose (`--help`, typer.Exit) and Ctrl-C.
-PASS_THROUGH = (
-    typer.Exit,
-    getattr(click_exceptions, "Exit", typer.Exit),
-    typer.Abort,
-    getattr(click_exceptions, "Abort", typer.Abort),
-    KeyboardInterrupt,
-)
+PASS_THROUGH = (typer.Exit, typer.Abort, KeyboardInterrupt)
 _TAG = "rtool_exit_code"
 
 
@@ -47,9 +48,7 @@ class ExitPolicy:
     failure: int  # any other error (RtoolError, or an unexpected exception)
 
     def code(self, exc: BaseException) -> int:
-        if isinstance(exc, (click_exceptions.UsageError, UsageError, ConfigError)):
-            return self.usage
-        if isinstance(exc, click_exceptions.ClickException):  # bad file argument and the like
+        if isinstance(exc, (CLICK_ERROR, UsageError, ConfigError)):  # a bad file argument too
             return self.usage
         return self.failure
 
@@ -69,40 +68,65 @@ def _tag(exc: Exception, policy: ExitPolicy) -> None:
         setattr(exc, _TAG, policy.code(exc))
 
 
-class PolicyGroup(typer.core.TyperGroup):
-    """A typer group whose errors get its `policy`'s exit codes.
-
-    `rtool.app.commands.lazy.load` may leave its subcommands unconverted: `command_order` names
-    them and `build_command(name)` converts one when it is first used (`rtool watch disk`
-    converts `disk` alone, not typer's work for every other `rtool watch` command)."""
+class Policed:
+    """A click command (or group) whose errors, bad options included, get `policy`'s codes."""
 
     policy: ExitPolicy = DEFAULT
-    command_order: tuple[str, ...] = ()
-    build_command: Callable[[str], Any] | None = None
-
-    def get_command(self, ctx: Any, cmd_name: str) -> Any:
-        found = super().get_command(ctx, cmd_name)
-        if found is None and self.build_command is not None and cmd_name in self.command_order:
-            found = self.commands[cmd_name] = self.build_command(cmd_name)
-        return found
-
-    def list_commands(self, ctx: Any) -> list[str]:
-        listed = list(super().list_commands(ctx))
-        return [*self.command_order, *(n for n in listed if n not in self.command_order)]
 
     def make_context(self, *args: Any, **kwargs: Any) -> Any:
         try:
-            return super().make_context(*args, **kwargs)
+            return super().make_context(*args, **kwargs)  # type: ignore[misc]
         except Exception as exc:
             _tag(exc, self.policy)
             raise
 
     def invoke(self, ctx: Any) -> Any:
         try:
-            return super().invoke(ctx)
+            return super().invoke(ctx)  # type: ignore[misc]
         except Exception as exc:
             _tag(exc, self.policy)
             raise
+
+
+class PolicyGroup(Policed, typer.core.TyperGroup):
+    """A typer group whose errors get its `policy`'s exit codes; its commands refuse empty
+    values."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        refuse_empty(self, ctx, args)
+        return list(super().parse_args(ctx, args))
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        """The subcommand; a command (a group checks its own) refuses empty values first."""
+        name, cmd, rest = super().resolve_command(ctx, args)
+        if cmd is not None and not isinstance(cmd, PolicyGroup):
+            try:
+                settings = cmd.context_settings or {}
+                refuse_empty(cmd, typer.Context(cmd, info_name=name, parent=ctx, **settings), rest)
+            except Exception as exc:
+                _tag(exc, getattr(cmd, "policy", self.policy))
+                raise
+        return name, cmd, rest
+
+
+def refuse_empty(command: Any, ctx: Any, args: list[str]) -> None:
+    """No option or argument takes an empty value: `--array ''`, `--time ''`, `cron status
+    --dir ''` are mistakes (an unset variable in a script), never "the default". The raw text
+    is read (click's own parser, before a type turns `''` into the path `.`); a usage error
+    names the option (exit 2; `rtool watch`: 3)."""
+    given, _, _ = command.make_parser(ctx).parse_args(args=list(args))
+    for param in command.get_params(ctx):
+        value = given.get(param.name)
+        values = value if isinstance(value, (list, tuple)) else [value]
+        if getattr(param, "is_flag", False) or not any(_blank(v) for v in values):
+            continue
+        if param.param_type_name == "option":
+            ctx.fail(f"{param.opts[0]}: empty value (leave the option out for its default)")
+        ctx.fail(f"{(param.name or 'argument').upper()}: empty value")
+
+
+def _blank(value: Any) -> bool:
+    return isinstance(value, str) and not value.strip()
 
 
 def group(policy: ExitPolicy, base: type[PolicyGroup] = PolicyGroup, **kwargs: Any) -> typer.Typer:
@@ -115,39 +139,16 @@ def group(policy: ExitPolicy, base: type[PolicyGroup] = PolicyGroup, **kwargs: A
     return typer.Typer(cls=Group, **kwargs)
 
 
-def command_class(policy: ExitPolicy) -> type[typer.core.TyperCommand]:
-    """A command class whose errors (bad options included) get `policy`'s exit codes: for a
-    top-level command that exits like a watchdog (`rtool drill`)."""
-    chosen = policy
-
-    class Command(typer.core.TyperCommand):
-        def make_context(self, *args: Any, **kwargs: Any) -> Any:
-            try:
-                return super().make_context(*args, **kwargs)
-            except Exception as exc:
-                _tag(exc, chosen)
-                raise
-
-        def invoke(self, ctx: Any) -> Any:
-            try:
-                return super().invoke(ctx)
-            except Exception as exc:
-                _tag(exc, chosen)
-                raise
-
-    return Command
-
-
 def message(exc: BaseException) -> str:
     """The one line (or the config error's lines) shown for an error, secrets masked."""
     return redact(_message(exc))
 
 
 def _message(exc: BaseException) -> str:
-    if isinstance(exc, click_exceptions.ClickException):
+    if isinstance(exc, CLICK_ERROR):
         ctx = getattr(exc, "ctx", None)
         hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
-        return f"rtool: {exc.format_message()}{hint}"
+        return f"rtool: {exc.format_message()}{hint}"  # type: ignore[attr-defined]
     if isinstance(exc, RtoolError):
         return f"rtool: {exc}"
     if type(exc).__name__ == "ValidationError" and hasattr(exc, "errors"):  # pydantic's

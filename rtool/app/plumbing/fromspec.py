@@ -10,14 +10,16 @@ shows it (`(default: 90%)`, `(default: [nodes.preflight] dirs)`).
 
 from __future__ import annotations
 
-import inspect
 import types
 import typing
 from dataclasses import dataclass
 from typing import Any
 
 import typer
+from pydantic import ValidationError
 
+from rtool.app.plumbing.params import parameter
+from rtool.app.plumbing.sections import config_field
 from rtool.core.config.fields import choices, cli_of, default_of, flag_of, shown_default, unit_of
 from rtool.core.errors import UsageError
 
@@ -37,7 +39,7 @@ class Declared:
     """The parameters of a command made from `model`, and how each maps back to a field."""
 
     model: type[Any]
-    params: list[inspect.Parameter]
+    params: list[Any]  # click parameters, in order
     made: dict[str, Made]
     #: The config section whose keys give the defaults (`nodes.preflight`), or None.
     section: str | None = None
@@ -47,7 +49,7 @@ def declare(
     model: type[Any], *, skip: set[str] | None = None, section: str | None = None
 ) -> Declared:
     """One parameter per command-line field of `model` (fields in `skip` are left out)."""
-    params: list[inspect.Parameter] = []
+    params: list[Any] = []
     made: dict[str, Made] = {}
     for name, info in model.model_fields.items():
         cli = cli_of(info)
@@ -59,37 +61,28 @@ def declare(
     return Declared(model, params, made, section)
 
 
-def _parameter(name: str, info: Any, section: str | None) -> tuple[inspect.Parameter, Made]:
+def _parameter(name: str, info: Any, section: str | None) -> tuple[Any, Made]:
     cli = cli_of(info)
     typ = cli_type(info.annotation, info.metadata)
     text = help_text(name, info, section)
     flag = flag_of(name, info)
-    kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
     switch = cli.switch
     if switch is None and typ is bool and section is None:
         own = bool(default_of(info))  # a flag that turns the declared default around
         switch = ("--no-" + flag[2:] if own else flag, not own)
     if switch is not None:
         option = typer.Option(False, switch[0], help=text)
-        return inspect.Parameter(name, kind, default=option, annotation=bool), Made(
-            name, switch[0], switch
-        )
+        return parameter(name, bool, option), Made(name, switch[0], switch)
     many = list[typ] if cli.each else typ  # type: ignore[valid-type]
     if info.is_required() and cli.flag is None:
         arg = typer.Argument(..., help=text, metavar=name.upper(), show_default=False)
-        return inspect.Parameter(name, kind, default=arg, annotation=many), Made(
-            name, None, each=cli.each
-        )
+        return parameter(name, many, arg), Made(name, None, each=cli.each)
     if info.is_required():
         option = typer.Option(..., flag, help=text, metavar=_metavar(info))
-        return inspect.Parameter(name, kind, default=option, annotation=many), Made(
-            name, flag, each=cli.each
-        )
+        return parameter(name, many, option), Made(name, flag, each=cli.each)
     flags = f"{flag}/--no-{flag[2:]}" if typ is bool else flag
     option = typer.Option(None, flags, help=text, show_default=False, metavar=_metavar(info))
-    return inspect.Parameter(name, kind, default=option, annotation=many | None), Made(
-        name, flag, each=cli.each
-    )
+    return parameter(name, many | None, option), Made(name, flag, each=cli.each)
 
 
 def _metavar(info: Any) -> str | None:
@@ -135,7 +128,6 @@ def help_text(name: str, info: Any, section: str | None = None) -> str:
 
 def default_note(path: str) -> str:
     """`(default: [cron] grace, 10m)`: the config key `path` and its built-in default."""
-    from rtool.app.defaults import config_field
 
     _, info = config_field(path)
     section, _, key = path.rpartition(".")
@@ -174,7 +166,6 @@ def entries(
 
 def make(declared: Declared, vals: dict[str, Any]) -> Any:
     """An entry; a bad value is a one-line usage error naming the flag (or argument)."""
-    from pydantic import ValidationError
 
     try:
         return declared.model(**vals)
