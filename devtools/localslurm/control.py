@@ -1,9 +1,9 @@
 """A real Slurm on this machine, for the tests and the demo: N slurmd nodes, with accounting.
 
-    python -m rtool.testing.localslurm up [--slurm 22.05|24.11] [--nodes N]
+    python -m devtools.localslurm up [--slurm 22.05|24.11] [--nodes N]
                                           [--accounting|--no-accounting] [--dir DIR]
-    python -m rtool.testing.localslurm status [--dir DIR]
-    python -m rtool.testing.localslurm down [--dir DIR]
+    python -m devtools.localslurm status [--dir DIR]
+    python -m devtools.localslurm down [--dir DIR]
 
 Default: 3 nodes `n1..n3` on this host (one slurmd each, on its own port) with accounting
 (slurmdbd and a MariaDB of the cluster's own, data under DIR). `--nodes 1 --no-accounting` is
@@ -29,18 +29,18 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from rtool.core.slurm.hostlist import compress_hostlist
-from rtool.testing import nodeops, releases
-from rtool.testing.cluster import ClusterFiles
-from rtool.testing.daemons import LocalSlurmError, read_pid, sh, stop_pid, stop_pids, tail
-from rtool.testing.slurmconf import (
+from devtools.localslurm import nodeops, releases
+from devtools.localslurm.cluster import ClusterFiles
+from devtools.localslurm.daemons import LocalSlurmError, read_pid, sh, stop_pid, stop_pids, tail
+from devtools.localslurm.slurmconf import (
     MAX_NODES,
     PREEMPTION,
     Layout,
     system_program,
     write_slurm_conf,
 )
-from rtool.testing.slurmdb import accounting_pids, start_database, start_slurmdbd
+from devtools.localslurm.slurmdb import accounting_pids, start_database, start_slurmdbd
+from rtool.core.slurm.hostlist import compress_hostlist
 
 __all__ = ["DEFAULT_DIR", "Cluster", "LocalSlurmError", "down", "main", "status", "up"]
 
@@ -85,7 +85,7 @@ def ensure_installed(release: releases.Release, accounting: bool = True) -> None
     slurm = BINARIES + (ACCOUNTING_BINARIES[:3] if accounting else [])
     system = ["munged"] + (ACCOUNTING_BINARIES[3:] if accounting else [])
     if release.source is not None and not release.built:
-        from rtool.testing import slurmbuild
+        from devtools.localslurm import slurmbuild
 
         print(f"building Slurm {release.source.version} once (a few minutes)", file=sys.stderr)
         try:

@@ -42,7 +42,7 @@ class Layout:
     db_port: int = 0
     #: Extra slurm.conf lines (e.g. `ScronParameters=enable`).
     extra: list[str] = field(default_factory=list)
-    #: The Slurm release whose daemons run it (rtool/testing/releases.py).
+    #: The Slurm release whose daemons run it (devtools/localslurm/releases.py).
     release: str = DEFAULT_RELEASE
 
     def save(self, directory: Path) -> None:

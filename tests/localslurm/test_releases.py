@@ -1,4 +1,4 @@
-"""Choosing a Slurm release and building one from source (rtool/testing/releases.py,
+"""Choosing a Slurm release and building one from source (devtools/localslurm/releases.py,
 slurmbuild.py): the choice, PATH, the checksum, and that a half-finished or untrusted build is
 never used. The builds here are of a tiny source tree whose `configure` writes a Makefile (the
 real 24.11 build takes minutes: scripts/build-slurm, run by scripts/setup)."""
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from rtool.testing import releases, slurmbuild
-from rtool.testing.releases import MARKER, Release, ReleaseError, Source
+from devtools.localslurm import releases, slurmbuild
+from devtools.localslurm.releases import MARKER, Release, ReleaseError, Source
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import re
 import time
 
-from rtool.app.demo.observe import compress
-from rtool.app.demo.scenario import Demo, StepFailed
-from rtool.app.demo.workspace import LIMIT, TRAIN
+from devtools.demo.observe import compress
+from devtools.demo.scenario import Demo, StepFailed
+from devtools.demo.workspace import LIMIT, TRAIN
 from rtool.core.slurm import SacctRecord, SlurmError
 from rtool.core.slurm.parse import ParseError, parse_slurm_timestamp
 

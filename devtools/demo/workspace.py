@@ -105,12 +105,11 @@ class Workspace:
 
 
 def locate_toy() -> Path:
-    """examples/train_toy.py of the checkout rtool runs from (`pip install -e .`)."""
-    toy = Path(__file__).resolve().parents[3] / "examples" / "train_toy.py"
+    """examples/train_toy.py of the checkout the demo runs from."""
+    toy = Path(__file__).resolve().parents[2] / "examples" / "train_toy.py"
     if not toy.is_file():
         raise RtoolError(
-            f"the toy training {toy} is missing: run the demo from a checkout of rtool "
-            "(pip install -e .)"
+            f"the toy training {toy} is missing: run the demo from a checkout of rtool"
         )
     return toy
 

@@ -1,4 +1,4 @@
-"""Local stand-ins for Slack and an SMTP relay, on 127.0.0.1, for tests and `rtool demo`.
+"""Local stand-ins for Slack, PagerDuty and an SMTP relay, on 127.0.0.1, for tests and the demo.
 
     slack = SlackLikeServer(token="xoxb-test", channels={"#alerts"}).start()
     slack.webhook_url     # http://127.0.0.1:PORT/services/T000/B000/<secret>  (incoming webhook)
