@@ -323,7 +323,3 @@ def main(argv: list[str] | None = None) -> int:
         print(f"local-slurm: {exc}", file=sys.stderr)
         return 1
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

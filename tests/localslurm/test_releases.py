@@ -151,3 +151,16 @@ def test_build_slurm_script_answers_for_each_release() -> None:
     assert res.returncode == 0 and res.stdout.startswith("debian")
     res = subprocess.run([script, "--slurm", "9.9"], capture_output=True, text=True)
     assert res.returncode == 1 and "unknown Slurm release '9.9'" in res.stderr
+
+
+def test_local_slurm_script_runs_the_tooling_from_any_folder(tmp_path: Path) -> None:
+    """scripts/local-slurm runs `python -m devtools.localslurm` (not installed) from anywhere."""
+    script = ROOT / "scripts" / "local-slurm"
+    res = subprocess.run(
+        [script, "status", "--dir", str(tmp_path / "none")],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (res.returncode, res.stdout, res.stderr) == (1, "down\n", "")
