@@ -25,6 +25,7 @@ from devtools.demo.narrate import Narrator, WaitTimeout
 from devtools.demo.observe import Accounting, account, saves_by_pid
 from devtools.demo.scenario import Demo, StepFailed, ensure_slurm
 from devtools.demo.workspace import LIMIT, TRAIN, Timing, create, locate_toy, prepare_dir
+from devtools.localslurm import control
 from rtool.core.errors import RtoolError
 
 SCENARIO: list[tuple[str, Callable[[Demo], None]]] = [
@@ -104,8 +105,6 @@ def run_demo(
     finally:
         inbox.stop()
         if started_slurm is not None and not keep:
-            from devtools.localslurm import control
-
             control.down(started_slurm)
     summary.render(n.console, result)
     if keep_dir:

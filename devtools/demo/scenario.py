@@ -25,6 +25,7 @@ from devtools.demo.observe import (
     parse_steps,
 )
 from devtools.demo.workspace import LIMIT, TRAIN, Timing, Workspace, locate_toy
+from devtools.localslurm import control
 from rtool.core.errors import RtoolError
 from rtool.core.proc import ProcError, run
 from rtool.core.slurm import Slurm, SlurmError, SqueueJob
@@ -46,8 +47,6 @@ class Event:
 
 def ensure_slurm(n: Narrator) -> Path | None:
     """Use the reachable Slurm, else start the local one; returns its dir if the demo started it."""
-    from devtools.localslurm import control
-
     if shutil.which("scontrol") and Slurm(timeout=15).ping():
         where = os.environ.get("SLURM_CONF", "the default slurm.conf")
         n.ok(f"Slurm is reachable ({where})")
@@ -65,12 +64,10 @@ def ensure_slurm(n: Narrator) -> Path | None:
     return None if was_up else cluster.dir
 
 
-def local_cluster() -> Any:
+def local_cluster() -> control.Cluster | None:
     """The local test cluster SLURM_CONF points to (a control.Cluster), or None: only
     there can the demo fail a node. Its folder must be ours (owned by us, not group/world
     writable), as the demo kills processes it finds through it."""
-    from devtools.localslurm import control
-
     conf = Path(os.environ.get("SLURM_CONF", ""))
     if conf.name != "slurm.conf" or not (conf.parent / "cluster.json").is_file():
         return None

@@ -22,8 +22,10 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from rtool.app.appconfig import load_config_text
 from rtool.core.errors import RtoolError, UsageError
 from rtool.core.selfcmd import rtool_argv
+from rtool.cron import manage
 
 #: Job names of the two arrays: one lives through Slurm's time limits to the end, the other is
 #: saved on request, hangs and is stopped (its limit is far away: Slurm may send the time-limit
@@ -130,9 +132,6 @@ def create(
     slack_url: str | None = None,
 ) -> Workspace:
     """Write the whole workspace into the (empty) folder `root`."""
-    from rtool.app.appconfig import load_config_text
-    from rtool.cron import manage
-
     ws = Workspace(root)
     for sub in ("bin", "train/run", "limit/run"):
         ws.path(sub).mkdir(parents=True, exist_ok=True)

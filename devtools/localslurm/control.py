@@ -29,7 +29,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from devtools.localslurm import nodeops, releases
+from devtools.localslurm import nodeops, releases, slurmbuild
 from devtools.localslurm.cluster import ClusterFiles
 from devtools.localslurm.daemons import LocalSlurmError, read_pid, sh, stop_pid, stop_pids, tail
 from devtools.localslurm.slurmconf import (
@@ -85,8 +85,6 @@ def ensure_installed(release: releases.Release, accounting: bool = True) -> None
     slurm = BINARIES + (ACCOUNTING_BINARIES[:3] if accounting else [])
     system = ["munged"] + (ACCOUNTING_BINARIES[3:] if accounting else [])
     if release.source is not None and not release.built:
-        from devtools.localslurm import slurmbuild
-
         print(f"building Slurm {release.source.version} once (a few minutes)", file=sys.stderr)
         try:
             slurmbuild.build(release)
