@@ -78,16 +78,25 @@ def test_sacct_sees_nodes_exit_codes_and_cancels(
 
 
 def test_node_failure_requeues_on_the_other_nodes(
-    slurm_cluster: control.Cluster, slurm: Slurm, job_name: str, node_back: list[str]
+    slurm_cluster: control.Cluster,
+    slurm: Slurm,
+    job_name: str,
+    node_back: list[str],
+    tmp_path: Path,
 ) -> None:
+    # each task leaves a marker once it runs: the node is failed with its step under way
+    # (RUNNING comes before the step's slurmstepd and sleep exist on the second node)
+    task = f"touch {tmp_path}/up-$SLURMD_NODENAME; exec sleep 120"
     job = slurm.sbatch(
         ["-J", job_name, "-N", "2", "--requeue", "-o", "/dev/null"],
-        script="#!/bin/bash\nsrun sleep 120\n",
+        script=f"#!/bin/bash\nsrun bash -c '{task}'\n",
     ).job_id
     slurm_cluster.wait_job_state(job, ["RUNNING"], timeout=60)
     [first] = slurm.sacct(job_ids=[job])
     victim = first.nodes[-1]
     node_back.append(victim)
+    marker = tmp_path / f"up-{victim}"
+    wait_for(marker.exists, 60, what=f"the step's task on {victim}")
     killed = slurm_cluster.fail_node(victim, "rtool test: power cut")
     assert len(killed) >= 3  # slurmd, the step's slurmstepd, its sleep
     assert slurm_cluster.node_states()[victim].startswith("down")
