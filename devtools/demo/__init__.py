@@ -7,7 +7,7 @@ a save request, a hang and a kill switch, watched from the cron emulator, with t
 
 Modules: workspace (folders, config, cron folder), inbox (the log channel, the local SMTP and
 Slack-like servers), narrate (time-stamped lines, spinner), scenario (the Demo's helpers: rtool
-calls, Slurm, reading the toy's files), steps (the scenario), observe (pure parsing and the
-step accounting), summary (table and summary.json), run (options, the whole thing). See
-docs/demo.md.
+calls, Slurm, reading the toy's files), steps and hang_scene (the scenario), observe (pure
+parsing and the step accounting), summary (table and summary.json), run (options, the whole
+thing). See docs/demo.md.
 """

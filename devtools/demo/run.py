@@ -19,7 +19,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from devtools.demo import steps, summary
+from devtools.demo import hang_scene, steps, summary
 from devtools.demo.inbox import Inbox
 from devtools.demo.narrate import Narrator, WaitTimeout
 from devtools.demo.observe import Accounting, account, saves_by_pid
@@ -31,7 +31,7 @@ from rtool.core.errors import RtoolError
 SCENARIO: list[tuple[str, Callable[[Demo], None]]] = [
     ("time-limit", steps.time_limit),
     ("save-switch", steps.save_switch),
-    ("hang", steps.hang),
+    ("hang", hang_scene.hang),
     ("node-failure", steps.node_failure),
     ("kill-switch", steps.stop),
 ]

@@ -215,6 +215,12 @@ class Demo:
             seen.setdefault(s.pid, (s.pid, s.task, s.step))
         return list(seen.values())
 
+    def run_after(self, name: str, pid: int) -> tuple[int, str, int] | None:
+        """The run that trained after run `pid`, once there is one."""
+        pids = [r[0] for r in self.runs(name)]
+        after = pids.index(pid) + 1 if pid in pids else len(pids)
+        return self.runs(name)[after] if after < len(pids) else None
+
     def last_step(self, name: str, pid: int) -> int:
         return max((s.step for s in self.steps(name) if s.pid == pid), default=-1)
 

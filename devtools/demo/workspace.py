@@ -166,31 +166,7 @@ def config_text(ws: Workspace, t: Timing, smtp_port: int | None, slack: bool) ->
         "[state]",
         f"dir = {_s(ws.state)}",
         "",
-        "[notify]",
-        'repeat_interval = "0"',
-        "",
-        "[notify.log]",
-        f"path = {_s(ws.alerts_log)}",
-    ]
-    if smtp_port is not None:
-        lines += [
-            "",
-            "[notify.email]",
-            'host = "127.0.0.1"',
-            f"port = {smtp_port}",
-            "starttls = false",
-            'sender = "rtool-demo@localhost"',
-            'to = ["you@localhost"]',
-            'timeout = "5s"',
-        ]
-    if slack:
-        lines += [
-            "",
-            "[notify.slack]",
-            f"webhook_url_file = {_s(ws.slack_secret)}",
-            'timeout = "5s"',
-        ]
-    lines += [
+        *_channels(ws, smtp_port, slack),
         "",
         "[cron]",
         f"dir = {_s(ws.cron)}",
@@ -211,6 +187,26 @@ def config_text(ws: Workspace, t: Timing, smtp_port: int | None, slack: bool) ->
         "",
     ]
     return "\n".join(lines)
+
+
+def _channels(ws: Workspace, smtp_port: int | None, slack: bool) -> list[str]:
+    """The [notify] sections: the log channel, and the local servers' when they run."""
+    lines = ["[notify]", 'repeat_interval = "0"', "", "[notify.log]", f"path = {_s(ws.alerts_log)}"]
+    if smtp_port is not None:
+        lines += [
+            "",
+            "[notify.email]",
+            'host = "127.0.0.1"',
+            f"port = {smtp_port}",
+            "starttls = false",
+            'sender = "rtool-demo@localhost"',
+            'to = ["you@localhost"]',
+            'timeout = "5s"',
+        ]
+    if slack:
+        secret = f"webhook_url_file = {_s(ws.slack_secret)}"
+        lines += ["", "[notify.slack]", secret, 'timeout = "5s"']
+    return lines
 
 
 def wrapper_script() -> str:

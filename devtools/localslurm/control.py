@@ -261,7 +261,7 @@ def down(directory: Path = DEFAULT_DIR) -> None:
         stop_pid(read_pid(d / f"{daemon}.pid"), daemon, grace=15)
 
 
-def main(argv: list[str] | None = None) -> int:
+def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="local-slurm",
         description=__doc__,
@@ -292,6 +292,12 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="default scheduler intervals (as on real clusters) instead of the fast test settings",
     )
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m devtools.localslurm up|down|status` (scripts/local-slurm)."""
+    p = parser()
     args = p.parse_args(argv)
     if not 1 <= args.nodes <= MAX_NODES:
         p.error(f"--nodes must be between 1 and {MAX_NODES}")
