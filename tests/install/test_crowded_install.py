@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import shlex
 import subprocess
+import sys
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -84,6 +85,17 @@ def test_the_wheel_holds_no_tooling(crowded: Crowded) -> None:
     assert set(sources) == checkout  # rtool/'s modules, nothing else
     found = [(n, m) for n, text in sources.items() for m in TOOLING_MARKERS if m in text]
     assert found == []
+
+
+def test_the_development_install_does_not_expose_the_tooling(tmp_path: Path) -> None:
+    """This environment's `pip install -e .` maps rtool only: out of the checkout (and with
+    PYTHON* ignored) devtools is not importable."""
+    code = "import rtool, devtools"
+    res = subprocess.run(
+        [sys.executable, "-I", "-c", code], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert res.returncode == 1, res.stderr
+    assert res.stderr.splitlines()[-1] == "ModuleNotFoundError: No module named 'devtools'"
 
 
 def test_the_installed_cli_has_no_demo(user: Crowded) -> None:
