@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from rtool.testing import localslurm
+from devtools.localslurm import control
 
 
 @contextlib.contextmanager
@@ -20,12 +20,12 @@ def slurm_conf() -> Iterator[None]:
         yield
         return
     d = Path(tempfile.mkdtemp(prefix="rtool-bench-slurm-"))
-    cluster = localslurm.up(d)
+    cluster = control.up(d)
     os.environ["SLURM_CONF"] = str(cluster.conf)
     try:
         yield
     finally:
-        localslurm.down(d)
+        control.down(d)
         os.environ.pop("SLURM_CONF", None)
 
 

@@ -1,4 +1,4 @@
-"""Cold start of the local Slurm (rtool.testing.localslurm), against a baseline in the same run:
+"""Cold start of the local Slurm (devtools.localslurm.control), against a baseline in the same run:
 
 - baseline: one node, no accounting (`up --nodes 1 --no-accounting`: slurmctld + one slurmd);
 - multi: the test and demo cluster, 3 nodes `n1..n3` with accounting (MariaDB initialised in a
@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from rtool.testing import localslurm
+from devtools.localslurm import control
 
 
 def cold_start(nodes: int, accounting: bool) -> tuple[float, float | None]:
@@ -32,7 +32,7 @@ def cold_start(nodes: int, accounting: bool) -> tuple[float, float | None]:
     d = Path(tempfile.mkdtemp(prefix="rtool-bench-cluster-"))
     try:
         t = time.perf_counter()
-        cluster = localslurm.up(d, nodes=nodes, accounting=accounting)
+        cluster = control.up(d, nodes=nodes, accounting=accounting)
         start = time.perf_counter() - t
         cycle = None
         if nodes > 1:
@@ -42,7 +42,7 @@ def cold_start(nodes: int, accounting: bool) -> tuple[float, float | None]:
             cycle = time.perf_counter() - t
         return start, cycle
     finally:
-        localslurm.down(d)
+        control.down(d)
         shutil.rmtree(d, ignore_errors=True)
 
 

@@ -26,6 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from devtools.localslurm import control
 from rtool.app.plumbing.appconfig import load_config
 from rtool.core.proc import run
 from rtool.core.slurm import Slurm
@@ -33,7 +34,6 @@ from rtool.core.state import StateDir
 from rtool.cron import manage
 from rtool.cron.store import CronStore, chain_name, resolve_dir
 from rtool.cron.tick import TickEnv
-from rtool.testing import localslurm
 
 BASELINE = """#!/bin/bash
 date +%s.%N >> {out}
@@ -101,7 +101,7 @@ def main() -> int:
     if args.period != int(args.period):
         ap.error("--period must be whole seconds (sbatch --begin=now+N)")
     work = Path(tempfile.mkdtemp(prefix="rtool-bench-cron-"))
-    cluster = localslurm.up(work / "slurm")
+    cluster = control.up(work / "slurm")
     os.environ["SLURM_CONF"] = str(cluster.conf)
     try:
         store, slurm = start_rtool(work, args.period)
@@ -119,7 +119,7 @@ def main() -> int:
         slurm.scancel(name=chain_name(store.root))
         slurm.scancel(name="rtool-bench-naive")
     finally:
-        localslurm.down(cluster.dir)
+        control.down(cluster.dir)
     ticks = store.read_ticks()[: args.ticks]
     ours = [float(t["lateness"]) for t in ticks]
     starts = [float(x) for x in base_out.read_text().split()][: args.ticks]

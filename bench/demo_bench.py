@@ -24,10 +24,10 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._common import slurm_conf
-from rtool.app.demo.workspace import Timing
+from devtools.demo.workspace import Timing
 from rtool.core.slurm import Slurm
 
-ENTRY = "import sys; from rtool.app.cli import app; app(sys.argv[1:])"
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def bare_array(tasks: int) -> float:
@@ -47,7 +47,8 @@ def run_demo() -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="rtool-demo-bench-") as tmp:
         ws = Path(tmp) / "ws"
         res = subprocess.run(
-            [sys.executable, "-c", ENTRY, "demo", "--dir", str(ws)],
+            [sys.executable, "-m", "devtools.demo", "--dir", str(ws)],  # as scripts/demo
+            cwd=ROOT,
             capture_output=True,
             text=True,
             timeout=600,

@@ -55,8 +55,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.goodput_queue import QueueGate
 from bench.goodput_report import Outcome, Step, read_steps, report, report_target, restarts
+from devtools.localslurm import control
 from rtool.core.slurm import Slurm, expand_hostlist
-from rtool.testing import localslurm
 
 TOY = Path(__file__).resolve().parent / "goodput_toy.py"
 STEPS, STEP_S, EVERY = 3000, 0.1, 100
@@ -266,7 +266,7 @@ def main() -> int:
     # a SIGTERM (timeout, Ctrl-C from a wrapper) still stops the cluster: `finally` runs
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     base = Path(tempfile.mkdtemp(prefix="rtool-goodput-"))
-    cluster = localslurm.up(base / "slurm", nodes=3, accounting=True)
+    cluster = control.up(base / "slurm", nodes=3, accounting=True)
     os.environ["SLURM_CONF"] = str(cluster.conf)
     panels: list[tuple[float, dict[str, Outcome]]] = []
     try:
@@ -278,7 +278,7 @@ def main() -> int:
             report(runs)
             report_target(runs)
     finally:
-        localslurm.down(base / "slurm")
+        control.down(base / "slurm")
     if args.json:
         data = [{m: o.to_json() for m, o in runs.items()} for _, runs in panels]
         args.json.write_text(json.dumps(data))

@@ -5,7 +5,8 @@
 Measures, in the same run, on one pending job of yours:
   baseline  bare `scontrol hold ID` + `scontrol release ID` (no owner check)
   rtool     Slurm.hold + Slurm.release (each first asks `scontrol show job ID` whose job it is)
-and, when run as root, with `--their-jobs` pending jobs of a second user (rtool.testing.users):
+and, when run as root, with `--their-jobs` pending jobs of a second user
+(devtools.localslurm.users):
   squeue    Slurm.squeue for your name, every user's jobs (as before, parsed) vs `--user=<you>`
 Prints medians and ratios. Uses $SLURM_CONF when set, else starts a local Slurm (and stops it).
 """
@@ -21,9 +22,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench._common import median_seconds, slurm_conf  # noqa: E402
+from devtools.localslurm import users  # noqa: E402
 from rtool.core.proc import run  # noqa: E402
 from rtool.core.slurm import Slurm  # noqa: E402
-from rtool.testing import users  # noqa: E402
 
 NAME = "rtool-bench-owner"
 SLEEP = "#!/bin/bash\nsleep 600\n"

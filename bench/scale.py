@@ -2,7 +2,7 @@
 
     python bench/scale.py [--quick] [--repeat 5] [--png docs/scale.png]
 
-Starts real local Slurm clusters with accounting (rtool.testing.localslurm) of 16, 32 and 64
+Starts real local Slurm clusters with accounting (devtools.localslurm.control) of 16, 32 and 64
 nodes, in turn, and measures in the same run (medians of --repeat runs, whole processes):
   nodes     per cluster size, 20 watched names + 1,000 queued jobs: one in-process sweep of
             `watch job` for the 20 names with suspects known (nothing changed since the last
@@ -47,13 +47,13 @@ sys.path.insert(0, str(ROOT))
 from bench import _scale_lib as lib  # noqa: E402
 from bench._common import median_seconds  # noqa: E402
 from bench._scale_plot import Axis, draw  # noqa: E402
+from devtools.localslurm import control  # noqa: E402
 from rtool.core.selfcmd import rtool_argv  # noqa: E402
 from rtool.core.slurm import Slurm  # noqa: E402
 from rtool.core.slurm.cmd import SLURM_ENV  # noqa: E402
 from rtool.core.state import StateDir  # noqa: E402
 from rtool.nodes.config import NodesConfig  # noqa: E402
 from rtool.nodes.store import Evidence, EvidenceKind, SuspectStore  # noqa: E402
-from rtool.testing import localslurm  # noqa: E402
 from rtool.watchdogs.base import ProbeEnv  # noqa: E402
 from rtool.watchdogs.config import JobWatch  # noqa: E402
 from rtool.watchdogs.job import JobWatchdog  # noqa: E402
@@ -160,19 +160,19 @@ class Bench:
 
 
 @contextlib.contextmanager
-def cluster(nodes: int) -> Iterator[localslurm.Cluster]:
+def cluster(nodes: int) -> Iterator[control.Cluster]:
     directory = Path(tempfile.mkdtemp(prefix=f"rtool-bench-scale{nodes}-"))
     saved = dict(os.environ)
     t = time.perf_counter()
     try:
-        c = localslurm.up(directory, nodes=nodes, accounting=True)
+        c = control.up(directory, nodes=nodes, accounting=True)
         print(f"-- {nodes}-node cluster with accounting up in {time.perf_counter() - t:.1f} s")
         os.environ.update(c.env)
         yield c
     finally:
         os.environ.clear()
         os.environ.update(saved)
-        localslurm.down(directory)
+        control.down(directory)
         shutil.rmtree(directory, ignore_errors=True)  # its database and spool: ~300 MB
 
 

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
+from devtools.localslurm import control, releases, users
 from rtool.core.slurm import Slurm
-from rtool.testing import localslurm, releases, users
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -31,7 +31,7 @@ def pytest_configure(config: pytest.Config) -> None:
     try:
         release = releases.get()
         if not release.built:
-            from rtool.testing import slurmbuild
+            from devtools.localslurm import slurmbuild
 
             slurmbuild.build(release)
         release.check_trusted()
@@ -132,22 +132,22 @@ def tmpfs(tmp_path: Path) -> Iterator[Callable[..., Path]]:
 
 
 @pytest.fixture(scope="session")
-def slurm_cluster() -> Iterator[localslurm.Cluster]:
+def slurm_cluster() -> Iterator[control.Cluster]:
     """A real 3-node Slurm (n1..n3) with accounting for the whole session, in its own folder
     and ports (slurmdbd and MariaDB included: sacct answers)."""
     directory = Path(tempfile.mkdtemp(prefix="rtool-slurm-"))
     try:
-        cluster = localslurm.up(directory, nodes=3, accounting=True)
-    except localslurm.LocalSlurmError as exc:
+        cluster = control.up(directory, nodes=3, accounting=True)
+    except control.LocalSlurmError as exc:
         pytest.fail(f"local Slurm could not start: {exc}", pytrace=False)
     version = releases.version(cluster.env) or "no answer"
     if not version.startswith(f"{cluster.release.name}."):
-        localslurm.down(directory)
+        control.down(directory)
         pytest.fail(f"scontrol --version: {version}, not Slurm {cluster.release.name}")
     old = os.environ.get("SLURM_CONF")
     os.environ["SLURM_CONF"] = str(cluster.conf)
     yield cluster
-    localslurm.down(directory)
+    control.down(directory)
     if old is None:
         os.environ.pop("SLURM_CONF", None)
     else:
@@ -155,25 +155,25 @@ def slurm_cluster() -> Iterator[localslurm.Cluster]:
 
 
 @pytest.fixture(scope="session")
-def preempt_cluster() -> Iterator[localslurm.Cluster]:
+def preempt_cluster() -> Iterator[control.Cluster]:
     """A second 3-node cluster with the preemptible partitions `low`, `low0` and `high`
     (docs/local-slurm.md), started when a preemption test first asks for it. Apart from the
     session's: with preemption on, Slurm lets no two jobs share a core."""
-    from rtool.testing.slurmconf import PREEMPTION
+    from devtools.localslurm.slurmconf import PREEMPTION
 
     directory = Path(tempfile.mkdtemp(prefix="rtool-slurm-preempt-"))
     try:
-        cluster = localslurm.up(directory, nodes=3, accounting=True, extra=PREEMPTION)
-    except localslurm.LocalSlurmError as exc:
+        cluster = control.up(directory, nodes=3, accounting=True, extra=PREEMPTION)
+    except control.LocalSlurmError as exc:
         pytest.fail(f"local Slurm (preemptible) could not start: {exc}", pytrace=False)
     yield cluster
-    localslurm.down(directory)
+    control.down(directory)
 
 
 @pytest.fixture
 def preemptible(
-    preempt_cluster: localslurm.Cluster, monkeypatch: pytest.MonkeyPatch
-) -> localslurm.Cluster:
+    preempt_cluster: control.Cluster, monkeypatch: pytest.MonkeyPatch
+) -> control.Cluster:
     """The preemptible cluster, for this test's Slurm commands (SLURM_CONF)."""
     monkeypatch.setenv("SLURM_CONF", str(preempt_cluster.conf))
     return preempt_cluster
@@ -190,7 +190,7 @@ def peer() -> users.LocalUser:
 
 
 @pytest.fixture(scope="session")
-def peer_cluster(slurm_cluster: localslurm.Cluster, peer: users.LocalUser) -> users.LocalUser:
+def peer_cluster(slurm_cluster: control.Cluster, peer: users.LocalUser) -> users.LocalUser:
     """The second user, able to use the session's cluster (its folder opened for traversal so
     that their commands read slurm.conf; slurmdbd.conf and the database stay 0600/0700)."""
     mode = slurm_cluster.dir.stat().st_mode & 0o7777
@@ -199,7 +199,7 @@ def peer_cluster(slurm_cluster: localslurm.Cluster, peer: users.LocalUser) -> us
 
 
 @pytest.fixture
-def slurm(slurm_cluster: localslurm.Cluster) -> Iterator[Slurm]:
+def slurm(slurm_cluster: control.Cluster) -> Iterator[Slurm]:
     """rtool's Slurm layer on the local cluster; jobs named by `job_name` are cancelled after."""
     s = Slurm(timeout=30)
     yield s

@@ -31,18 +31,18 @@ RANKS = {
     "rtool.cron": 2,
     "rtool.drill": 2,
     "rtool.watchdogs": 3,
-    "rtool.testing": 4,
     "rtool.app": 5,
     "rtool.__main__": 6,
     "rtool.cli": 6,  # rtool 0.1's entry point, kept for its cron ticks (docs/upgrading.md)
 }
 #: rtool.shim runs inside the training: of rtool it may use only rtool.core.
 SHIM_MAY_IMPORT = {"rtool", "rtool.core", "rtool.shim"}
-#: rtool.testing (the local Slurm, fake servers) stands on its own: tests and the demo use it.
-TESTING_MAY_IMPORT = {"rtool", "rtool.core", "rtool.testing"}
+#: The repository's tooling (local Slurm, fake servers, the demo): not installed, so nothing
+#: under rtool/ may import it; it may import rtool.
+TOOLING = "devtools"
 MAX_MODULE, MAX_CLASS, MAX_FUNCTION = 400, 250, 60
 #: Trees whose sizes are checked (tests and benchmarks too).
-SIZED = (*PACKAGES, "tests", "bench")
+SIZED = (*PACKAGES, TOOLING, "tests", "bench")
 
 
 def unit(module: str) -> str:
@@ -121,13 +121,38 @@ def test_shim_imports_only_core() -> None:
     assert not bad, "\n".join(bad)
 
 
-def test_testing_imports_only_core() -> None:
+def tooling_uses(path: Path) -> Iterator[int]:
+    """Lines where `path` imports the tooling, or names a module of it in a string (as lazy
+    registries do), inside functions and under TYPE_CHECKING included."""
+    for node in ast.walk(parsed(path)[0]):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            names = [node.module or ""] if not node.level else []
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            names = [node.value] if node.value.startswith(f"{TOOLING}.") else []
+        else:
+            continue
+        if any(n.split(".")[0] == TOOLING for n in names):
+            yield node.lineno
+
+
+def test_rtool_never_imports_the_tooling() -> None:
     bad = [
-        where
-        for src, dst, where in edges()
-        if src == "rtool.testing" and dst not in TESTING_MAY_IMPORT
+        f"{path.relative_to(ROOT)}:{line}"
+        for root in PACKAGES
+        for _, path in modules(root)
+        for line in tooling_uses(path)
     ]
-    assert not bad, "\n".join(bad)
+    assert not bad, f"the installed package uses {TOOLING}/ (not installed):\n" + "\n".join(bad)
+
+
+def test_the_checker_sees_the_tooling(tmp_path: Path) -> None:
+    (tmp_path / "m.py").write_text(
+        "import os\ndef f():\n    from devtools.localslurm import control\n"
+        'LAZY = "devtools.demo.run"\nimport devtools\nfrom rtool.devtools import x\n'
+    )
+    assert sorted(tooling_uses(tmp_path / "m.py")) == [3, 4, 5]
 
 
 def test_every_folder_is_a_unit_with_a_rank() -> None:

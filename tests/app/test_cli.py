@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-GROUPS = ["watch", "cron", "submit", "stop", "save", "notify", "config", "status", "demo"]
+GROUPS = ["watch", "cron", "submit", "stop", "save", "notify", "config", "status"]
 
 
 def test_help_lists_every_command_group(cli) -> None:

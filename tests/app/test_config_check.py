@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from rtool.testing.servers import SlackLikeServer, SmtpServer
+from devtools.servers import SlackLikeServer, SmtpServer
 
 #: A uid that is neither the test's user nor root.
 OTHER_UID = 54321

@@ -8,9 +8,9 @@ import time
 
 import pytest
 
+from devtools.localslurm import releases
 from rtool.core.slurm import Slurm, SlurmError, expand_hostlist
 from rtool.shim import slurm as shim_slurm
-from rtool.testing import releases
 from tests.helpers import wait_for
 
 pytestmark = pytest.mark.slurm

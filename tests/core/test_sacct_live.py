@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from devtools.localslurm import control
 from rtool.core.slurm import AccountingDisabled, Slurm, SlurmError
-from rtool.testing import localslurm
 
 
 def _conf_without_accounting(tmp_path: Path) -> Path:
@@ -21,7 +21,7 @@ def _conf_without_accounting(tmp_path: Path) -> Path:
 
 
 def test_disabled_accounting_is_its_own_error(
-    slurm_cluster: localslurm.Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    slurm_cluster: control.Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("SLURM_CONF", str(_conf_without_accounting(tmp_path)))
     s = Slurm(timeout=20)

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from devtools.localslurm import control
 from rtool.core.slurm import Slurm, parse_sacct
 from rtool.cron.outcomes import NO_ACCOUNTING, from_sacct, resolve
-from rtool.testing import localslurm
 
 SACCT = """\
 30|30|COMPLETED|0:0|n1|2026-11-23T14:00:00|2026-11-23T14:00:01|2026-11-23T14:00:02|1|debug|ok
@@ -39,7 +39,7 @@ def test_from_sacct_states_exit_codes_and_arrays() -> None:
     assert from_sacct("35", recs[4:]) is None and from_sacct("36", []) is None
 
 
-def _finished(slurm: Slurm, cluster: localslurm.Cluster, name: str, body: str) -> str:
+def _finished(slurm: Slurm, cluster: control.Cluster, name: str, body: str) -> str:
     job = slurm.sbatch(["-J", name, "-o", "/dev/null"], script=f"#!/bin/bash\n{body}\n").job_id
     cluster.wait_job_state(job, ["COMPLETED", "FAILED"], timeout=60)
     return job
@@ -47,7 +47,7 @@ def _finished(slurm: Slurm, cluster: localslurm.Cluster, name: str, body: str) -
 
 @pytest.mark.slurm
 def test_outcomes_come_from_sacct_with_accounting_and_scontrol_without(
-    slurm_cluster: localslurm.Cluster,
+    slurm_cluster: control.Cluster,
     slurm: Slurm,
     job_name: str,
     tmp_path: Path,

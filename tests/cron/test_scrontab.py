@@ -3,7 +3,7 @@ module's own with `ScronParameters=enable` (the entry is stored and scheduled by
 a tick really runs from it), and the session's cluster, where scrontab is disabled.
 
 On 24.11 the release's own `scrontab` command runs; on 22.05 (Debian ships none) the client
-rtool/testing/scrontab_client.c, built with gcc."""
+devtools/localslurm/scrontab_client.c, built with gcc."""
 
 from __future__ import annotations
 
@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from devtools.localslurm import control, releases
+from devtools.localslurm.scrontab import ScrontabBuildError, command
 from rtool.core.errors import UsageError
 from rtool.core.slurm import Slurm
 from rtool.core.state import StateDir
@@ -22,8 +24,6 @@ from rtool.cron import scron
 from rtool.cron.chain import active_jobs
 from rtool.cron.config import CronConfig
 from rtool.cron.store import CronStore, chain_key, chain_name
-from rtool.testing import localslurm, releases
-from rtool.testing.scrontab import ScrontabBuildError, command
 from tests.helpers import wait_for
 
 
@@ -39,17 +39,15 @@ def scrontab_bin(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def scron_cluster() -> Iterator[localslurm.Cluster]:
+def scron_cluster() -> Iterator[control.Cluster]:
     """A one-node cluster (no accounting) whose admin enabled scrontab."""
     directory = Path(tempfile.mkdtemp(prefix="rtool-scron-"))
     try:
-        cluster = localslurm.up(
-            directory, nodes=1, accounting=False, extra=["ScronParameters=enable"]
-        )
-    except localslurm.LocalSlurmError as exc:
+        cluster = control.up(directory, nodes=1, accounting=False, extra=["ScronParameters=enable"])
+    except control.LocalSlurmError as exc:
         pytest.fail(f"local Slurm with scrontab could not start: {exc}", pytrace=False)
     yield cluster
-    localslurm.down(directory)
+    control.down(directory)
 
 
 @pytest.fixture

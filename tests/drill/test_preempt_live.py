@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from rtool.app.demo.observe import parse_steps
+from devtools.demo.observe import parse_steps
 from rtool.core.slurm import Slurm
 
 TOY = Path(__file__).resolve().parents[2] / "examples" / "train_toy.py"

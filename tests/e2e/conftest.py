@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from rtool.app.demo.observe import OutputInfo, StepLine, parse_output, parse_steps
+from devtools.demo.observe import OutputInfo, StepLine, parse_output, parse_steps
 from tests.servers.fixtures import slack_server, smtp_server
 
 __all__ = ["slack_server", "smtp_server"]

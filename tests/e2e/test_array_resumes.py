@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from rtool.app.demo.observe import account, saves_by_pid
+from devtools.demo.observe import account, saves_by_pid
 from rtool.core.slurm import Slurm
 from tests.e2e.conftest import TOY, RtoolRun, outputs_of, steps_of
 from tests.helpers import wait_for

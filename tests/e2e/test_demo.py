@@ -1,7 +1,8 @@
-"""`rtool demo --with-servers` on the real local Slurm: every scenario step, exact step
-accounting, alerts delivered once each (plus a resolved notice) to real SMTP and Slack-like
-servers, on the 3-node cluster (a node fails under the training). One run of the demo (~90 s)
-carries most of the end-to-end assertions."""
+"""The demo with --with-servers, run as scripts/demo's last line runs it (`python -m
+devtools.demo`), on the real local Slurm: every scenario step, exact step accounting, alerts
+delivered once each (plus a resolved notice) to real SMTP and Slack-like servers, on the 3-node
+cluster (a node fails under the training). One run of the demo (~90 s) carries most of the
+end-to-end assertions."""
 
 from __future__ import annotations
 
@@ -13,18 +14,19 @@ from typing import Any
 
 import pytest
 
-from rtool.app.demo.workspace import Timing
-from rtool.testing import localslurm
-from tests.e2e.conftest import ENTRY
+from devtools.demo.workspace import Timing
+from devtools.localslurm import control
+from tests.e2e.conftest import ROOT
 
 
 @pytest.fixture(scope="module")
-def demo(slurm_cluster: localslurm.Cluster, tmp_path_factory: pytest.TempPathFactory) -> Any:
+def demo(slurm_cluster: control.Cluster, tmp_path_factory: pytest.TempPathFactory) -> Any:
     root = tmp_path_factory.mktemp("demo") / "ws"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RTOOL_", "TOY_"))}
     env["SLURM_CONF"] = str(slurm_cluster.conf)
     res = subprocess.run(
-        [sys.executable, "-c", ENTRY, "demo", "--with-servers", "--dir", str(root)],
+        [sys.executable, "-m", "devtools.demo", "--with-servers", "--dir", str(root)],
+        cwd=ROOT,
         env=env,
         capture_output=True,
         text=True,

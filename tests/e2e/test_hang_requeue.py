@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from rtool.app.demo.observe import account, saves_by_pid
+from devtools.demo.observe import account, saves_by_pid
+from devtools.servers import SlackLikeServer, SmtpServer
 from rtool.core.slurm import Slurm
-from rtool.testing.servers import SlackLikeServer, SmtpServer
 from tests.e2e.conftest import TOY, RtoolRun, outputs_of, steps_of
 from tests.helpers import wait_for
 

@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pytest
 
+from devtools.localslurm import control
 from rtool.core.slurm import Slurm, expand_hostlist
 from rtool.runs.inplace import read_restarts
-from rtool.testing import localslurm
 from tests.e2e.conftest import RtoolRun
 from tests.helpers import wait_for
 from tests.shim.test_slurm import _active
@@ -74,7 +74,7 @@ def read(path: Path) -> list[Line]:
 
 
 @pytest.fixture
-def victim_back(slurm_cluster: localslurm.Cluster) -> Iterator[list[str]]:
+def victim_back(slurm_cluster: control.Cluster) -> Iterator[list[str]]:
     failed: list[str] = []
     yield failed
     for name in failed:
@@ -171,7 +171,7 @@ def test_two_node_ddp_survives_time_limits_and_a_node_failure(
     tmp_path: Path,
     rtool: RtoolRun,
     slurm: Slurm,
-    slurm_cluster: localslurm.Cluster,
+    slurm_cluster: control.Cluster,
     job_name: str,
     victim_back: list[str],
 ) -> None:

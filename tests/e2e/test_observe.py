@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from rtool.app.demo.observe import account, compress, parse_output, parse_steps, saves_by_pid
-from rtool.app.demo.servers import log_title
-from rtool.app.demo.workspace import Timing, Workspace, config_text, hourly_script
+import pytest
+
+from devtools.demo.inbox import log_title
+from devtools.demo.observe import account, compress, parse_output, parse_steps, saves_by_pid
+from devtools.demo.run import main as demo_main
+from devtools.demo.workspace import Timing, Workspace, config_text, hourly_script
 from rtool.app.plumbing.appconfig import load_config_text
+from tests.e2e.conftest import ROOT
 
 
 def _steps(*runs: tuple[int, range]) -> str:
@@ -94,15 +100,29 @@ def test_config_is_valid_and_quotes_paths() -> None:
     assert "'/tmp/odd \"dir\" $(x)/bin/rtool'" in hourly_script(ws)
 
 
-def test_demo_refuses_a_folder_that_is_not_empty(tmp_path: Path, cli: Callable[..., Any]) -> None:
+def test_demo_refuses_a_folder_that_is_not_empty(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     (tmp_path / "old").write_text("x")
-    res = cli("demo", "--dir", str(tmp_path))
-    assert res.code == 2
-    assert res.err.strip().splitlines() == [
-        f"rtool: --dir {tmp_path}: not an empty folder; give a new one"
+    assert demo_main(["--dir", str(tmp_path)]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        f"demo: --dir {tmp_path}: not an empty folder; give a new one"
     ]
 
 
-def test_demo_help_has_an_example(cli: Callable[..., Any]) -> None:
-    res = cli("demo", "--help")
-    assert res.code == 0 and "Example: rtool demo --with-servers" in res.out
+def test_demo_starts_from_the_checkout_not_from_rtool(cli: Callable[..., Any]) -> None:
+    """scripts/demo's last line, `python -m devtools.demo`, with its options and an example;
+    the installed CLI has no demo command."""
+    res = subprocess.run(
+        [sys.executable, "-m", "devtools.demo", "--help"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.startswith("usage: scripts/demo [-h] [--dir DIR] [--with-servers] [--keep]")
+    assert "Example: scripts/demo --with-servers --dir /tmp/rtool-demo" in res.stdout
+    assert 'exec python -m devtools.demo "$@"' in (ROOT / "scripts" / "demo").read_text()
+    assert cli("demo", "--help").code == 2  # no such command

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from devtools.localslurm import control
 from rtool.core.slurm import Slurm
-from rtool.testing import localslurm
 from tests.e2e.conftest import TOY, RtoolRun, steps_of
 from tests.helpers import wait_for
 from tests.shim.test_slurm import _active
@@ -30,7 +30,7 @@ PER_ATTEMPT = 30
 
 
 @pytest.fixture
-def slurm_cluster(preemptible: localslurm.Cluster) -> localslurm.Cluster:
+def slurm_cluster(preemptible: control.Cluster) -> control.Cluster:
     """This module's tests run on the preemptible cluster (tests/conftest.py: preempt_cluster)."""
     return preemptible
 
@@ -51,7 +51,7 @@ def _output(tmp: Path) -> str:
     return "".join(p.read_text(errors="replace") for p in sorted((tmp / "job").glob("*.out")))
 
 
-def _preempt(cluster: localslurm.Cluster, name: str) -> None:
+def _preempt(cluster: control.Cluster, name: str) -> None:
     """A `high` job that needs every node, exclusively: it preempts the `low` jobs on them."""
     argv = ["sbatch", "--parsable", "-p", "high", "-N3", "--exclusive", "-J", name]
     argv += ["-o", "/dev/null", "--wrap", "sleep 2"]
@@ -74,7 +74,7 @@ def test_a_preempted_run_saves_is_requeued_and_resumes_with_no_step_lost(
     tmp_path: Path,
     rtool: RtoolRun,
     slurm: Slurm,
-    slurm_cluster: localslurm.Cluster,
+    slurm_cluster: control.Cluster,
     job_name: str,
 ) -> None:
     partition, save_s, preemptions, extra = CASES[case]
@@ -134,7 +134,7 @@ DDP_STEPS = 120
 
 @pytest.mark.timeout(420)
 def test_a_preempted_two_node_launch_stops_both_ranks_and_resumes(
-    tmp_path: Path, rtool: RtoolRun, slurm: Slurm, slurm_cluster: localslurm.Cluster, job_name: str
+    tmp_path: Path, rtool: RtoolRun, slurm: Slurm, slurm_cluster: control.Cluster, job_name: str
 ) -> None:
     """A 2-node DDP launch (torchrun, gloo, one rank per node) on `low` with `--requeue`: both
     ranks get Slurm's SIGTERM, save the same step, the job is requeued and both resume."""

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from devtools.localslurm import control
 from rtool.core.slurm import Slurm, expand_hostlist
 from rtool.runs.inplace import read_restarts
-from rtool.testing import localslurm
 from tests.e2e.conftest import RtoolRun
 from tests.e2e.test_multinode import DDP, LINE, _free_port, _launches, victim_back
 from tests.helpers import wait_for
@@ -51,7 +51,7 @@ def test_a_failed_node_is_replaced_by_the_spare_without_the_queue(
     tmp_path: Path,
     rtool: RtoolRun,
     slurm: Slurm,
-    slurm_cluster: localslurm.Cluster,
+    slurm_cluster: control.Cluster,
     job_name: str,
     victim_back: list[str],
 ) -> None:

@@ -14,13 +14,13 @@ from typing import Any
 
 import pytest
 
+from devtools.servers import SlackLikeServer
 from rtool.core import proc
 from rtool.core.alert import Alert, Status
 from rtool.core.safeio import UnsafeFileError, read_bounded, read_json_file
 from rtool.core.state import StateDir
 from rtool.notify import flush, process
 from rtool.notify.outbox import Outbox
-from rtool.testing.servers import SlackLikeServer
 from rtool.watchdogs.history import slug
 from tests.hardening.conftest import no_traceback
 from tests.notify.conftest import config as notify_config

@@ -18,12 +18,12 @@ from pathlib import Path
 
 import pytest
 
+from devtools.localslurm.users import LocalUser, shared_folder
 from rtool.core.slurm import Slurm
 from rtool.core.state import StateDir
 from rtool.cron import scron
 from rtool.nodes.preflight import dirs
 from rtool.shim import Guard
-from rtool.testing.users import LocalUser, shared_folder
 from tests.conftest import CliResult
 from tests.helpers import wait_for
 from tests.nodes.test_preflight import fake_smi

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from devtools.localslurm.control import Cluster
+from devtools.localslurm.users import LocalUser
 from rtool.core.slurm import ForeignJob, Slurm
-from rtool.testing.localslurm import Cluster
-from rtool.testing.users import LocalUser
 from tests.conftest import CliResult
 from tests.helpers import wait_for
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from rtool.testing.users import LocalUser
+from devtools.localslurm.users import LocalUser
 
 
 @pytest.fixture

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from devtools.localslurm.users import LocalUser, shared_folder
 from rtool.core import fdwalk
 from rtool.core.safeio import UnsafeFileError
-from rtool.testing.users import LocalUser, shared_folder
 from tests.watchdogs.ckptfiles import folder_ckpt
 
 

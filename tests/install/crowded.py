@@ -140,8 +140,11 @@ def make(base: Path) -> Crowded:
     for w in (standin, wheel):  # the other package first: rtool must not overwrite it
         pip("--python", py, "install", "--no-deps", "--no-index", "-q", w)
     crowded = Crowded(venv, base / "work", wheel)
-    deps = {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
-    (crowded.site / "zz_rtool_test_deps.pth").write_text("".join(f"{d}\n" for d in sorted(deps)))
+    # this environment's site-packages, and those it reaches through a .pth of its own (a venv
+    # layered on another one), in its order
+    paths = [sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"], *sys.path]
+    deps = dict.fromkeys(p for p in paths if p.endswith("site-packages"))
+    (crowded.site / "zz_rtool_test_deps.pth").write_text("".join(f"{d}\n" for d in deps))
     crowded.work.mkdir()
     for name in SHADOWS:
         (crowded.work / f"{name}.py").write_text(MARKER)

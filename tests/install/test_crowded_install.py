@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 import shlex
 import subprocess
+import sys
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,7 +22,7 @@ from rtool.core.slurm import Slurm
 from rtool.core.state import StateDir
 from rtool.cron.store import CronStore
 from tests.helpers import wait_for
-from tests.install.crowded import Crowded, make
+from tests.install.crowded import ROOT, Crowded, make
 
 
 @pytest.fixture(scope="module")
@@ -65,6 +67,45 @@ def test_the_wheel_owns_only_rtool_and_carries_its_templates(user: Crowded) -> N
         "import notify.config as c, notify; print(notify.OWNER, c.SETTING)",
     )
     assert ok(other).split() == ["standin", "42"]
+
+
+#: The tooling (devtools/: local Slurm harness, fake servers, the demo) never ships: neither
+#: under its own name nor where it lived before (rtool/testing, rtool/app/demo, rtool demo).
+TOOLING_PATHS = ("devtools/", "rtool/testing/", "rtool/app/demo/", "rtool/app/commands/demo_cmd")
+#: A name each part of the tooling defines, and no installed module does.
+TOOLING_MARKERS = ("class SlackLikeServer", "def fail_node", "scrontab_client", "def run_demo")
+
+
+def test_the_wheel_holds_no_tooling(crowded: Crowded) -> None:
+    with zipfile.ZipFile(crowded.wheel) as wheel:
+        names = wheel.namelist()
+        sources = {n: wheel.read(n).decode() for n in names if n.endswith(".py")}
+    assert [n for n in names if n.startswith(TOOLING_PATHS) or n.endswith(".c")] == []
+    checkout = {p.relative_to(ROOT).as_posix() for p in (ROOT / "rtool").rglob("*.py")}
+    assert set(sources) == checkout  # rtool/'s modules, nothing else
+    found = [(n, m) for n, text in sources.items() for m in TOOLING_MARKERS if m in text]
+    assert found == []
+
+
+def test_the_development_install_does_not_expose_the_tooling(tmp_path: Path) -> None:
+    """This environment's `pip install -e .` maps rtool only: out of the checkout (and with
+    PYTHON* ignored) devtools is not importable."""
+    code = "import rtool, devtools"
+    res = subprocess.run(
+        [sys.executable, "-I", "-c", code], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert res.returncode == 1, res.stderr
+    assert res.stderr.splitlines()[-1] == "ModuleNotFoundError: No module named 'devtools'"
+
+
+def test_the_installed_cli_has_no_demo(user: Crowded) -> None:
+    commands = ok(user.run("rtool", "--help")).split("Commands", 1)[1]
+    listed = re.findall(r"^│ (\w+) ", commands, re.MULTILINE)
+    assert "submit" in listed and "demo" not in listed, commands
+    res = user.run("rtool", "demo")
+    assert res.returncode == 2 and res.stderr.strip() == (
+        "rtool: No such command 'demo'. (see 'rtool --help')"
+    ), res.stderr
 
 
 def test_version_and_watch_disk_in_the_crowded_folder(user: Crowded) -> None:

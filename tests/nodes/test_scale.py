@@ -20,11 +20,11 @@ from typing import Any
 
 import pytest
 
+from devtools.localslurm import control
 from rtool.core.slurm import Slurm, expand_hostlist
 from rtool.core.state import StateDir, default_state_dir
 from rtool.nodes.config import NodesConfig
 from rtool.nodes.store import Evidence, EvidenceKind, SuspectStore
-from rtool.testing import localslurm
 from rtool.watchdogs.base import ProbeEnv
 from rtool.watchdogs.config import JobWatch
 from rtool.watchdogs.job import JobWatchdog
@@ -35,19 +35,19 @@ NODES = 64
 
 
 @pytest.fixture(scope="module")
-def big() -> Iterator[localslurm.Cluster]:
+def big() -> Iterator[control.Cluster]:
     """64 slurmd on this host (about 350 MiB), slurmctld, slurmdbd and MariaDB."""
     directory = Path(tempfile.mkdtemp(prefix="rtool-slurm64-"))
     try:
-        cluster = localslurm.up(directory, nodes=NODES, accounting=True)
-    except localslurm.LocalSlurmError as exc:
+        cluster = control.up(directory, nodes=NODES, accounting=True)
+    except control.LocalSlurmError as exc:
         pytest.fail(f"the 64-node local Slurm could not start: {exc}", pytrace=False)
     yield cluster
-    localslurm.down(directory)
+    control.down(directory)
 
 
 @pytest.fixture
-def on_big(big: localslurm.Cluster, monkeypatch: pytest.MonkeyPatch) -> localslurm.Cluster:
+def on_big(big: control.Cluster, monkeypatch: pytest.MonkeyPatch) -> control.Cluster:
     monkeypatch.setenv("SLURM_CONF", str(big.conf))
     return big
 

@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
+from devtools.servers import SlackLikeServer, SmtpServer
 from rtool.core.alert import Alert, Status
 from rtool.core.state import StateDir
 from rtool.notify.config import NotifyConfig
-from rtool.testing.servers import SlackLikeServer, SmtpServer
 from tests.servers.fixtures import down_port, slack_server, smtp_server
 
 __all__ = ["down_port", "slack_server", "smtp_server"]

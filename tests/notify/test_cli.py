@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from devtools.servers import SlackLikeServer, SmtpServer
 from rtool.app.plumbing.appconfig import load_config
 from rtool.core.alert import Status
 from rtool.core.state import StateDir
 from rtool.notify import process
-from rtool.testing.servers import SlackLikeServer, SmtpServer
 from tests.notify.conftest import alert
 
 SMTP_PW = "pw-SECRET-smtp-31337"

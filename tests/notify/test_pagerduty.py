@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from devtools.servers import PagerDutyLikeServer, SlackLikeServer
 from rtool.core.alert import Status
 from rtool.core.state import StateDir
 from rtool.notify import flush, process
@@ -16,7 +17,6 @@ from rtool.notify.channels import DeliveryError, Envelope
 from rtool.notify.channels.pagerduty import PagerDutyChannel, PagerDutyConfig
 from rtool.notify.model import Notification
 from rtool.notify.outbox import Outbox
-from rtool.testing.servers import PagerDutyLikeServer, SlackLikeServer
 from tests.notify.conftest import T0, alert, config, webhook_slack_cfg
 
 KEY = "R0UT1NGKEYsecret0000000000000PD1"

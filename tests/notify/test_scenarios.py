@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
+from devtools.servers import SlackLikeServer, SmtpServer
 from rtool.core.alert import Status
 from rtool.core.state import StateDir
 from rtool.notify import flush, process
 from rtool.notify.outbox import Outbox
-from rtool.testing.servers import SlackLikeServer, SmtpServer
 from tests.helpers import wait_for
 from tests.notify.conftest import (
     T0,

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
+from devtools.servers import SlackLikeServer
 from rtool.core.alert import Status
 from rtool.core.state import StateDir
 from rtool.notify import flush, process
 from rtool.notify.channels.webhook import SCHEMA
 from rtool.notify.outbox import Outbox
-from rtool.testing.servers import SlackLikeServer
 from tests.notify.conftest import T0, alert, config
 
 

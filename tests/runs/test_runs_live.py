@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from devtools.localslurm import control
 from rtool.core.slurm import Slurm
-from rtool.testing import localslurm
 from tests.conftest import CliResult
 from tests.helpers import wait_for
 
@@ -69,7 +69,7 @@ def _submit(cli: Cli, script: Path, name: str, array: str, hb: Path, *more: str)
 def test_crash_loop_held_after_two_attempts_with_its_signature(
     cli: Cli,
     slurm: Slurm,
-    slurm_cluster: localslurm.Cluster,
+    slurm_cluster: control.Cluster,
     job_name: str,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
@@ -175,7 +175,7 @@ def test_exhausted_without_finished_then_a_finished_run(
 
 
 @pytest.fixture
-def node_back(slurm_cluster: localslurm.Cluster) -> Iterator[list[str]]:
+def node_back(slurm_cluster: control.Cluster) -> Iterator[list[str]]:
     """Nodes a test failed: brought back afterwards, whatever happened."""
     touched: list[str] = []
     yield touched
@@ -188,7 +188,7 @@ def node_back(slurm_cluster: localslurm.Cluster) -> Iterator[list[str]]:
 def test_node_failure_attempt_shows_the_node(
     cli: Cli,
     slurm: Slurm,
-    slurm_cluster: localslurm.Cluster,
+    slurm_cluster: control.Cluster,
     job_name: str,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from rtool.testing.servers import SlackLikeServer, SmtpServer, free_port
+from devtools.servers import SlackLikeServer, SmtpServer, free_port
 
 
 @pytest.fixture

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from devtools.localslurm import control
 from rtool.core.slurm import Slurm
-from rtool.testing import localslurm
 from tests.helpers import wait_for
 from tests.shim.test_provenance import _fake_package
 from tests.shim.test_resume_slurm import TOY, Cli, node_back  # noqa: F401  (a fixture)
@@ -28,7 +28,7 @@ def _heartbeat(hb: Path) -> dict:  # type: ignore[type-arg]
 def test_history_flags_an_upgraded_package_and_an_edited_config(
     cli: Cli,
     slurm: Slurm,
-    slurm_cluster: localslurm.Cluster,
+    slurm_cluster: control.Cluster,
     job_name: str,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,

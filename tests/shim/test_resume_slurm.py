@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from devtools.localslurm import control
 from rtool.core.slurm import Slurm
-from rtool.testing import localslurm
 from tests.conftest import CliResult
 from tests.helpers import wait_for
 
@@ -22,7 +22,7 @@ Cli = Callable[..., CliResult]
 
 
 @pytest.fixture
-def node_back(slurm_cluster: localslurm.Cluster) -> Iterator[list[str]]:
+def node_back(slurm_cluster: control.Cluster) -> Iterator[list[str]]:
     """Nodes a test failed: brought back afterwards, whatever happened."""
     touched: list[str] = []
     yield touched
@@ -52,7 +52,7 @@ def _submit(cli: Cli, name: str, hb: Path, toy: str) -> None:
 def test_a_node_killed_in_a_save_resumes_from_the_checkpoint_before(
     cli: Cli,
     slurm: Slurm,
-    slurm_cluster: localslurm.Cluster,
+    slurm_cluster: control.Cluster,
     job_name: str,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,

@@ -10,16 +10,16 @@ from pathlib import Path
 
 import pytest
 
+from devtools.localslurm import control
 from rtool.app.commands.submit_preempt import save_vs_grace
 from rtool.core.slurm.partition import Partition
-from rtool.testing import localslurm
 from tests.conftest import CliResult
 
 Cli = Callable[..., CliResult]
 
 
 @pytest.fixture
-def slurm_cluster(preemptible: localslurm.Cluster) -> localslurm.Cluster:
+def slurm_cluster(preemptible: control.Cluster) -> control.Cluster:
     """This module's tests run on the preemptible cluster (tests/conftest.py: preempt_cluster)."""
     return preemptible
 

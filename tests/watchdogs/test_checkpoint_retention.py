@@ -8,7 +8,7 @@ import json
 import os
 from pathlib import Path
 
-from rtool.testing.users import LocalUser
+from devtools.localslurm.users import LocalUser
 from rtool.watchdogs.base import Action, ActionKind
 from tests.watchdogs.ckptfiles import file_ckpt, folder_ckpt
 

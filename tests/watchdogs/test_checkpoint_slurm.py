@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from devtools.localslurm import control
 from rtool.core.slurm import Slurm
-from rtool.testing import localslurm
 from tests.conftest import CliResult
 from tests.helpers import wait_for
 from tests.watchdogs.ckptfiles import WRITER
@@ -53,7 +53,7 @@ def _submit(cli: Cli, name: str, hb: Path, mp: pytest.MonkeyPatch, **env: str) -
 def test_three_broken_writers_on_the_cluster(
     cli: Cli,
     slurm: Slurm,
-    slurm_cluster: localslurm.Cluster,
+    slurm_cluster: control.Cluster,
     job_name: str,
     tmpfs: Callable[..., Path],
     tmp_path: Path,

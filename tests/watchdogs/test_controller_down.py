@@ -13,13 +13,13 @@ from typing import Any
 
 import pytest
 
+from devtools.localslurm import control
 from rtool.core.slurm import Slurm
-from rtool.testing import localslurm
 
 
 @pytest.mark.slurm
 def test_slurmctld_down_is_unknown_never_missing_then_ok(
-    slurm_cluster: localslurm.Cluster,
+    slurm_cluster: control.Cluster,
     slurm: Slurm,
     job_name: str,
     cli: Callable[..., Any],

@@ -17,13 +17,13 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from devtools.servers import free_port
 from rtool.core.alert import Status
 from rtool.core.heartbeat import Heartbeat, RunState
 from rtool.core.state import StateDir
 from rtool.cron.store import CronStore
 from rtool.runs.model import Attempt, Ledger
 from rtool.runs.store import save as save_ledger
-from rtool.testing.servers import free_port
 from rtool.watchdogs import prometheus
 from rtool.watchdogs.base import CheckResult
 from rtool.watchdogs.metrics import Metric

@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
+from devtools.localslurm import control
+from devtools.servers import SlackLikeServer
 from rtool.core.heartbeat import read_heartbeat
 from rtool.core.slurm import Slurm
-from rtool.testing import localslurm
-from rtool.testing.servers import SlackLikeServer
 from tests.helpers import wait_for
 from tests.servers.fixtures import slack_server
 
@@ -45,7 +45,7 @@ def texts(slack: SlackLikeServer) -> list[str]:
 @pytest.mark.slurm
 @pytest.mark.timeout(240)
 def test_a_drained_node_under_a_hung_run_is_one_alert_and_one_resolved_notice(
-    slurm_cluster: localslurm.Cluster,
+    slurm_cluster: control.Cluster,
     cli: Callable[..., Any],
     tmp_path: Path,
     job_name: str,
@@ -91,14 +91,14 @@ def test_a_drained_node_under_a_hung_run_is_one_alert_and_one_resolved_notice(
     assert resolved.startswith("[rtool RESOLVED] node n3") and still in resolved, resolved
 
 
-def _scontrol(cluster: localslurm.Cluster, *args: str) -> None:
+def _scontrol(cluster: control.Cluster, *args: str) -> None:
     subprocess.run(["scontrol", *args], env=cluster.env, check=True, timeout=30)
 
 
 @pytest.mark.slurm
 @pytest.mark.timeout(120)
 def test_a_run_pending_on_a_maintenance_reservation_says_until_when(
-    slurm_cluster: localslurm.Cluster, slurm: Slurm, cli: Callable[..., Any], job_name: str
+    slurm_cluster: control.Cluster, slurm: Slurm, cli: Callable[..., Any], job_name: str
 ) -> None:
     name = f"rt-maint-{uuid.uuid4().hex[:6]}"
     _scontrol(

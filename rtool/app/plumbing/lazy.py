@@ -4,7 +4,7 @@ A command is a module and one line in `COMMANDS` below: its name, its module and
 summary. The summary is written only there: `rtool --help` lists it without importing any
 command module (so it starts like a bare typer app), and the command's own help page starts
 with it (the module's help text and docstrings go on from there). `rtool watch disk ...`
-imports `watch_cmd` alone, not sbatch templates, notify channels or the demo.
+imports `watch_cmd` alone, not sbatch templates or notify channels.
 """
 
 from __future__ import annotations
@@ -52,11 +52,6 @@ COMMANDS: dict[str, Lazy] = {
     "history": Lazy(
         _M + "history_cmd",
         "Every attempt of a run (array tasks, requeues, chained jobs) and where the time went.",
-    ),
-    "demo": Lazy(
-        _M + "demo_cmd",
-        "Run a training array on Slurm through a time limit, a save request, a hang and a kill "
-        "switch, watched by the cron emulator, and show the alerts (1-2 minutes).",
     ),
     "drill": Lazy(
         _M + "drill_cmd",

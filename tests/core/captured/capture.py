@@ -20,10 +20,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from devtools.localslurm import control, releases
 from rtool.core.slurm.nodes import SINFO_FORMAT
 from rtool.core.slurm.parse import SQUEUE_FORMAT
 from rtool.core.slurm.sacct import SACCT_FORMAT
-from rtool.testing import localslurm, releases
 
 HERE = Path(__file__).resolve().parent
 QUEUED = ["cap-run", "cap-nolimit", "cap-array", "cap-held", "cap-begin", "cap-dep", "cap-drained"]
@@ -59,7 +59,7 @@ def state(job: str) -> str:
     return next((w.split("=")[1] for w in out.split() if w.startswith("JobState=")), "")
 
 
-def queue(cluster: localslurm.Cluster) -> dict[str, str]:
+def queue(cluster: control.Cluster) -> dict[str, str]:
     """Jobs in every queued state rtool reads; returns {name: job id}."""
     ids = {"cap-run": sbatch("cap-run", "--time=10", "-w", "n1")}
     ids["cap-nolimit"] = sbatch("cap-nolimit", "-w", "n1")
@@ -95,7 +95,7 @@ def capture_queue(out: Path, ids: dict[str, str]) -> None:
     (out / "show-job-array-after-exclude.txt").write_text(after)
 
 
-def end_jobs(cluster: localslurm.Cluster, ids: dict[str, str]) -> None:
+def end_jobs(cluster: control.Cluster, ids: dict[str, str]) -> None:
     """Bring every job to an end in a different way (n2 holds only the node failure)."""
     sbatch("cap-done", "-w", "n1", body="true")
     sbatch("cap-fail", "-w", "n1", body="exit 3")
@@ -135,7 +135,7 @@ def main() -> int:
     out = HERE / release.name
     out.mkdir(exist_ok=True)
     directory = Path(tempfile.mkdtemp(prefix="rtool-capture-"))
-    cluster = localslurm.up(directory, release=release.name)
+    cluster = control.up(directory, release=release.name)
     os.environ.update(cluster.env)
     try:
         (out / "VERSION").write_text(run("scontrol", "--version"))
@@ -144,7 +144,7 @@ def main() -> int:
         end_jobs(cluster, ids)
         capture_sacct(out)
     finally:
-        localslurm.down(directory)
+        control.down(directory)
         shutil.rmtree(directory, ignore_errors=True)
     print(f"captured Slurm {release.name} into {out}")
     return 0

@@ -17,9 +17,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from devtools.localslurm import control, releases
 from rtool.core.slurm.nodes import SINFO_FORMAT
 from rtool.core.slurm.parse import SQUEUE_FORMAT
-from rtool.testing import localslurm, releases
 from tests.core.captured.capture import HERE, run, sbatch
 
 
@@ -45,12 +45,12 @@ def main() -> int:
     os.environ["PATH"] = release.path_env()
     out = HERE / release.name
     directory = Path(tempfile.mkdtemp(prefix="rtool-capture-"))
-    cluster = localslurm.up(directory, release=release.name)
+    cluster = control.up(directory, release=release.name)
     os.environ.update(cluster.env)
     try:
         capture(out)
     finally:
-        localslurm.down(directory)
+        control.down(directory)
         shutil.rmtree(directory, ignore_errors=True)
     print(f"captured Slurm {release.name} reservations into {out}")
     return 0

@@ -10,8 +10,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from rtool.testing.daemons import LocalSlurmError, pid_alive, read_pid, sh, tail, wait_until
-from rtool.testing.slurmconf import (
+from devtools.localslurm.daemons import LocalSlurmError, pid_alive, read_pid, sh, tail, wait_until
+from devtools.localslurm.slurmconf import (
     CLUSTER_NAME,
     DB_NAME,
     DB_USER,

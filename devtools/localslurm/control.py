@@ -1,9 +1,9 @@
 """A real Slurm on this machine, for the tests and the demo: N slurmd nodes, with accounting.
 
-    python -m rtool.testing.localslurm up [--slurm 22.05|24.11] [--nodes N]
+    python -m devtools.localslurm up [--slurm 22.05|24.11] [--nodes N]
                                           [--accounting|--no-accounting] [--dir DIR]
-    python -m rtool.testing.localslurm status [--dir DIR]
-    python -m rtool.testing.localslurm down [--dir DIR]
+    python -m devtools.localslurm status [--dir DIR]
+    python -m devtools.localslurm down [--dir DIR]
 
 Default: 3 nodes `n1..n3` on this host (one slurmd each, on its own port) with accounting
 (slurmdbd and a MariaDB of the cluster's own, data under DIR). `--nodes 1 --no-accounting` is
@@ -29,18 +29,18 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from rtool.core.slurm.hostlist import compress_hostlist
-from rtool.testing import nodeops, releases
-from rtool.testing.cluster import ClusterFiles
-from rtool.testing.daemons import LocalSlurmError, read_pid, sh, stop_pid, stop_pids, tail
-from rtool.testing.slurmconf import (
+from devtools.localslurm import nodeops, releases, slurmbuild
+from devtools.localslurm.cluster import ClusterFiles
+from devtools.localslurm.daemons import LocalSlurmError, read_pid, sh, stop_pid, stop_pids, tail
+from devtools.localslurm.slurmconf import (
     MAX_NODES,
     PREEMPTION,
     Layout,
     system_program,
     write_slurm_conf,
 )
-from rtool.testing.slurmdb import accounting_pids, start_database, start_slurmdbd
+from devtools.localslurm.slurmdb import accounting_pids, start_database, start_slurmdbd
+from rtool.core.slurm.hostlist import compress_hostlist
 
 __all__ = ["DEFAULT_DIR", "Cluster", "LocalSlurmError", "down", "main", "status", "up"]
 
@@ -85,8 +85,6 @@ def ensure_installed(release: releases.Release, accounting: bool = True) -> None
     slurm = BINARIES + (ACCOUNTING_BINARIES[:3] if accounting else [])
     system = ["munged"] + (ACCOUNTING_BINARIES[3:] if accounting else [])
     if release.source is not None and not release.built:
-        from rtool.testing import slurmbuild
-
         print(f"building Slurm {release.source.version} once (a few minutes)", file=sys.stderr)
         try:
             slurmbuild.build(release)
@@ -263,7 +261,7 @@ def down(directory: Path = DEFAULT_DIR) -> None:
         stop_pid(read_pid(d / f"{daemon}.pid"), daemon, grace=15)
 
 
-def main(argv: list[str] | None = None) -> int:
+def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="local-slurm",
         description=__doc__,
@@ -294,6 +292,12 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="default scheduler intervals (as on real clusters) instead of the fast test settings",
     )
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m devtools.localslurm up|down|status` (scripts/local-slurm)."""
+    p = parser()
     args = p.parse_args(argv)
     if not 1 <= args.nodes <= MAX_NODES:
         p.error(f"--nodes must be between 1 and {MAX_NODES}")
@@ -323,7 +327,3 @@ def main(argv: list[str] | None = None) -> int:
         print(f"local-slurm: {exc}", file=sys.stderr)
         return 1
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,4 +1,4 @@
-"""Choosing a Slurm release and building one from source (rtool/testing/releases.py,
+"""Choosing a Slurm release and building one from source (devtools/localslurm/releases.py,
 slurmbuild.py): the choice, PATH, the checksum, and that a half-finished or untrusted build is
 never used. The builds here are of a tiny source tree whose `configure` writes a Makefile (the
 real 24.11 build takes minutes: scripts/build-slurm, run by scripts/setup)."""
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from rtool.testing import releases, slurmbuild
-from rtool.testing.releases import MARKER, Release, ReleaseError, Source
+from devtools.localslurm import releases, slurmbuild
+from devtools.localslurm.releases import MARKER, Release, ReleaseError, Source
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -151,3 +151,16 @@ def test_build_slurm_script_answers_for_each_release() -> None:
     assert res.returncode == 0 and res.stdout.startswith("debian")
     res = subprocess.run([script, "--slurm", "9.9"], capture_output=True, text=True)
     assert res.returncode == 1 and "unknown Slurm release '9.9'" in res.stderr
+
+
+def test_local_slurm_script_runs_the_tooling_from_any_folder(tmp_path: Path) -> None:
+    """scripts/local-slurm runs `python -m devtools.localslurm` (not installed) from anywhere."""
+    script = ROOT / "scripts" / "local-slurm"
+    res = subprocess.run(
+        [script, "status", "--dir", str(tmp_path / "none")],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (res.returncode, res.stdout, res.stderr) == (1, "down\n", "")

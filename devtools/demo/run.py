@@ -1,8 +1,17 @@
-"""`rtool demo`: set up, walk through the scenario, clean up, summarise. Returns the exit code."""
+"""The demo (scripts/demo, `python -m devtools.demo`): everything rtool does, on a real (local)
+Slurm, in a few minutes.
+
+Starts the local 3-node Slurm when none is reachable. Exit code: 0 when every step happened as
+expected, 1 otherwise (the summary says why), 2 for bad options.
+
+Example: scripts/demo --with-servers --dir /tmp/rtool-demo
+"""
 
 from __future__ import annotations
 
+import argparse
 import shutil
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -10,20 +19,58 @@ from pathlib import Path
 
 from rich.console import Console
 
-from rtool.app.demo import steps, summary
-from rtool.app.demo.narrate import Narrator, WaitTimeout
-from rtool.app.demo.observe import Accounting, account, saves_by_pid
-from rtool.app.demo.scenario import Demo, StepFailed, ensure_slurm
-from rtool.app.demo.servers import Inbox
-from rtool.app.demo.workspace import LIMIT, TRAIN, Timing, create, locate_toy, prepare_dir
+from devtools.demo import hang_scene, steps, summary
+from devtools.demo.inbox import Inbox
+from devtools.demo.narrate import Narrator, WaitTimeout
+from devtools.demo.observe import Accounting, account, saves_by_pid
+from devtools.demo.scenario import Demo, StepFailed, ensure_slurm
+from devtools.demo.workspace import LIMIT, TRAIN, Timing, create, locate_toy, prepare_dir
+from devtools.localslurm import control
+from rtool.core.errors import RtoolError
 
 SCENARIO: list[tuple[str, Callable[[Demo], None]]] = [
     ("time-limit", steps.time_limit),
     ("save-switch", steps.save_switch),
-    ("hang", steps.hang),
+    ("hang", hang_scene.hang),
     ("node-failure", steps.node_failure),
     ("kill-switch", steps.stop),
 ]
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="scripts/demo",
+        description=__doc__.split("\n\n", 1)[1] if __doc__ else None,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "--dir",
+        type=Path,
+        default=None,
+        help="Workspace folder (new or empty; kept afterwards). Default: a temp folder, removed.",
+    )
+    p.add_argument(
+        "--with-servers",
+        action="store_true",
+        help="Also send the alerts by email and Slack, to a local SMTP server and a local "
+        "Slack-like server, and print what they receive.",
+    )
+    p.add_argument(
+        "--keep",
+        action="store_true",
+        help="Keep the temp workspace, and the local Slurm if the demo started it.",
+    )
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The demo with command-line options; an expected failure is one line on stderr."""
+    args = parser().parse_args(argv)
+    try:
+        return run_demo(args.dir, args.with_servers, args.keep)
+    except RtoolError as exc:
+        print(f"demo: {exc}", file=sys.stderr)
+        return exc.exit_code
 
 
 def run_demo(
@@ -58,9 +105,7 @@ def run_demo(
     finally:
         inbox.stop()
         if started_slurm is not None and not keep:
-            from rtool.testing import localslurm
-
-            localslurm.down(started_slurm)
+            control.down(started_slurm)
     summary.render(n.console, result)
     if keep_dir:
         n.console.print(f"workspace kept: {root} (summary.json, logs, alerts.log)")

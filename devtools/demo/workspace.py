@@ -22,8 +22,10 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from rtool.app.plumbing.appconfig import load_config_text
 from rtool.core.errors import RtoolError, UsageError
 from rtool.core.selfcmd import rtool_argv
+from rtool.cron import manage
 
 #: Job names of the two arrays: one lives through Slurm's time limits to the end, the other is
 #: saved on request, hangs and is stopped (its limit is far away: Slurm may send the time-limit
@@ -105,12 +107,11 @@ class Workspace:
 
 
 def locate_toy() -> Path:
-    """examples/train_toy.py of the checkout rtool runs from (`pip install -e .`)."""
-    toy = Path(__file__).resolve().parents[3] / "examples" / "train_toy.py"
+    """examples/train_toy.py of the checkout the demo runs from."""
+    toy = Path(__file__).resolve().parents[2] / "examples" / "train_toy.py"
     if not toy.is_file():
         raise RtoolError(
-            f"the toy training {toy} is missing: run the demo from a checkout of rtool "
-            "(pip install -e .)"
+            f"the toy training {toy} is missing: run the demo from a checkout of rtool"
         )
     return toy
 
@@ -131,9 +132,6 @@ def create(
     slack_url: str | None = None,
 ) -> Workspace:
     """Write the whole workspace into the (empty) folder `root`."""
-    from rtool.app.plumbing.appconfig import load_config_text
-    from rtool.cron import manage
-
     ws = Workspace(root)
     for sub in ("bin", "train/run", "limit/run"):
         ws.path(sub).mkdir(parents=True, exist_ok=True)
@@ -168,31 +166,7 @@ def config_text(ws: Workspace, t: Timing, smtp_port: int | None, slack: bool) ->
         "[state]",
         f"dir = {_s(ws.state)}",
         "",
-        "[notify]",
-        'repeat_interval = "0"',
-        "",
-        "[notify.log]",
-        f"path = {_s(ws.alerts_log)}",
-    ]
-    if smtp_port is not None:
-        lines += [
-            "",
-            "[notify.email]",
-            'host = "127.0.0.1"',
-            f"port = {smtp_port}",
-            "starttls = false",
-            'sender = "rtool-demo@localhost"',
-            'to = ["you@localhost"]',
-            'timeout = "5s"',
-        ]
-    if slack:
-        lines += [
-            "",
-            "[notify.slack]",
-            f"webhook_url_file = {_s(ws.slack_secret)}",
-            'timeout = "5s"',
-        ]
-    lines += [
+        *_channels(ws, smtp_port, slack),
         "",
         "[cron]",
         f"dir = {_s(ws.cron)}",
@@ -213,6 +187,26 @@ def config_text(ws: Workspace, t: Timing, smtp_port: int | None, slack: bool) ->
         "",
     ]
     return "\n".join(lines)
+
+
+def _channels(ws: Workspace, smtp_port: int | None, slack: bool) -> list[str]:
+    """The [notify] sections: the log channel, and the local servers' when they run."""
+    lines = ["[notify]", 'repeat_interval = "0"', "", "[notify.log]", f"path = {_s(ws.alerts_log)}"]
+    if smtp_port is not None:
+        lines += [
+            "",
+            "[notify.email]",
+            'host = "127.0.0.1"',
+            f"port = {smtp_port}",
+            "starttls = false",
+            'sender = "rtool-demo@localhost"',
+            'to = ["you@localhost"]',
+            'timeout = "5s"',
+        ]
+    if slack:
+        secret = f"webhook_url_file = {_s(ws.slack_secret)}"
+        lines += ["", "[notify.slack]", secret, 'timeout = "5s"']
+    return lines
 
 
 def wrapper_script() -> str:

@@ -6,9 +6,9 @@ from __future__ import annotations
 import re
 import time
 
-from rtool.app.demo.observe import compress
-from rtool.app.demo.scenario import Demo, StepFailed
-from rtool.app.demo.workspace import LIMIT, TRAIN
+from devtools.demo.observe import compress
+from devtools.demo.scenario import Demo, StepFailed
+from devtools.demo.workspace import LIMIT, TRAIN
 from rtool.core.slurm import SacctRecord, SlurmError
 from rtool.core.slurm.parse import ParseError, parse_slurm_timestamp
 
@@ -111,114 +111,6 @@ def save_switch(d: Demo) -> None:
     )
 
 
-def hang(d: Demo) -> None:
-    n, t = d.n, d.t
-    n.title("3. A hang: the log stops → alert, requeue, resume")
-    pid, task, _ = d.runs(TRAIN)[-1]
-    saved = int(d.checkpoint(TRAIN).get("step", -1))
-    (d.ws.job_dir(TRAIN) / "hang").touch()
-    n.say(f"touched {d.ws.job_dir(TRAIN) / 'hang'}: the toy stops at its next step, forever")
-    (info,) = n.wait("the toy to hang", lambda: _hung(d, pid), 15)
-    t_hang = time.monotonic()
-    n.ok(f"task {task} hangs at step {info} (its log stops growing)")
-    n.say(
-        f"the log watchdog calls a log silent for {t.stale} s a hang (at the next tick); the "
-        "demo turns the shim's own hang detection off (--hang-after off) to show this backstop"
-    )
-    n.say("the alert carries a py-spy stack dump of the hung task (py-spy comes with rtool)")
-    n.wait(
-        "the log watchdog's alert (it needs a silence of --stale and a tick)",
-        lambda: _first(d, resolved=False),
-        t.stale + 4 * t.tick + 30,
-    )
-    detect = time.monotonic() - t_hang
-    n.ok(f"the alert went out {detect:.0f} s after the hang")
-    dump = stack_dump(d)
-    for line in dump:
-        n.note(line)
-    task_id = f"{d.ids[TRAIN]}_{task}"
-    restarts = n.wait(
-        f"the watchdog's requeue of {task_id}", lambda: _restarts(d, task) or None, 30
-    )
-    n.ok(f"{task_id} requeued (Restarts={restarts}); Slurm kills the hung process")
-    runs = n.wait("the next array task to resume", lambda: _after(d, pid), 60)
-    _, task2, first = runs
-    redone = info - (saved + 1)
-    n.ok(
-        f"task {task2} resumed at step {first} from the last checkpoint "
-        f"({redone} steps since that save are redone)"
-    )
-    t_resume = time.monotonic()
-    n.wait("the resolved notice", lambda: _first(d, resolved=True), 4 * t.tick + 30)
-    resolved = time.monotonic() - t_hang
-    n.ok(f"resolved notice sent {time.monotonic() - t_resume:.0f} s after the resume")
-    d.record(
-        "hang",
-        first == saved + 1 and _shows_the_hang(dump),
-        f"task {task} hung at step {info}: alert {detect:.0f} s later, {task_id} requeued, "
-        f"task {task2} resumed at step {first}, resolved {resolved:.0f} s after the hang",
-        hang_step=info,
-        detect_seconds=round(detect, 1),
-        requeued=task_id,
-        resumed_at=first,
-        redone=redone,
-        resolved_seconds=round(resolved, 1),
-        stack_dump=dump,
-    )
-
-
-_FRAME = re.compile(r"(?<!\S)(\S{1,200}) \(([^()\s]{1,500}\.py):(\d{1,9})\)")
-
-
-def stack_dump(d: Demo) -> list[str]:
-    """The py-spy dump the log watchdog's first alert carried (on the log channel's line, where
-    newlines are spaces): its process line and frames, innermost first."""
-    for line in d.inbox.alert_lines():
-        if "] log " not in line or "RESOLVED" in line:
-            continue
-        if " stacks=" not in line:
-            return ["the alert carries no stack dump"]
-        dump = line.split(" stacks=", 1)[1]
-        process = re.search(r"Process \d+: .*?(?= Python v| Thread |$)", dump)
-        frames = [f"  {m[1]} ({m[2]}:{m[3]})" for m in _FRAME.finditer(dump)]
-        if not frames:
-            return [f"stack dump: {dump[:200]}"]
-        head = process[0] if process else "a process of the job"
-        return [f"stack dump in the alert: {head}", *frames[:6]]
-    return ["no alert of the log watchdog"]
-
-
-def _shows_the_hang(dump: list[str]) -> bool:
-    return any("train_toy.py" in line for line in dump[1:])
-
-
-def _hung(d: Demo, pid: int) -> tuple[int] | None:
-    run = d.run_of(TRAIN, pid)
-    return (run.hang,) if run is not None and run.hang is not None else None
-
-
-def _first(d: Demo, resolved: bool) -> str | None:
-    """The first alert (or resolved notice) of the log watchdog on the log channel."""
-    for m in d.inbox.all():
-        if m.channel == "log" and m.resolved == resolved and "] log " in m.title:
-            return m.title
-    return None
-
-
-def _restarts(d: Demo, task: str) -> int:
-    rec = d.tasks(TRAIN).get(task, {})
-    try:
-        return int(rec.get("Restarts", "0"))
-    except ValueError:
-        return 0
-
-
-def _after(d: Demo, pid: int) -> tuple[int, str, int] | None:
-    runs = d.runs(TRAIN)
-    pids = [r[0] for r in runs]
-    return runs[pids.index(pid) + 1] if pid in pids and pids.index(pid) + 1 < len(pids) else None
-
-
 def node_failure(d: Demo) -> None:
     n = d.n
     n.title("4. A node fails: the run goes on on the other nodes")
@@ -238,7 +130,9 @@ def node_failure(d: Demo) -> None:
     cluster.fail_node(node, "rtool demo: power cut")
     at = d.last_step(TRAIN, pid)
     n.ok(f"node {node} is down: its slurmd and the job's processes killed at step {at}")
-    _, task2, first = n.wait("the next task to resume on another node", lambda: _after(d, pid), 60)
+    _, task2, first = n.wait(
+        "the next task to resume on another node", lambda: d.run_after(TRAIN, pid), 60
+    )
     back = time.monotonic() - t0
     node2 = d.tasks(TRAIN).get(task2, {}).get("NodeList", "?")
     n.ok(f"task {task2} resumed at step {first} on {node2}, {back:.0f} s after the failure")

@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING, TypeVar
 
 import psutil
 
+from devtools.localslurm.daemons import LocalSlurmError, pid_is, sh, wait_until
 from rtool.core.slurm.nodes import SINFO_FORMAT, parse_sinfo_nodes
 from rtool.core.slurm.parse import ParseError, parse_scontrol_show_job
-from rtool.testing.daemons import LocalSlurmError, pid_is, sh, wait_until
 
 if TYPE_CHECKING:
-    from rtool.testing.cluster import ClusterFiles as Cluster
+    from devtools.localslurm.cluster import ClusterFiles as Cluster
 
 C = TypeVar("C", bound="Cluster")
 

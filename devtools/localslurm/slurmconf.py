@@ -42,7 +42,7 @@ class Layout:
     db_port: int = 0
     #: Extra slurm.conf lines (e.g. `ScronParameters=enable`).
     extra: list[str] = field(default_factory=list)
-    #: The Slurm release whose daemons run it (rtool/testing/releases.py).
+    #: The Slurm release whose daemons run it (devtools/localslurm/releases.py).
     release: str = DEFAULT_RELEASE
 
     def save(self, directory: Path) -> None:
@@ -127,7 +127,27 @@ def write_slurm_conf(directory: Path, layout: Layout, slurmd: str) -> Path:
         (d / sub).mkdir(parents=True, exist_ok=True)
     host = socket.gethostname()
     cpus, mem = _resources(slurmd)
-    lines = [
+    lines = _daemon_lines(d, layout, host)
+    lines += _accounting_lines(layout)
+    if layout.fast:
+        lines.append("SchedulerParameters=bf_interval=1,sched_interval=2")
+    lines += layout.extra
+    for name in layout.nodes:
+        lines.append(
+            f"NodeName={name} NodeHostname={host} NodeAddr=127.0.0.1 "
+            f"Port={layout.node_ports[name]} CPUs={cpus} RealMemory={mem} "
+            f"Gres=gpu:{FAKE_GPUS} State=UNKNOWN"
+        )
+    lines += partition_lines(layout.node_range, preempt=PREEMPTION[0] in layout.extra)
+    conf = d / "slurm.conf"
+    conf.write_text("\n".join(lines) + "\n")
+    write_gres_conf(d, layout)
+    return conf
+
+
+def _daemon_lines(d: Path, layout: Layout, host: str) -> list[str]:
+    """The cluster-wide keys: daemons, their files in `d`, plug-ins, limits."""
+    return [
         f"ClusterName={CLUSTER_NAME}",
         f"SlurmctldHost={host}(127.0.0.1)",
         "SlurmUser=root",
@@ -158,21 +178,6 @@ def write_slurm_conf(directory: Path, layout: Layout, slurmd: str) -> Path:
         # A requeued job waits cred_expire seconds before it may start again (default 120).
         "AuthInfo=cred_expire=10",
     ]
-    lines += _accounting_lines(layout)
-    if layout.fast:
-        lines.append("SchedulerParameters=bf_interval=1,sched_interval=2")
-    lines += layout.extra
-    for name in layout.nodes:
-        lines.append(
-            f"NodeName={name} NodeHostname={host} NodeAddr=127.0.0.1 "
-            f"Port={layout.node_ports[name]} CPUs={cpus} RealMemory={mem} "
-            f"Gres=gpu:{FAKE_GPUS} State=UNKNOWN"
-        )
-    lines += partition_lines(layout.node_range, preempt=PREEMPTION[0] in layout.extra)
-    conf = d / "slurm.conf"
-    conf.write_text("\n".join(lines) + "\n")
-    write_gres_conf(d, layout)
-    return conf
 
 
 #: Preemption (docs/local-slurm.md), given as `extra` lines (`local-slurm up --preempt`, the

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
+from devtools.localslurm import control, releases
 from rtool.core.slurm import Slurm
-from rtool.testing import localslurm, releases
 from tests.helpers import wait_for
 
 
 @pytest.fixture
-def node_back(slurm_cluster: localslurm.Cluster) -> Iterator[list[str]]:
+def node_back(slurm_cluster: control.Cluster) -> Iterator[list[str]]:
     """Nodes a test failed or drained: brought back afterwards, whatever happened."""
     touched: list[str] = []
     yield touched
@@ -22,16 +22,16 @@ def node_back(slurm_cluster: localslurm.Cluster) -> Iterator[list[str]]:
         slurm_cluster.revive_node(name, timeout=60)
 
 
-def test_three_nodes_with_accounting(slurm_cluster: localslurm.Cluster, slurm: Slurm) -> None:
+def test_three_nodes_with_accounting(slurm_cluster: control.Cluster, slurm: Slurm) -> None:
     assert slurm_cluster.nodes == ["n1", "n2", "n3"] and slurm_cluster.accounting
     release = releases.get()  # RTOOL_TEST_SLURM
-    assert str(localslurm.status(slurm_cluster)).endswith(f"; accounting on; Slurm {release.name}")
+    assert str(control.status(slurm_cluster)).endswith(f"; accounting on; Slurm {release.name}")
     assert set(slurm_cluster.node_states()) == {"n1", "n2", "n3"}
     assert slurm.accounting_available() is True
 
 
 def test_daemons_and_clients_come_from_the_chosen_release(
-    slurm_cluster: localslurm.Cluster,
+    slurm_cluster: control.Cluster,
 ) -> None:
     """A 24.11 client against a 22.05 slurmdbd fails ("Invalid Protocol Version"): every
     daemon runs the release's own program, and PATH gives its clients."""
@@ -48,7 +48,7 @@ def test_daemons_and_clients_come_from_the_chosen_release(
 
 
 def test_sacct_sees_nodes_exit_codes_and_cancels(
-    slurm_cluster: localslurm.Cluster, slurm: Slurm, job_name: str, tmp_path: Path
+    slurm_cluster: control.Cluster, slurm: Slurm, job_name: str, tmp_path: Path
 ) -> None:
     out = tmp_path / "hosts.out"
     two = slurm.sbatch(
@@ -78,16 +78,25 @@ def test_sacct_sees_nodes_exit_codes_and_cancels(
 
 
 def test_node_failure_requeues_on_the_other_nodes(
-    slurm_cluster: localslurm.Cluster, slurm: Slurm, job_name: str, node_back: list[str]
+    slurm_cluster: control.Cluster,
+    slurm: Slurm,
+    job_name: str,
+    node_back: list[str],
+    tmp_path: Path,
 ) -> None:
+    # each task leaves a marker once it runs: the node is failed with its step under way
+    # (RUNNING comes before the step's slurmstepd and sleep exist on the second node)
+    task = f"touch {tmp_path}/up-$SLURMD_NODENAME; exec sleep 120"
     job = slurm.sbatch(
         ["-J", job_name, "-N", "2", "--requeue", "-o", "/dev/null"],
-        script="#!/bin/bash\nsrun sleep 120\n",
+        script=f"#!/bin/bash\nsrun bash -c '{task}'\n",
     ).job_id
     slurm_cluster.wait_job_state(job, ["RUNNING"], timeout=60)
     [first] = slurm.sacct(job_ids=[job])
     victim = first.nodes[-1]
     node_back.append(victim)
+    marker = tmp_path / f"up-{victim}"
+    wait_for(marker.exists, 60, what=f"the step's task on {victim}")
     killed = slurm_cluster.fail_node(victim, "rtool test: power cut")
     assert len(killed) >= 3  # slurmd, the step's slurmstepd, its sleep
     assert slurm_cluster.node_states()[victim].startswith("down")
@@ -103,7 +112,7 @@ def test_node_failure_requeues_on_the_other_nodes(
 
 
 def test_drained_node_takes_no_new_job(
-    slurm_cluster: localslurm.Cluster, slurm: Slurm, job_name: str, node_back: list[str]
+    slurm_cluster: control.Cluster, slurm: Slurm, job_name: str, node_back: list[str]
 ) -> None:
     node_back.append("n3")
     slurm_cluster.drain_node("n3", "rtool test: bad gpu")

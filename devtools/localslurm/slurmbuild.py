@@ -1,6 +1,7 @@
 """Build a Slurm release from source once, into a prefix outside the checkout (releases.py).
 
-    python -m rtool.testing.slurmbuild [--slurm 24.11] [--jobs N] [--check]   (scripts/build-slurm)
+    python -m devtools.localslurm.slurmbuild [--slurm 24.11] [--jobs N] [--check]
+    (scripts/build-slurm)
 
 The source tarball comes, verified by its sha256 whichever way it came, from the first of:
 `$RTOOL_SLURM_SOURCE` (the tarball or a folder holding it); Debian's source archive through apt
@@ -29,7 +30,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from rtool.testing.releases import MARKER, Release, ReleaseError, Source, get, trusted_dir
+from devtools.localslurm.releases import MARKER, Release, ReleaseError, Source, get, trusted_dir
 
 BUILD_DEPS = [
     "libmunge-dev",

@@ -11,8 +11,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from rtool.app.demo.observe import Accounting
-from rtool.app.demo.scenario import Event
+from devtools.demo.observe import Accounting
+from devtools.demo.scenario import Event
 from rtool.core.units import format_duration
 
 EXPECTED = ["time-limit", "save-switch", "hang", "kill-switch", "finished"]

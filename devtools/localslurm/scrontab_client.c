@@ -10,7 +10,7 @@
  * refuses them where ScronParameters lacks `enable`. The file format is scrontab's: blank and
  * `#` lines are skipped, `#SCRON --opt=value` lines apply to the next entry (job-name, chdir,
  * output, partition, account, qos, time), entries are `MIN HOUR DOM MONTH DOW COMMAND` with
- * `*`, `N`, `A-B`, `*\/N` and comma lists. Built by rtool/testing/scrontab.py with gcc.
+ * `*`, `N`, `A-B`, `*\/N` and comma lists. Built by devtools/localslurm/scrontab.py with gcc.
  */
 #include <errno.h>
 #include <pwd.h>

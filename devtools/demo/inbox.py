@@ -1,5 +1,5 @@
 """What the demo watches for alerts: the log channel's file and, with --with-servers, a local
-SMTP server and a local Slack-like server (rtool.testing.servers) that record what they accept."""
+SMTP server and a local Slack-like server (devtools.servers) that record what they accept."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from devtools.servers import SlackLikeServer, SmtpServer
 from rtool.core.errors import RtoolError
 
 
@@ -36,8 +37,6 @@ class Inbox:
 
     def start_servers(self) -> tuple[int, str]:
         """Start the SMTP and Slack-like servers; returns (SMTP port, Slack webhook URL)."""
-        from rtool.testing.servers import SlackLikeServer, SmtpServer
-
         try:
             self.smtp = SmtpServer(mode="accept").start()
         except ImportError:

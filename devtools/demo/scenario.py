@@ -15,16 +15,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rtool.app.demo.narrate import Narrator
-from rtool.app.demo.observe import (
+from devtools.demo.inbox import Inbox
+from devtools.demo.narrate import Narrator
+from devtools.demo.observe import (
     OutputInfo,
     RunInfo,
     StepLine,
     parse_output,
     parse_steps,
 )
-from rtool.app.demo.servers import Inbox
-from rtool.app.demo.workspace import LIMIT, TRAIN, Timing, Workspace, locate_toy
+from devtools.demo.workspace import LIMIT, TRAIN, Timing, Workspace, locate_toy
+from devtools.localslurm import control
 from rtool.core.errors import RtoolError
 from rtool.core.proc import ProcError, run
 from rtool.core.slurm import Slurm, SlurmError, SqueueJob
@@ -46,31 +47,27 @@ class Event:
 
 def ensure_slurm(n: Narrator) -> Path | None:
     """Use the reachable Slurm, else start the local one; returns its dir if the demo started it."""
-    from rtool.testing import localslurm
-
     if shutil.which("scontrol") and Slurm(timeout=15).ping():
         where = os.environ.get("SLURM_CONF", "the default slurm.conf")
         n.ok(f"Slurm is reachable ({where})")
         return None
-    cluster = localslurm.Cluster(localslurm.DEFAULT_DIR.resolve())
-    was_up = localslurm.status(cluster) is not None
+    cluster = control.Cluster(control.DEFAULT_DIR.resolve())
+    was_up = control.status(cluster) is not None
     n.say(f"no Slurm reachable: starting the local Slurm (3 nodes, accounting) in {cluster.dir}")
     try:
-        cluster = localslurm.up(cluster.dir)
-    except localslurm.LocalSlurmError as exc:
+        cluster = control.up(cluster.dir)
+    except control.LocalSlurmError as exc:
         raise RtoolError(f"cannot start the local Slurm: {exc}") from None
     os.environ["SLURM_CONF"] = str(cluster.conf)
     os.environ["PATH"] = cluster.release.path_env()  # its clients, not another release's
-    n.ok(f"local Slurm is up: {localslurm.status(cluster)} (export SLURM_CONF={cluster.conf})")
+    n.ok(f"local Slurm is up: {control.status(cluster)} (export SLURM_CONF={cluster.conf})")
     return None if was_up else cluster.dir
 
 
-def local_cluster() -> Any:
-    """The local test cluster SLURM_CONF points to (a localslurm.Cluster), or None: only
+def local_cluster() -> control.Cluster | None:
+    """The local test cluster SLURM_CONF points to (a control.Cluster), or None: only
     there can the demo fail a node. Its folder must be ours (owned by us, not group/world
     writable), as the demo kills processes it finds through it."""
-    from rtool.testing import localslurm
-
     conf = Path(os.environ.get("SLURM_CONF", ""))
     if conf.name != "slurm.conf" or not (conf.parent / "cluster.json").is_file():
         return None
@@ -80,7 +77,7 @@ def local_cluster() -> Any:
         return None
     if st.st_uid != os.geteuid() or st.st_mode & 0o022:
         return None
-    cluster = localslurm.Cluster(conf.parent.resolve())
+    cluster = control.Cluster(conf.parent.resolve())
     return cluster if len(cluster.nodes) >= 3 else None
 
 
@@ -217,6 +214,12 @@ class Demo:
         for s in self.steps(name):
             seen.setdefault(s.pid, (s.pid, s.task, s.step))
         return list(seen.values())
+
+    def run_after(self, name: str, pid: int) -> tuple[int, str, int] | None:
+        """The run that trained after run `pid`, once there is one."""
+        pids = [r[0] for r in self.runs(name)]
+        after = pids.index(pid) + 1 if pid in pids else len(pids)
+        return self.runs(name)[after] if after < len(pids) else None
 
     def last_step(self, name: str, pid: int) -> int:
         return max((s.step for s in self.steps(name) if s.pid == pid), default=-1)

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from rtool.testing import releases
-from rtool.testing.daemons import pid_alive, read_pid
-from rtool.testing.slurmconf import Layout
+from devtools.localslurm import releases
+from devtools.localslurm.daemons import pid_alive, read_pid
+from devtools.localslurm.slurmconf import Layout
 
 
 @dataclass

@@ -15,7 +15,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from rtool.testing.releases import Release, ReleaseError
+from devtools.localslurm.releases import Release, ReleaseError
 
 SOURCE = Path(__file__).with_name("scrontab_client.c")
 HEADER = Path("/usr/include/slurm/slurm.h")

@@ -2,7 +2,7 @@
 
 - `22.05`: Debian 12's packages (`/usr/sbin`, `/usr/bin`), the default.
 - `24.11`: 24.11.5 built from Debian 13's source package by `scripts/build-slurm`
-  (rtool/testing/slurmbuild.py) into a prefix outside the checkout, keyed by version and
+  (devtools/localslurm/slurmbuild.py) into a prefix outside the checkout, keyed by version and
   checksum: `/opt/rtool-slurm/24.11.5-e1a5547e` (`$RTOOL_SLURM_PREFIX_ROOT` moves the root).
 
 Daemons and clients always come from the same release: a 24.11 client against a 22.05 slurmdbd

@@ -1,1 +1,0 @@
-"""Test and demo fixtures: the local Slurm cluster and local SMTP/Slack-like servers."""
