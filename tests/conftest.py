@@ -48,6 +48,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="the quick tier (scripts/test --quick): no test that needs the local Slurm "
         "(the slurm marker or fixture) or is marked slow",
     )
+    parser.addoption(
+        "--beyond-quick",
+        action="store_true",
+        help="only what the quick tier leaves out (scripts/test runs it on the second release: "
+        "the pure tests do not depend on the Slurm release and ran on the first)",
+    )
 
 
 #: Left out of the quick tier though they need no session cluster: their own clusters, real
@@ -55,6 +61,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 #: measured with `--durations` on 2026-11-28).
 SLOW = (
     "tests/nodes/test_scale.py",
+    "tests/test_tiers.py",
     "tests/install/",
     "tests/shim/test_frameworks.py",
     "tests/shim/test_distributed.py",
@@ -71,17 +78,25 @@ SLOW = (
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """`--quick`: deselect the tests that need a Slurm cluster, are marked slow or are SLOW."""
-    if not config.getoption("--quick"):
+    """`--quick`: deselect the tests that need a Slurm cluster, are marked slow or are SLOW;
+    `--beyond-quick`: deselect the others."""
+    quick, beyond = config.getoption("--quick"), config.getoption("--beyond-quick")
+    if quick and beyond:
+        raise pytest.UsageError("--quick and --beyond-quick: choose one")
+    if not (quick or beyond):
         return
     keep, drop = [], []
     for item in items:
-        needs = set(getattr(item, "fixturenames", ())) & {"slurm_cluster", "slurm"}
-        slow = item.get_closest_marker("slurm") or item.get_closest_marker("slow") or needs
-        slow = slow or item.nodeid.startswith(SLOW)
-        (drop if slow else keep).append(item)
+        (drop if _beyond_quick(item) == bool(quick) else keep).append(item)
     config.hook.pytest_deselected(items=drop)
     items[:] = keep
+
+
+def _beyond_quick(item: pytest.Item) -> bool:
+    """The test needs a Slurm cluster, is marked slow or is listed in SLOW."""
+    needs = set(getattr(item, "fixturenames", ())) & {"slurm_cluster", "slurm"}
+    marked = item.get_closest_marker("slurm") or item.get_closest_marker("slow")
+    return bool(marked or needs or item.nodeid.startswith(SLOW))
 
 
 def pytest_report_header(config: pytest.Config) -> str:
