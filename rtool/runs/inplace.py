@@ -1,7 +1,7 @@
 """The training's restarts inside its allocation: their records, and the ledger's entries.
 
 When the training of an attempt crashes or hangs, the batch script restarts it in place after
-`rtool preflight --restart-after RC` passed (rtool/nodes/preflight/restart.py). That check
+`rtool preflight --restart-after RC` passed (rtool/nodes/restart.py). That check
 appends one JSON line to the run's **restart records**, `<records>.restarts` beside the
 attempt records (`<heartbeat>.restarts` by default), mode 0600, never through a link:
 

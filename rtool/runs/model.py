@@ -9,6 +9,7 @@ from typing import Any
 
 from rtool.core.slurm.hostlist import compress_hostlist
 from rtool.core.slurm.parse import expand_hostlist
+from rtool.runs.signatures.base import Signature
 
 #: Slurm states of an attempt that ended.
 ENDED_STATES = frozenset(
@@ -43,18 +44,6 @@ class Source(str, enum.Enum):
     RECORDS = "records"  # the batch script's own start/end records
     SQUEUE = "squeue"  # seen by rtool in squeue, no end record
     HEARTBEAT = "heartbeat"  # only the training shim's heartbeat
-
-
-@dataclass(frozen=True)
-class Signature:
-    """Why an attempt died: a known failure (`cuda-oom`) with its line in the log."""
-
-    name: str  # cuda-oom, nccl-timeout, node-fail ...
-    label: str  # "CUDA out of memory"
-    line: str = ""  # the log line that matched ("" for Slurm states)
-    rank: int | None = None  # the rank (or srun task) that printed it, when the log says
-    node: str | None = None  # the node that printed it (or that it names), when known
-    action: str = ""  # what the user needs to do ("free space on /scratch ...")
 
 
 #: Attempt fields copied as they are from the heartbeat of its last launch (rtool.shim).

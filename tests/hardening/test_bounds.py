@@ -19,7 +19,7 @@ from rtool.core.slurm import SacctRecord, parse_sacct
 from rtool.core.state import StateDir
 from rtool.nodes.preflight import command
 from rtool.nodes.preflight.base import MAX_DETAIL, NodeContext, NodeReport, Outcome
-from rtool.nodes.preflight.job import JobInfo, JobOutcome, alerts, record
+from rtool.nodes.preflight_job import JobInfo, JobOutcome, alerts, record
 from rtool.nodes.store import SuspectStore
 from rtool.notify import process
 from rtool.notify.config import NotifyConfig

@@ -8,7 +8,8 @@ import json
 from pathlib import Path
 
 from rtool.runs.losses import Cause, breakdown, cause_of
-from rtool.runs.model import Attempt, Ledger, Signature
+from rtool.runs.model import Attempt, Ledger
+from rtool.runs.signatures.base import Signature
 from rtool.runs.totals import ends, totals
 
 REAL = Path(__file__).resolve().parents[1] / "timeline" / "goodput-ledger.json"

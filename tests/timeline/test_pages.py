@@ -14,7 +14,8 @@ import pytest
 from rtool.core.state import StateDir
 from rtool.runs import store
 from rtool.runs.losses import cause_of
-from rtool.runs.model import Ledger, Signature
+from rtool.runs.model import Ledger
+from rtool.runs.signatures.base import Signature
 from tests.timeline.browser import chromium, count, load
 from tests.timeline.ledgers import ledger
 

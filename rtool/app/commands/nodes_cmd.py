@@ -201,7 +201,7 @@ def _node_command() -> list[str]:
 
 
 def job_preflight(app_ctx: AppContext, node_argv: list[str], timeout: float) -> int:
-    from rtool.nodes.preflight import job
+    from rtool.nodes import preflight_job as job
 
     info = job.JobInfo.from_env(os.environ)
     reports, error = job.run_on_nodes(app_ctx.slurm, info, node_argv, timeout)
@@ -219,8 +219,8 @@ def job_preflight(app_ctx: AppContext, node_argv: list[str], timeout: float) -> 
 def keep_off(app_ctx: AppContext, info: Any, outcome: Any) -> int:
     """Bad nodes found: record them, requeue the attempt away from them, alert; the exit code
     (3 requeued away, 1 not)."""
+    from rtool.nodes import preflight_job as job
     from rtool.nodes.exclude import Cap
-    from rtool.nodes.preflight import job
 
     cfg = app_ctx.config.nodes
     store = store_of(app_ctx)

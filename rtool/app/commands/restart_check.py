@@ -1,5 +1,5 @@
 """`rtool preflight --restart-after RC`: the batch script asks before it restarts the training
-in place (docs/runs.md, "Restart in place"; the decisions: rtool/nodes/preflight/restart.py).
+in place (docs/runs.md, "Restart in place"; the decisions: rtool/nodes/restart.py).
 
 Exit 0: restart (the restart record is written); 3: the attempt was requeued away from a bad
 node; 1: do not restart (a stop, no progress, or a bad node that could not be excluded).
@@ -20,8 +20,8 @@ from rtool.core.errors import RtoolError
 
 if TYPE_CHECKING:
     from rtool.app.context import AppContext
-    from rtool.nodes.preflight.job import JobInfo, JobOutcome
-    from rtool.nodes.preflight.restart import Failed
+    from rtool.nodes.preflight_job import JobInfo, JobOutcome
+    from rtool.nodes.restart import Failed
 
 
 def _say(text: str) -> None:
@@ -30,7 +30,7 @@ def _say(text: str) -> None:
 
 def restart_check(app_ctx: AppContext, node_ctx: Any, node_argv: list[str], rc: int) -> int:
     from rtool.app.commands.nodes_cmd import job_preflight
-    from rtool.nodes.preflight import job
+    from rtool.nodes import preflight_job as job
     from rtool.nodes.preflight.registry import applies
 
     env = os.environ
@@ -71,7 +71,7 @@ def restart_check(app_ctx: AppContext, node_ctx: Any, node_argv: list[str], rc: 
 
 def _failed(info: JobInfo, rc: int) -> tuple[Failed, str | None]:
     """The launch that ended, and the restart records' path."""
-    from rtool.nodes.preflight import restart
+    from rtool.nodes import restart
     from rtool.runs.inplace import read_restarts, restarts_path
 
     env = os.environ
@@ -96,7 +96,7 @@ def _key(info: JobInfo) -> tuple[str, int]:
 
 def _bad_nodes(app_ctx: AppContext, info: JobInfo) -> dict[str, tuple[str, str]]:
     """Nodes Slurm shows unfit or the launch's log blames: {node: (check, why)}."""
-    from rtool.nodes.preflight import restart
+    from rtool.nodes import restart
 
     bad: dict[str, tuple[str, str]] = {}
     try:
@@ -114,7 +114,7 @@ def _bad_nodes(app_ctx: AppContext, info: JobInfo) -> dict[str, tuple[str, str]]
 
 
 def _outcome(bad: dict[str, tuple[str, str]]) -> JobOutcome:
-    from rtool.nodes.preflight import job
+    from rtool.nodes import preflight_job as job
     from rtool.nodes.preflight.base import NodeReport, Outcome
 
     reports = [NodeReport(n, [Outcome(check, False, why)]) for n, (check, why) in bad.items()]
@@ -134,7 +134,7 @@ def _spares(
     alerted on), the spares taken checked first (`argv`: the pre-flight); else None, and
     `bad` has the spares that failed their pre-flight too."""
     from rtool.app.commands.nodes_cmd import _alert, store_of
-    from rtool.nodes.preflight import job
+    from rtool.nodes import preflight_job as job
     from rtool.nodes.preflight.spares import Spares
 
     spares = Spares.from_env(os.environ)
@@ -195,7 +195,7 @@ def _log_text(app_ctx: AppContext, info: JobInfo) -> str:
 
 
 def _write(env: Any, info: JobInfo, failed: Failed, path: str | None) -> None:
-    from rtool.nodes.preflight import restart
+    from rtool.nodes import restart
     from rtool.runs.inplace import append
 
     if not path:
