@@ -107,7 +107,8 @@ def run(
 ) -> int:
     """Build the watchdogs with the probe timeout (--timeout or the config's) and run them
     (`dry_run`: on a look-only state dir and Slurm layer, rtool/watchdogs/dryrun.py)."""
-    from rtool.watchdogs.runner import Output, run_watch
+    from rtool.watchdogs.output import Output
+    from rtool.watchdogs.runner import run_watch
 
     t = probe_timeout(ctx, timeout)
     watchdogs = build(t)
