@@ -127,7 +127,7 @@ def plugin_lines(results: list[CheckResult]) -> list[str]:
 def notify(results: list[CheckResult], cfg: NotifyConfig, state: StateDir, now: float) -> None:
     """Hand every result (OK ones too, so notify can resolve) to notify; never fails the run."""
     try:
-        from rtool.notify import process
+        from rtool.notify.engine import process
     except ImportError as exc:
         print(f"rtool: notify is not available, no alert sent ({exc})", file=sys.stderr)
         return

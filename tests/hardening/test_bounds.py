@@ -21,8 +21,8 @@ from rtool.nodes.preflight import command
 from rtool.nodes.preflight.base import MAX_DETAIL, NodeContext, NodeReport, Outcome
 from rtool.nodes.preflight_job import JobInfo, JobOutcome, alerts, record
 from rtool.nodes.store import SuspectStore
-from rtool.notify import process
 from rtool.notify.config import NotifyConfig
+from rtool.notify.engine import process
 from rtool.notify.silence import Silences, parse_matcher
 from rtool.runs import ledger, store
 from rtool.runs.model import Ledger

@@ -10,7 +10,7 @@ import pytest
 from rtool.app.appconfig import load_config
 from rtool.core.alert import Status
 from rtool.core.state import StateDir
-from rtool.notify import process
+from rtool.notify.engine import process
 from rtool.testing.servers import SlackLikeServer, SmtpServer
 from tests.notify.conftest import alert
 

@@ -10,8 +10,7 @@ from hypothesis import strategies as st
 
 from rtool.core.alert import Alert, Cause, Status
 from rtool.core.state import StateDir
-from rtool.notify import process
-from rtool.notify.engine import key_states
+from rtool.notify.engine import key_states, process
 from rtool.notify.fold import folded
 from rtool.notify.status import collect, render
 from rtool.testing.servers import SlackLikeServer

@@ -10,7 +10,7 @@ import pytest
 from rtool.core.alert import Alert, Status
 from rtool.core.errors import UsageError
 from rtool.core.state import StateDir
-from rtool.notify import process
+from rtool.notify.engine import process
 from rtool.notify.silence import Op, Silences, parse_matcher
 from rtool.testing.servers import SlackLikeServer
 from tests.notify.conftest import T0, alert, config, webhook_slack_cfg

@@ -238,7 +238,7 @@ def keep_off(app_ctx: AppContext, info: Any, outcome: Any) -> int:
 
 def _alert(app_ctx: AppContext, alerts: list[Any]) -> None:
     """Hand the alerts to notify; a failing channel never hides the pre-flight's own result."""
-    from rtool.notify import process
+    from rtool.notify.engine import process
 
     try:
         process(alerts, app_ctx.config.notify, app_ctx.state)
