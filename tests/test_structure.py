@@ -19,21 +19,22 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 #: The one top-level package of the distribution (pyproject.toml: tool.setuptools.packages.find).
 PACKAGES = ("rtool",)
-#: The floors: a unit may import units of its own rank or lower, never higher. Every folder
-#: directly under rtool/ is a unit and needs a rank here; `rtool/__init__.py` (the version) is
-#: the ground floor, `rtool/__main__.py` (python -m rtool) the top.
+#: The floors: a unit imports only units of lower floors (and `rtool`, the version), so each
+#: unit's floor is one above the highest it imports. Every folder directly under rtool/ is a unit
+#: and needs a floor here; docs/architecture.md's table shows them, and
+#: tests/docs/test_architecture.py checks that table, these and the imports agree.
 RANKS = {
     "rtool": 0,
     "rtool.core": 0,
     "rtool.shim": 1,
     "rtool.notify": 1,
-    "rtool.slurm_templates": 1,
     "rtool.runs": 1,
-    "rtool.nodes": 1,
-    "rtool.cron": 2,
-    "rtool.drill": 2,
-    "rtool.watchdogs": 3,
-    "rtool.testing": 4,
+    "rtool.testing": 1,
+    "rtool.nodes": 2,
+    "rtool.slurm_templates": 2,
+    "rtool.cron": 3,
+    "rtool.drill": 3,
+    "rtool.watchdogs": 4,
     "rtool.app": 5,
     "rtool.__main__": 6,
     "rtool.cli": 6,  # rtool 0.1's entry point, kept for its cron ticks (docs/upgrading.md)
