@@ -198,7 +198,7 @@ def circles(graph: dict[str, dict[str, str]]) -> list[frozenset[str]]:
     """The strongly connected parts of more than one node (Kosaraju, without recursion)."""
     order: list[str] = []
     seen: set[str] = set()
-    for start in sorted(set(graph) - seen):
+    for start in sorted(graph):
         if start in seen:
             continue
         seen.add(start)
