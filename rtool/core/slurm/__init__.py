@@ -1,7 +1,7 @@
 """rtool's Slurm layer: pure parsers (`parse`) and the command wrapper (`cmd`).
 
-Importing it loads both (about 16 ms, measured with `python -X importtime`); neither
-`rtool --help` nor `rtool watch disk` imports it (bench/cli_startup.py).
+Importing it loads both; neither `rtool --help` nor `rtool watch disk` imports it
+(bench/cli_startup.py).
 """
 
 from rtool.core.slurm.cmd import (
