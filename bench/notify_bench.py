@@ -30,8 +30,9 @@ from bench._common import median_seconds
 from devtools.servers import SlackLikeServer, SmtpServer
 from rtool.core.alert import Alert, Status
 from rtool.core.state import StateDir, atomic_write
-from rtool.notify import flush, process
 from rtool.notify.config import NotifyConfig
+from rtool.notify.deliver import flush
+from rtool.notify.engine import process
 from rtool.notify.outbox import Outbox
 
 

@@ -23,8 +23,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench._common import median_seconds
 from rtool.core.alert import Alert, Cause, Status
 from rtool.core.state import StateDir
-from rtool.notify import flush, process
 from rtool.notify.config import NotifyConfig
+from rtool.notify.deliver import flush
+from rtool.notify.engine import process
 from rtool.notify.outbox import Outbox
 
 N3 = Cause.node("n3")

@@ -53,7 +53,7 @@ def make_config(base: Path, jobs: int) -> Path:
 
 def fill_state(cfg_path: Path) -> None:
     """Real state written by the real code paths: alerts, disk histories, a cron heartbeat."""
-    from rtool.notify import process
+    from rtool.notify.engine import process
 
     cfg = load_config(cfg_path)
     state = StateDir(cfg.state.dir)

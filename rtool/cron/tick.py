@@ -295,7 +295,7 @@ def write_heartbeat(store: CronStore, report: TickReport, period: float) -> None
 def send_alerts(alerts: list[Alert], env: TickEnv) -> None:
     """Hand alerts to notify (dedup, repeat, resolve; also flushes the outbox)."""
     try:
-        from rtool.notify import process  # type: ignore[attr-defined]
+        from rtool.notify.engine import process
 
         process(alerts, env.config.notify, env.state)
     except Exception as exc:  # a notify problem must never break the chain

@@ -13,10 +13,11 @@ import logging
 import time
 from collections.abc import Callable
 
-from rtool.core.heartbeat import Heartbeat, HeartbeatFormatError, RunState, read_heartbeat
+from rtool.core.heartbeat import Heartbeat, RunState
 from rtool.core.identity import is_mine
 from rtool.core.proc import ProcError
 from rtool.core.slurm import QUEUED_STATES, RUNNING_STATES, Slurm
+from rtool.drill.jobstate import ENDED, POLL, job_record, over, read_hb, this_attempt
 from rtool.drill.model import Mode, Observation, Plan, Target
 from rtool.drill.preempt import end_grace
 from rtool.runs.attempt_records import BatchRecord, read_records
@@ -24,7 +25,6 @@ from rtool.runs.attempt_records import BatchRecord, read_records
 log = logging.getLogger(__name__)
 Say = Callable[[str], None]
 
-POLL = 1.0
 #: While the attempt stops: the next attempt may replace its heartbeat within seconds.
 STOP_POLL = 0.25
 #: Waited beyond the lead (or the job's end) for the stop before saying it never came: the
@@ -36,43 +36,6 @@ RECORD_WAIT = 15.0
 REQUEUE_WAIT = 30.0
 #: An end record this much later than the training's stop is noted.
 LATE_RECORD = 10.0
-ENDED = (RunState.STOPPED, RunState.CRASHED, RunState.FINISHED)
-
-
-def this_attempt(hb: Heartbeat | None, target: Target) -> bool:
-    return hb is not None and hb.job_id == target.raw_id and hb.restart_count == target.restart
-
-
-def read_hb(path: str | None) -> Heartbeat | None:
-    if not path:
-        return None
-    try:
-        return read_heartbeat(path)
-    except HeartbeatFormatError as exc:
-        log.info("heartbeat not read: %s", exc)
-        return None
-
-
-def job_record(slurm: Slurm, target: Target) -> dict[str, str] | None:
-    """The target job's `scontrol show job` record (None when Slurm forgot it or fails)."""
-    try:
-        records = slurm.show_job(target.raw_id)
-    except ProcError as exc:
-        log.info("scontrol show job %s: %s", target.raw_id, exc)
-        return {}  # unknown: not "gone"
-    return records[0] if records else None
-
-
-def _over(rec: dict[str, str] | None, target: Target) -> bool:
-    """The drilled attempt has ended (left RUNNING, or the job runs again after a requeue)."""
-    if rec is None:
-        return True
-    if not rec:
-        return False
-    restarts = rec.get("Restarts", "0")
-    state = rec.get("JobState", "").split(" ")[0]
-    again = restarts.isdigit() and int(restarts) > target.restart
-    return again or (bool(state) and state not in RUNNING_STATES)
 
 
 def drive(slurm: Slurm, plan: Plan, say: Say) -> Observation:
@@ -109,7 +72,7 @@ def wait_ready(slurm: Slurm, plan: Plan, obs: Observation, say: Say) -> bool:
             obs.ready = hb
             return True
         rec = job_record(slurm, t)
-        if _over(rec, t):
+        if over(rec, t):
             state = (rec or {}).get("JobState", "gone")
             obs.not_ready = f"job {t.job_id} ended ({state}) before the training took a step"
             return False
@@ -153,7 +116,7 @@ def _delivered(slurm: Slurm, plan: Plan, since: float) -> bool:
     hb = read_hb(plan.heartbeat)
     if this_attempt(hb, plan.target) and hb is not None and hb.state in (RunState.SAVING, *ENDED):
         return hb.time >= since - 1
-    return _over(job_record(slurm, plan.target), plan.target)
+    return over(job_record(slurm, plan.target), plan.target)
 
 
 def wait_stop(slurm: Slurm, plan: Plan, obs: Observation, say: Say) -> None:
@@ -171,7 +134,7 @@ def wait_stop(slurm: Slurm, plan: Plan, obs: Observation, say: Say) -> None:
     while True:
         _note(plan, obs, read_hb(plan.heartbeat))
         rec = job_record(slurm, t)
-        if _over(rec, t):
+        if over(rec, t):
             obs.slurm_state = (rec or {}).get("JobState") or "gone"
             _last_look(plan, obs)
             return

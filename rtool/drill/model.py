@@ -108,6 +108,13 @@ class Observation:
     resumed: Heartbeat | None = None  # the next attempt's heartbeat once it took a step
     notes: list[str] = field(default_factory=list)
 
+    @property
+    def sent(self) -> bool:
+        """The signal went out (the later steps can be judged)."""
+        return (
+            self.signalled_at is not None and self.signal_error is None and self.not_ready is None
+        )
+
 
 @dataclass(frozen=True)
 class StepResult:

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from rtool.core.alert import Status
 from rtool.core.proc import ProcError
 from rtool.core.slurm import Slurm
+from rtool.drill.jobstate import POLL, job_record, over
 from rtool.drill.model import Observation, Plan, Step, StepResult
 
 log = logging.getLogger(__name__)
@@ -24,8 +25,6 @@ KILL_BOUND = 90.0
 def end_grace(slurm: Slurm, plan: Plan, obs: Observation, say: Callable[[str], None]) -> None:
     """The grace is over and the job still runs: requeue it as Slurm would (or cancel it when
     it cannot be requeued, as Slurm then does), and wait (bounded) until it left RUNNING."""
-    from rtool.drill.drive import POLL, _over, job_record
-
     t, pre = plan.target, plan.preempt
     assert pre is not None
     say(f"the {pre.grace:.0f}s grace is over and job {t.job_id} still runs: TERM to all and "
@@ -42,7 +41,7 @@ def end_grace(slurm: Slurm, plan: Plan, obs: Observation, say: Callable[[str], N
     deadline = time.time() + KILL_BOUND
     while time.time() < deadline:
         rec = job_record(slurm, t)
-        if _over(rec, t):
+        if over(rec, t):
             obs.slurm_state = (rec or {}).get("JobState") or "gone"
             return
         time.sleep(POLL)

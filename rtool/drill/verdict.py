@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 from rtool.core.alert import Status
 from rtool.core.heartbeat import Heartbeat
+from rtool.drill.continued import requeue_step, resume_step
 from rtool.drill.fixes import reach_hint, signame, wrapper_hint
 from rtool.drill.model import Mode, Observation, Plan, Report, Step, StepResult
 from rtool.drill.preempt import grace_step, grace_text, preempt_hint, signal_text
@@ -30,11 +31,6 @@ def _s(seconds: float) -> str:
 
 def _sig(plan: Plan) -> str:
     return f"SIG{plan.signal.name}" if plan.signal is not None else "the signal"
-
-
-def sent(obs: Observation) -> bool:
-    """The signal went out (the later steps can be judged)."""
-    return obs.signalled_at is not None and obs.signal_error is None and obs.not_ready is None
 
 
 def signal_step(plan: Plan, obs: Observation) -> StepResult:
@@ -75,7 +71,7 @@ def _save_began(hb: Heartbeat) -> float | None:
 
 
 def reached_step(plan: Plan, obs: Observation) -> StepResult | None:
-    if not sent(obs) or obs.signalled_at is None:
+    if not obs.sent or obs.signalled_at is None:
         return None
     sig = _sig(plan)
     hb = obs.stop
@@ -140,7 +136,7 @@ def _other_signal(plan: Plan, hb: Heartbeat, shell: int | None) -> str | None:
 
 def save_step(plan: Plan, obs: Observation) -> StepResult | None:
     hb = obs.stop
-    if hb is None or obs.signalled_at is None or not sent(obs):
+    if hb is None or obs.signalled_at is None or not obs.sent:
         return None
     if hb.exit_code == SAVE_FAILED:
         text = "the save on the way out raised (exit 87): nothing new was saved"
@@ -170,12 +166,12 @@ def _exited(obs: Observation) -> float | None:
 def lead_step(plan: Plan, obs: Observation) -> StepResult | None:
     end, lead = _exited(obs), plan.lead
     if plan.preempt is not None:
-        return grace_step(plan, obs, end) if sent(obs) else None
+        return grace_step(plan, obs, end) if obs.sent else None
     if obs.still_running and obs.stop is None and lead is not None and obs.signalled_at:
-        return _not_exited(plan, obs, lead, obs.signalled_at) if sent(obs) else None
+        return _not_exited(plan, obs, lead, obs.signalled_at) if obs.sent else None
     if end is None or obs.signalled_at is None or lead is None:
         return None
-    if not sent(obs):
+    if not obs.sent:
         return None
     took = max(0.0, end - obs.signalled_at)
     job_end = plan.target.end_time
@@ -215,13 +211,13 @@ def _more_lead(plan: Plan, took: float) -> str:
 
 
 def exit_step(plan: Plan, obs: Observation) -> StepResult | None:
-    if obs.still_running and obs.stop is not None and sent(obs) and obs.signalled_at:
+    if obs.still_running and obs.stop is not None and obs.sent and obs.signalled_at:
         waited = _s((obs.gave_up_at or obs.signalled_at) - obs.signalled_at)
         text = f"the training stopped, but job {plan.target.job_id} was still running {waited} "
         text += "after the signal: its exit was not seen"
         fix = "see what the batch script runs after the training (nothing may wait after it)"
         return StepResult(Step.EXIT, Status.WARNING, text, fix)
-    if not sent(obs) or obs.still_running or obs.grace_ended:
+    if not obs.sent or obs.still_running or obs.grace_ended:
         return None
     code, want = obs.exit_code, plan.expected_code
     if code is None:
@@ -257,70 +253,6 @@ def _died(plan: Plan, obs: Observation) -> StepResult | None:
         text += f"(128+{obs.exit_signal}), expected {plan.expected_code}"
         return StepResult(Step.EXIT, Status.CRITICAL, text, wrapper_hint(plan, obs.exit_signal))
     return None
-
-
-def requeue_step(plan: Plan, obs: Observation) -> StepResult | None:
-    if plan.mode is Mode.NONE:
-        text = "nothing continues the run after a stop: no array task left, no auto-requeue "
-        text += "(or its --max-requeues are used up), no other queued job of the run"
-        fix = "submit with --array 0-N%1 (or --auto-requeue for a single job)"
-        return StepResult(Step.REQUEUE, Status.CRITICAL, text, fix)
-    if not sent(obs) or obs.still_running:
-        return None
-    if obs.grace_ended:
-        text = f"Slurm requeued job {plan.target.job_id} at the grace's end (PreemptMode=REQUEUE)"
-        if obs.requeued:
-            return StepResult(Step.REQUEUE, Status.OK, f"{text}: restart {plan.target.restart + 1}")
-        text = f"job {plan.target.job_id} was not requeued at the grace's end ({obs.slurm_state})"
-        fix = "the job must be requeueable: submit with --requeue (or an array)"
-        return StepResult(Step.REQUEUE, Status.CRITICAL, text, fix)
-    if plan.mode is Mode.AUTO_REQUEUE:
-        if obs.exit_code != plan.expected_code:
-            return None
-        if obs.requeued:
-            text = (
-                f"job {plan.target.job_id} is back in the queue (restart {plan.target.restart + 1})"
-            )
-            return StepResult(Step.REQUEUE, Status.OK, text)
-        text = f"exit {obs.exit_code} but job {plan.target.job_id} was not requeued "
-        text += f"(state {obs.slurm_state or 'gone'})"
-        fix = "the batch script must run scontrol requeue on that code (rtool submit "
-        fix += "--auto-requeue does) and the job must be requeueable (--requeue)"
-        return StepResult(Step.REQUEUE, Status.CRITICAL, text, fix)
-    if obs.next_job is None:
-        text = f"no next attempt is queued ({plan.mode.value} expected)"
-        return StepResult(Step.REQUEUE, Status.CRITICAL, text)
-    why = f", pending: {obs.next_reason}" if obs.next_reason else ""
-    text = f"the next attempt is job {obs.next_job} ({plan.mode.value}{why})"
-    return StepResult(Step.REQUEUE, Status.OK, text)
-
-
-def resume_step(plan: Plan, obs: Observation) -> StepResult | None:
-    if not sent(obs) or obs.stop is None or obs.stop.last_saved_step is None:
-        return None
-    want = obs.stop.last_saved_step + 1
-    if plan.no_requeue:
-        text = f"would start at step {want} (the saved step + 1): not waited for (--no-requeue)"
-        return StepResult(Step.RESUME, Status.OK, text)
-    hb = obs.resumed
-    if hb is None:
-        who = f"job {obs.next_job}" if obs.next_job else "the next attempt"
-        why = f" (pending: {obs.next_reason})" if obs.next_reason else ""
-        text = f"{who} took no step within {plan.resume_timeout:.0f}s{why}: resume not verified"
-        fix = "look again later: rtool history " + plan.target.run
-        return StepResult(Step.RESUME, Status.WARNING, text, fix)
-    got = hb.step_at_start
-    shown = f"{hb.array_job_id}_{hb.array_task_id}" if hb.array_task_id else hb.job_id
-    who = f"job {shown}" + (f" (restart {hb.restart_count})" if hb.restart_count else "")
-    if got == want:
-        text = f"{who} started at step {got}: the saved step + 1, no step lost or done twice"
-        return StepResult(Step.RESUME, Status.OK, text)
-    if got is not None and got < want:
-        text = f"{who} started at step {got}, not {want}: {want - got} step(s) done twice"
-        fix = "load the newest checkpoint and start at its step + 1"
-        return StepResult(Step.RESUME, Status.CRITICAL, text, fix)
-    text = f"{who} started at step {got}, not {want}: steps skipped"
-    return StepResult(Step.RESUME, Status.CRITICAL, text, "start at the saved step + 1")
 
 
 JUDGES: tuple[tuple[Step, Judge], ...] = (

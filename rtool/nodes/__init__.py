@@ -1,4 +1,4 @@
 """Bad nodes: the suspect-node store, keeping a run off suspects, and the pre-flight check.
 
-Layer: above notify and slurm_templates, below cron and watchdogs (see docs/nodes.md).
+Floor 2: it stands on the core and `runs`; the watchdogs and the app use it (docs/architecture.md).
 """

@@ -13,10 +13,10 @@ from rtool.core.redact import redact_alert
 from rtool.core.state import StateDir
 from rtool.notify import fold, silence_escalate
 from rtool.notify.channels import DeliveryError
+from rtool.notify.channels.notification import Notification
 from rtool.notify.config import NotifyConfig
 from rtool.notify.decide import Decision, KeyState, decide
 from rtool.notify.deliver import flush
-from rtool.notify.model import Notification
 from rtool.notify.outbox import Item, Outbox
 from rtool.notify.report import Delivery, Report
 from rtool.notify.silence_store import Silences, prune

@@ -18,7 +18,7 @@ from typing import Any
 
 from rtool.core.safeio import move_aside, read_json_file
 from rtool.core.state import StateDir, atomic_write
-from rtool.notify.model import Notification
+from rtool.notify.channels.notification import Notification
 
 log = logging.getLogger(__name__)
 MAX_ITEM_BYTES = 1024 * 1024

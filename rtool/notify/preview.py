@@ -13,10 +13,10 @@ from rtool.core.alert import Alert
 from rtool.core.redact import redact_alert
 from rtool.core.state import StateDir
 from rtool.notify import silence_escalate
+from rtool.notify.channels.notification import Notification
 from rtool.notify.config import NotifyConfig
 from rtool.notify.decide import KeyState, decide
 from rtool.notify.engine import _load, route
-from rtool.notify.model import Notification
 from rtool.notify.silence_store import Silences, matching
 
 

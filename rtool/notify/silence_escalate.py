@@ -20,9 +20,9 @@ from typing import Any
 
 from rtool.core.alert import Status
 from rtool.core.units import format_duration
+from rtool.notify.channels.notification import Notification
 from rtool.notify.config import NotifyConfig
 from rtool.notify.decide import Decision, KeyState
-from rtool.notify.model import Notification
 from rtool.notify.outbox import Item, Outbox
 from rtool.notify.silence_store import Silence, hold, labels_of, matching
 

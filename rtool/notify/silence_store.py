@@ -23,7 +23,7 @@ from typing import Any
 
 from rtool.core.errors import UsageError
 from rtool.core.state import StateDir
-from rtool.notify.model import Notification, what
+from rtool.notify.channels.notification import Notification, what
 
 FILE = "notify/silences.json"
 #: Notifications kept per silence; the others are counted.

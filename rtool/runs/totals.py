@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from rtool.runs import compact, steps
+from rtool.runs import compact, rows, steps
 from rtool.runs.model import Attempt, Folded, Ledger, Totals
 
 
@@ -94,5 +94,5 @@ def fold(
     return kept, replace(
         base,
         rows=(*base.rows, *(compact.row_of(a) for a in gone)),
-        causes=compact.merged(base.causes, causes),
+        causes=rows.merged(base.causes, causes),
     )

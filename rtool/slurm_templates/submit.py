@@ -55,15 +55,18 @@ def is_batch_script(path: Path, text: str) -> bool:
     )
 
 
-def _refuse_empty(req: SubmitRequest) -> None:
+def _check_request(req: SubmitRequest) -> None:
+    """Refuse an option given empty and an sbatch argument that is no plain text."""
     empty = empty_options(req)
     if empty:
         raise specs.SpecError(f"{', '.join(empty)}: empty value (leave it out for the default)")
+    for arg in req.extra_args:
+        specs.check_text(arg, "sbatch argument")
 
 
 def build_job(req: SubmitRequest, cfg: SubmitConfig, sw: SwitchesConfig, cwd: Path) -> TrainingJob:
     """The validated job for a request (raises SpecError with one line)."""
-    _refuse_empty(req)
+    _check_request(req)
     path, batch = _read_script(req.script, cwd)
     own = batch.options if batch else {}
 
@@ -93,11 +96,7 @@ def build_job(req: SubmitRequest, cfg: SubmitConfig, sw: SwitchesConfig, cwd: Pa
         setup_lines=setup_lines,
         kill_switch=switch_path(req.kill_switch, sw.kill, "kill", run, cwd),
         save_switch=switch_path(req.save_switch, sw.save, "save", run, cwd),
-        script=None if batch else str(path),
-        python=req.python or cfg.python,
-        launcher=_words(req.launcher or cfg.launcher or "", "launcher"),
-        script_args=_words(req.script_args or "", "script arguments"),
-        body=batch.body if batch else None,
+        **_program(req, cfg, path, batch),
         header_lines=_header(batch, req, more_sbatch) if batch else [],
         array=array,
         signal=spec,
@@ -114,9 +113,20 @@ def build_job(req: SubmitRequest, cfg: SubmitConfig, sw: SwitchesConfig, cwd: Pa
         job.exit_before_end = "auto"
     if cfg.rtool:  # rtool's own path as the compute nodes see it (docs/install.md)
         job.rtool = [cfg.rtool]
-    for arg in req.extra_args:
-        specs.check_text(arg, "sbatch argument")
     return job
+
+
+def _program(
+    req: SubmitRequest, cfg: SubmitConfig, path: Path, batch: BatchScript | None
+) -> dict[str, Any]:
+    """What the job runs: a batch script's body, or a Python script under a launcher."""
+    return {
+        "script": None if batch else str(path),
+        "python": req.python or cfg.python,
+        "launcher": _words(req.launcher or cfg.launcher or "", "launcher"),
+        "script_args": _words(req.script_args or "", "script arguments"),
+        "body": batch.body if batch else None,
+    }
 
 
 def _read_script(script: Path, cwd: Path) -> tuple[Path, BatchScript | None]:

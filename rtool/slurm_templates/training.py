@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import dataclasses
-import re
 from dataclasses import dataclass, field
 
 from rtool.core.selfcmd import rtool_argv
 from rtool.slurm_templates import launch, specs
+from rtool.slurm_templates import training_rules as rules
 from rtool.slurm_templates.jobs import SlurmJob
 from rtool.slurm_templates.renderer import ShellCode
 
@@ -15,7 +14,6 @@ from rtool.slurm_templates.renderer import ShellCode
 #: (auto-requeue mode); exported as RTOOL_REQUEUE_EXIT_CODE. Must equal
 #: rtool.shim.REQUEUE_EXIT_CODE (not imported here: the shim lives in the training env).
 REQUEUE_EXIT_CODE = 85
-_ENV_NAME = re.compile(r"^RTOOL_[A-Z0-9_]+$")
 
 
 @dataclass
@@ -70,7 +68,7 @@ class TrainingJob(SlurmJob):
     def __post_init__(self) -> None:
         super().__post_init__()
         self._validate_run()
-        self._validate_more()
+        self.more_env = rules.more_env(self.more_sbatch, self.more_env)
         if self.array:
             self.array = specs.validate_array(self.array)
         for what in ("nodes", "gpus_per_node"):
@@ -80,18 +78,14 @@ class TrainingJob(SlurmJob):
         if self.exclude:
             specs.validate_nodelist(self.exclude)
         if self.dependency:
-            kind, _, job_id = self.dependency.partition(":")
-            if kind not in ("afterany", "afterok", "afternotok", "after", "singleton"):
-                raise specs.SpecError(f"dependency {self.dependency!r}: unknown kind {kind!r}")
-            if job_id:
-                specs.validate_job_id(job_id)
+            rules.dependency(self.dependency)
         if self.open_mode not in (None, "append", "truncate"):
             raise specs.SpecError(f"open mode {self.open_mode!r}: append or truncate")
         if self.exit_before_end:
-            self.exit_before_end = _exit_before_end(self.exit_before_end)
+            self.exit_before_end = rules.exit_before_end(self.exit_before_end)
         specs.validate_count(self.restarts_in_place, "restarts-in-place", 100)
-        self._validate_spares()
-        self._validate_signal()
+        self.spare_nodes = rules.spares(self.spare_nodes, self.body, self.restarts_in_place)
+        self.signal = rules.signal(self.signal, self.time, self.notes)
         self._validate_requeue()
         if self.script is not None:
             _ = self.launch  # validates the launcher (one line)
@@ -109,51 +103,6 @@ class TrainingJob(SlurmJob):
         self.header_lines = [
             ShellCode(specs.check_text(line, "header line")) for line in self.header_lines
         ]
-
-    def _validate_more(self) -> None:
-        for _, value in self.more_sbatch:
-            if value is not None:
-                specs.check_text(value, "sbatch value")
-        for name, _ in self.more_env:
-            if not _ENV_NAME.match(name):
-                raise specs.SpecError(f"variable name {name!r}: expected RTOOL_NAME")
-        self.more_env = [(ShellCode(name), value) for name, value in self.more_env]
-
-    def _validate_signal(self) -> None:
-        if self.signal is not None and not self.signal.batch:
-            given = self.signal.sbatch()
-            self.signal = dataclasses.replace(self.signal, batch=True)
-            self.notes.append(
-                f"--signal {given} is sent as {self.signal.sbatch()}: rtool forwards the signal "
-                "from the batch shell to the processes that handle it (without B: Slurm signals "
-                "every process of the job, and a launcher such as torchrun dies of it)"
-            )
-        if self.signal is None or not self.time:
-            return
-        limit = specs.time_seconds(self.time)
-        if limit is not None and self.signal.lead >= limit:
-            fits = specs.default_signal_lead(limit, self.signal.lead)
-            hint = dataclasses.replace(self.signal, lead=fits).sbatch()
-            raise specs.SpecError(
-                f"signal lead time {self.signal.lead}s is not shorter than the time limit "
-                f"{self.time}: the signal would come at the start (e.g. --signal {hint})"
-            )
-
-    def _validate_spares(self) -> None:
-        if not self.spare_nodes:
-            self.spare_nodes = None
-            return
-        specs.validate_count(self.spare_nodes, "spare-nodes", 100)
-        if self.body is not None:
-            raise specs.SpecError(
-                "--spare-nodes needs a Python script: rtool launches it on --nodes of the "
-                "allocation (a batch script's own commands choose their nodes themselves)"
-            )
-        if not self.restarts_in_place:
-            raise specs.SpecError(
-                "--spare-nodes needs restarts in place (a failed node is replaced by "
-                "restarting the training on a spare): drop --restarts-in-place 0"
-            )
 
     def _validate_requeue(self) -> None:
         if not self.auto_requeue:
@@ -231,18 +180,3 @@ class TrainingJob(SlurmJob):
         if tasks is not None and "ntasks-per-node" not in dict(self.more_sbatch):
             pairs.append(("ntasks-per-node", str(tasks)))  # the srun-native launch
         return [*pairs, *self.more_sbatch]
-
-
-def _exit_before_end(value: str) -> str:
-    """The shim's RTOOL_EXIT_BEFORE_END: `auto`, `off` or a duration (`10m`)."""
-    from rtool.core.units import UnitError, parse_duration
-
-    if value in ("auto", "off"):
-        return value
-    try:
-        parse_duration(value)
-    except UnitError:
-        raise specs.SpecError(
-            f"exit-before-end {value!r}: auto, off or a duration like 10m"
-        ) from None
-    return value

@@ -18,8 +18,8 @@ from rtool.core.units import format_size
 from rtool.watchdogs import history
 from rtool.watchdogs.base import CheckResult, ProbeEnv, SpecWatchdog
 from rtool.watchdogs.config import DiskWatch
+from rtool.watchdogs.probe_failure import probe_failure
 from rtool.watchdogs.probes import child
-from rtool.watchdogs.probes.failure import probe_failure
 
 if TYPE_CHECKING:
     from rtool.watchdogs.quota import Quota

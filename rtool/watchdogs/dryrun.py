@@ -25,7 +25,7 @@ from rtool.watchdogs.base import CheckResult
 if TYPE_CHECKING:
     from rtool.core.state import StateDir
     from rtool.notify.config import NotifyConfig
-    from rtool.watchdogs.runner import Output
+    from rtool.watchdogs.output import Output
 
 
 def report(

@@ -21,7 +21,7 @@ from rtool.core.units import format_duration
 from rtool.nodes.config import NodesConfig
 from rtool.nodes.store import SuspectStore
 from rtool.runs import describe
-from rtool.runs.model import Ledger
+from rtool.runs.model import Attempt, Ledger
 from rtool.watchdogs import jobdone, jobnodes
 from rtool.watchdogs.base import CheckResult, ProbeEnv, SpecWatchdog, SqueueQuery
 from rtool.watchdogs.config import JobWatch
@@ -159,7 +159,7 @@ class JobWatchdog(SpecWatchdog[JobWatch]):
 
     def check(self, probe_output: JobObservation, now: float) -> list[CheckResult]:
         results = [check_one(s, probe_output, now) for s in self.specs]
-        return results + failed_nodes(self.specs, probe_output)
+        return results + jobnodes.failed_nodes(self.specs, probe_output.nodes)
 
 
 def matching(spec: JobWatch, obs: JobObservation) -> list[SqueueJob]:
@@ -256,80 +256,67 @@ def _check_one(spec: JobWatch, obs: JobObservation, now: float) -> CheckResult:
     jobs = matching(spec, obs)
     running = [j for j in jobs if j.state in RUNNING_STATES]
     queued = [j for j in jobs if j.state in QUEUED_STATES]
-    led = obs.runs.get(name)
-    looping = led is not None and led.crash_loop_at is not None and not led.finished
     if running:
-        j = running[0]
-        used = format_duration(j.time_used) if j.time_used is not None else "?"
-        more = f", {len(queued)} more queued" if queued else ""
-        fields = {"job_id": j.job_id, "state": j.state, "nodes": j.nodelist, "user": j.user}
-        summary = f"{name} running (job {j.job_id}, {used}, {j.nodelist or '?'}){more}"
-        if looping and led is not None and led.last is not None:
-            fields.update(describe.fields(led.last))
-            summary += f"; the run is crash-looping: last {describe.phrase(led.last)}"
-            return CheckResult("job", name, Status.CRITICAL, summary, fields)
-        note = jobnodes.node_note(j, obs.nodes)
-        if note:
-            fields["bad_nodes"] = note
-            return CheckResult("job", name, Status.WARNING, f"{summary}; node {note}", fields)
-        return CheckResult("job", name, Status.OK, summary, fields)
+        return _running(name, running[0], queued, obs)
     if queued:
-        verdicts = [(pending_status(spec, j, now, obs.nodes), j) for j in queued]
-        on_nodes = [v for v in verdicts if jobnodes.node_note(v[1], obs.nodes)]
-        (status, text), j = (
-            on_nodes[0] if on_nodes else min(verdicts, key=lambda v: v[0][0].severity)
-        )
-        fields = {"job_id": j.job_id, "state": j.state, "reason": j.reason or "", "user": j.user}
-        if looping and led is not None and led.last is not None:
-            fields.update(describe.fields(led.last))
-            text = f"{text}; the run is crash-looping: last {describe.phrase(led.last)}"
-            return CheckResult("job", name, Status.CRITICAL, f"{name} {text}", fields)
-        note = jobnodes.node_note(j, obs.nodes)
-        if note:
-            fields["nodes"] = note
-        elif led is not None and led.last is not None and led.last.nodes:
-            fields["nodes"] = compress_hostlist(led.last.nodes)  # where the run last ran
-        return CheckResult("job", name, status, f"{name} {text}", fields)
-    gone = [j for j in jobs if j.state not in ACTIVE_STATES]
+        return _queued(spec, queued, obs, now)
+    return _gone(name, [j for j in jobs if j.state not in ACTIVE_STATES], obs)
+
+
+def _looping(led: Ledger | None) -> Attempt | None:
+    """The run's last attempt when the run is crash-looping (and not finished)."""
+    if led is None or led.crash_loop_at is None or led.finished:
+        return None
+    return led.last
+
+
+def _running(name: str, j: SqueueJob, queued: list[SqueueJob], obs: JobObservation) -> CheckResult:
+    used = format_duration(j.time_used) if j.time_used is not None else "?"
+    more = f", {len(queued)} more queued" if queued else ""
+    fields = {"job_id": j.job_id, "state": j.state, "nodes": j.nodelist, "user": j.user}
+    summary = f"{name} running (job {j.job_id}, {used}, {j.nodelist or '?'}){more}"
+    last = _looping(obs.runs.get(name))
+    if last is not None:
+        fields.update(describe.fields(last))
+        summary += f"; the run is crash-looping: last {describe.phrase(last)}"
+        return CheckResult("job", name, Status.CRITICAL, summary, fields)
+    note = jobnodes.node_note(j, obs.nodes)
+    if note:
+        fields["bad_nodes"] = note
+        return CheckResult("job", name, Status.WARNING, f"{summary}; node {note}", fields)
+    return CheckResult("job", name, Status.OK, summary, fields)
+
+
+def _queued(spec: JobWatch, jobs: list[SqueueJob], obs: JobObservation, now: float) -> CheckResult:
+    name, led = spec.name, obs.runs.get(spec.name)
+    verdicts = [(pending_status(spec, j, now, obs.nodes), j) for j in jobs]
+    on_nodes = [v for v in verdicts if jobnodes.node_note(v[1], obs.nodes)]
+    (status, text), j = on_nodes[0] if on_nodes else min(verdicts, key=lambda v: v[0][0].severity)
+    fields = {"job_id": j.job_id, "state": j.state, "reason": j.reason or "", "user": j.user}
+    last = _looping(led)
+    if last is not None:
+        fields.update(describe.fields(last))
+        text = f"{text}; the run is crash-looping: last {describe.phrase(last)}"
+        return CheckResult("job", name, Status.CRITICAL, f"{name} {text}", fields)
+    note = jobnodes.node_note(j, obs.nodes)
+    if note:
+        fields["nodes"] = note
+    elif led is not None and led.last is not None and led.last.nodes:
+        fields["nodes"] = compress_hostlist(led.last.nodes)  # where the run last ran
+    return CheckResult("job", name, status, f"{name} {text}", fields)
+
+
+def _gone(name: str, gone: list[SqueueJob], obs: JobObservation) -> CheckResult:
+    """Neither running nor queued: finished (the run says so), else CRITICAL."""
     done, step = jobdone.finished_step(obs.views.get(name), gone)
     if done:
         at = f" at step {step}" if step is not None else ""
         return CheckResult("job", name, Status.OK, f"{name} finished{at} (the run is done)")
     last = f" (last seen {gone[0].state}, job {gone[0].job_id})" if gone else ""
     fields = {}
+    led = obs.runs.get(name)
     if led is not None and led.last is not None:
         fields = describe.fields(led.last)
         last += f"; last {describe.phrase(led.last)}"
     summary = f"{name} neither running nor queued{last}"
     return CheckResult("job", name, Status.CRITICAL, summary, fields)
-
-
-def failed_nodes(specs: list[JobWatch], obs: JobObservation) -> list[CheckResult]:
-    """One WARNING per node that failed under a watched run (NODE_FAIL), naming the node Slurm
-    recorded (rtool/nodes/nodefail.py); one per attempt whose failed node Slurm does not name."""
-    if obs.nodes is None:
-        return []
-    out = []
-    for f in obs.nodes.failed:
-        if not any(s.pattern().fullmatch(f.run) for s in specs):
-            continue
-        why = f" ({f.reason})" if f.reason else ""
-        fields = {"job_id": f.job_id, "run": f.run, "nodes": compress_hostlist(f.nodes)}
-        if f.node is None:
-            summary = (
-                f"{f.run}: attempt {f.job_id} ended NODE_FAIL on {len(f.nodes)} nodes "
-                f"({fields['nodes']}); Slurm names no failed node: none made suspect"
-            )
-            what = f"{f.run}@{f.job_id}"
-        else:
-            summary = (
-                f"{f.run}: node {f.node} failed under attempt {f.job_id} (NODE_FAIL){why}; "
-                "suspect, kept off the next attempts (rtool nodes)"
-            )
-            fields.update(node=f.node, nodes=f.node)
-            what = f"{f.run}@{f.node}"
-        r = CheckResult("job", what, Status.WARNING, summary, fields)
-        if f.node is not None:
-            r.depends = (Cause.node(f.node),)
-        out.append(r)
-    return out

@@ -24,9 +24,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from rtool.core.alert import Cause, Status
 from rtool.core.errors import RtoolError
 from rtool.core.proc import ProcError
 from rtool.core.slurm import RUNNING_STATES, SqueueJob
+from rtool.core.slurm.hostlist import compress_hostlist
 from rtool.core.slurm.nodes import (
     NodeState,
     candidate_nodes,
@@ -45,6 +47,8 @@ from rtool.core.slurm.reservations import (
 from rtool.nodes.config import NodesConfig
 from rtool.nodes.node_fault import blamed
 from rtool.nodes.store import Evidence, EvidenceKind, SuspectStore
+from rtool.watchdogs.base import CheckResult
+from rtool.watchdogs.config import JobWatch
 
 if TYPE_CHECKING:
     from rtool.core.slurm import Slurm
@@ -311,3 +315,34 @@ def node_note(job: SqueueJob, view: NodeView | None) -> str | None:
     names = view.unavailable.get(job.job_id) if job.state == "PENDING" else job_nodes(job)
     bad = [view.states[n] for n in names or [] if n in view.states and view.states[n].is_bad]
     return ", ".join(s.describe() for s in bad) or None
+
+
+def failed_nodes(specs: list[JobWatch], nodes: NodeView | None) -> list[CheckResult]:
+    """One WARNING per node that failed under a watched run (NODE_FAIL), naming the node Slurm
+    recorded (rtool/nodes/nodefail.py); one per attempt whose failed node Slurm does not name."""
+    if nodes is None:
+        return []
+    out = []
+    for f in nodes.failed:
+        if not any(s.pattern().fullmatch(f.run) for s in specs):
+            continue
+        why = f" ({f.reason})" if f.reason else ""
+        fields = {"job_id": f.job_id, "run": f.run, "nodes": compress_hostlist(f.nodes)}
+        if f.node is None:
+            summary = (
+                f"{f.run}: attempt {f.job_id} ended NODE_FAIL on {len(f.nodes)} nodes "
+                f"({fields['nodes']}); Slurm names no failed node: none made suspect"
+            )
+            what = f"{f.run}@{f.job_id}"
+        else:
+            summary = (
+                f"{f.run}: node {f.node} failed under attempt {f.job_id} (NODE_FAIL){why}; "
+                "suspect, kept off the next attempts (rtool nodes)"
+            )
+            fields.update(node=f.node, nodes=f.node)
+            what = f"{f.run}@{f.node}"
+        r = CheckResult("job", what, Status.WARNING, summary, fields)
+        if f.node is not None:
+            r.depends = (Cause.node(f.node),)
+        out.append(r)
+    return out

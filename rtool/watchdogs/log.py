@@ -256,15 +256,8 @@ def _verdict(o: LogObservation, now: float) -> CheckResult:
 
 def _check_one(o: LogObservation, now: float) -> CheckResult:
     spec, what = o.spec, o.spec.path
-    if o.stuck or o.timed_out:
-        why = (
-            "probe still hung, not probed again"
-            if o.stuck
-            else f"probe timed out after {o.timeout:g}s"
-        )
-        return CheckResult("log", what, Status.UNKNOWN, f"{what}: {why}", {"error": why})
-    if o.error:
-        return CheckResult("log", what, Status.UNKNOWN, f"{what}: {o.error}", {"error": o.error})
+    if o.stuck or o.timed_out or o.error:
+        return _unprobed(o)
     hb = o.heartbeat
     if o.done or (hb is not None and hb.state is RunState.FINISHED):
         return CheckResult("log", what, Status.OK, f"{what}: training finished (done marker)")
@@ -290,6 +283,27 @@ def _check_one(o: LogObservation, now: float) -> CheckResult:
         )
     limit = format_duration(spec.stale)
     stale = f"{source} not written for {format_duration(idle)} (limit {limit}){step}"
+    return _stale(o, hb, f"{what}:{last}", stale, fields)
+
+
+def _unprobed(o: LogObservation) -> CheckResult:
+    """UNKNOWN: the probe hung (now or still), or failed."""
+    what = o.spec.path
+    if o.stuck:
+        why = "probe still hung, not probed again"
+    elif o.timed_out:
+        why = f"probe timed out after {o.timeout:g}s"
+    else:
+        why = o.error or ""
+    return CheckResult("log", what, Status.UNKNOWN, f"{what}: {why}", {"error": why})
+
+
+def _stale(
+    o: LogObservation, hb: Heartbeat | None, token: str, stale: str, fields: dict[str, str]
+) -> CheckResult:
+    """Not written for longer than the limit: a hang (CRITICAL, with its actions) unless the
+    training stopped on its own or its job is not running."""
+    spec, what = o.spec, o.spec.path
     ended = (RunState.STOPPED, RunState.CRASHED)
     if hb is not None and hb.state in ended and not (spec.job_name and o.job_ids):
         reason = f"crashed: {hb.error}" if hb.error else hb.stop_reason or "no reason"
@@ -303,7 +317,6 @@ def _check_one(o: LogObservation, now: float) -> CheckResult:
     if spec.job_name and not o.job_ids:
         note = f"{stale}, but job {spec.job_name} is not running (not a hang)"
         return CheckResult("log", what, Status.OK, note, fields)
-    token = f"{what}:{last}"
     actions = _hang_actions(o, hb)
     if o.run is not None and o.run.last is not None:
         fields.update(describe.fields(o.run.last))  # which attempt, nodes, log tail

@@ -158,6 +158,16 @@ def _check_one(obs: RunObservation, now: float) -> CheckResult:
     loop = health.crash_loop(led, spec.crash_loop, spec.short)
     if loop is not None:
         return _crash_loop(obs, loop, queue)
+    found = _not_moving(obs, led, queue, now) or _at_risk(obs, led, queue, now)
+    return found or _result(obs, Status.OK, _ok_text(led, queue), attempt=False)
+
+
+def _not_moving(
+    obs: RunObservation, led: Ledger, queue: health.Queue, now: float
+) -> CheckResult | None:
+    """CRITICAL: relaunches that resume at one step, no attempt left, or no step for too long."""
+    spec = obs.spec
+    last = f"; {describe.phrase(led.last)}" if led.last else ""
     same = health.no_progress(led, spec.no_progress)
     if same is not None:
         at, launches = same
@@ -165,20 +175,26 @@ def _check_one(obs: RunObservation, now: float) -> CheckResult:
             f"stalled: {len(launches)} launches in a row resumed at step {at}, no checkpoint "
             f"kept in between ({', '.join(launches)})"
         )
-        last = f"; {describe.phrase(led.last)}" if led.last else ""
         return _result(obs, Status.CRITICAL, text + last)
     if health.exhausted(led, queue):
-        last = describe.phrase(led.last) if led.last else ""
         step = f" at step {led.best_step}" if led.best_step is not None else ""
-        return _result(obs, Status.CRITICAL, f"exhausted without finished(){step}: last {last}")
+        text = f"exhausted without finished(){step}: last {last.removeprefix('; ')}"
+        return _result(obs, Status.CRITICAL, text)
     stalled = health.stalled_for(led, queue, now)
     if spec.stalled is not None and stalled is not None and stalled > spec.stalled:
         text = (
             f"stalled: highest step {led.best_step} not grown for {format_duration(stalled)} "
             f"(limit {format_duration(spec.stalled)}) over {len(led.attempts)} attempt(s)"
         )
-        last = f"; {describe.phrase(led.last)}" if led.last else ""
         return _result(obs, Status.CRITICAL, text + last)
+    return None
+
+
+def _at_risk(
+    obs: RunObservation, led: Ledger, queue: health.Queue, now: float
+) -> CheckResult | None:
+    """WARNING: too few attempts left for the steps to go, a restart storm, or an attempt's own
+    warning (a save past the grace, a checkpoint set aside)."""
     short = health.budget_short(led, queue)
     if short is not None:
         needed, can = short
@@ -189,16 +205,14 @@ def _check_one(obs: RunObservation, now: float) -> CheckResult:
         )
         return _result(obs, Status.WARNING, text)
     recent = health.attempts_within(led, now)
-    if spec.restart_storm is not None and recent > spec.restart_storm:
+    if obs.spec.restart_storm is not None and recent > obs.spec.restart_storm:
         text = (
             f"restart storm: {recent} attempts and in-place restarts in the last hour "
-            f"(limit {spec.restart_storm})"
+            f"(limit {obs.spec.restart_storm})"
         )
         return _result(obs, Status.WARNING, text)
     warning = _attempt_warning(led)
-    if warning is not None:
-        return _result(obs, Status.WARNING, warning)
-    return _result(obs, Status.OK, _ok_text(led, queue), attempt=False)
+    return _result(obs, Status.WARNING, warning) if warning is not None else None
 
 
 def _attempt_warning(led: Ledger) -> str | None:

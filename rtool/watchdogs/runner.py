@@ -10,7 +10,6 @@ import os
 import sys
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -20,6 +19,7 @@ from rtool.core.safeio import UnsafeFileError, append_fd
 from rtool.core.state import StateDir
 from rtool.watchdogs import metric_sources, perfdata
 from rtool.watchdogs.base import CheckResult, ProbeEnv, SqueueQuery, Watchdog, unknown
+from rtool.watchdogs.output import CAUSES_FILE, Output
 
 if TYPE_CHECKING:
     from rtool.core.slurm import Slurm
@@ -29,19 +29,6 @@ log = logging.getLogger(__name__)
 
 #: Extra time a probe thread gets beyond its timeout before the runner gives up on it.
 GRACE = 5.0
-#: The causes raised by earlier sweeps (rtool/watchdogs/causes.py STATE_FILE).
-CAUSES_FILE = "watch/causes.json"
-
-
-@dataclass
-class Output:
-    json: bool = False
-    notify: bool = True
-    tee: Path | None = None
-    #: node_exporter textfile-collector folder (rtool/watchdogs/prometheus.py), or None
-    prom_textfile: Path | None = None
-    #: look only: say what would be done and sent, do none of it (rtool/watchdogs/dryrun.py)
-    dry_run: bool = False
 
 
 def query_for(watchdogs: list[Watchdog]) -> SqueueQuery | None:
@@ -140,7 +127,7 @@ def plugin_lines(results: list[CheckResult]) -> list[str]:
 def notify(results: list[CheckResult], cfg: NotifyConfig, state: StateDir, now: float) -> None:
     """Hand every result (OK ones too, so notify can resolve) to notify; never fails the run."""
     try:
-        from rtool.notify import process
+        from rtool.notify.engine import process
     except ImportError as exc:
         print(f"rtool: notify is not available, no alert sent ({exc})", file=sys.stderr)
         return

@@ -1,14 +1,13 @@
 """The app's layout (docs/architecture.md): commands one per module, the CLI's infrastructure
-apart in plumbing/, and no circle among its packages or modules, counting the imports inside
-functions and under TYPE_CHECKING (source parsed with `ast`, nothing imported)."""
+apart in plumbing/ (source parsed with `ast`, nothing imported). No circle among its packages
+or modules: tests/test_structure.py, for the whole package."""
 
 from __future__ import annotations
 
-from collections import defaultdict
 from pathlib import Path
 
 from rtool.app.plumbing.lazy import COMMANDS
-from tests.test_structure import ROOT, _find_cycle, imports, modules
+from tests.test_structure import ROOT, imports, modules
 
 APP = "rtool.app"
 
@@ -32,21 +31,6 @@ def _graph() -> tuple[dict[str, set[str]], dict[str, str]]:
                 targets.add(target)
         graph[module] = targets
     return graph, package
-
-
-def test_no_module_circle_in_the_app() -> None:
-    graph, _ = _graph()
-    assert _find_cycle(graph) is None
-
-
-def test_no_package_cycle_in_the_app_at_any_level() -> None:
-    """A package and its own subpackage count: rtool.app's modules import app.commands, so
-    nothing under app.commands imports a module of rtool.app itself."""
-    graph, package = _graph()
-    packages: dict[str, set[str]] = defaultdict(set)
-    for module, targets in graph.items():
-        packages[package[module]] |= {package[t] for t in targets} - {package[module]}
-    assert _find_cycle(packages) is None
 
 
 def test_plumbing_imports_no_command() -> None:

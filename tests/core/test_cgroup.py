@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from rtool.core import cgroup
-from rtool.nodes.preflight.restart import Failed
+from rtool.nodes.restart import Failed
 from tests.helpers import wait_for
 
 MiB = 1024 * 1024

@@ -19,11 +19,11 @@ from rtool.core.slurm import SacctRecord, parse_sacct
 from rtool.core.state import StateDir
 from rtool.nodes.preflight import command
 from rtool.nodes.preflight.base import MAX_DETAIL, NodeReport, Outcome
-from rtool.nodes.preflight.job import JobInfo, JobOutcome, alerts, record
 from rtool.nodes.preflight.registry import NodeContext
+from rtool.nodes.preflight_job import JobInfo, JobOutcome, alerts, record
 from rtool.nodes.store import SuspectStore
-from rtool.notify import process
 from rtool.notify.config import NotifyConfig
+from rtool.notify.engine import process
 from rtool.notify.silence_store import Silences, parse_matcher
 from rtool.runs import ledger, store
 from rtool.runs.model import Ledger

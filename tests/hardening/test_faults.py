@@ -19,7 +19,8 @@ from rtool.core import proc
 from rtool.core.alert import Alert, Status
 from rtool.core.safeio import UnsafeFileError, read_bounded, read_json_file
 from rtool.core.state import StateDir
-from rtool.notify import flush, process
+from rtool.notify.deliver import flush
+from rtool.notify.engine import process
 from rtool.notify.outbox import Outbox
 from rtool.watchdogs.history import slug
 from tests.hardening.conftest import no_traceback

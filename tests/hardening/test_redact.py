@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from rtool.core.alert import Alert, Status
 from rtool.core.redact import RedactFilter, redact
 from rtool.core.state import StateDir
-from rtool.notify import process
+from rtool.notify.engine import process
 from tests.hardening.conftest import no_traceback
 from tests.notify.conftest import config as notify_config
 from tests.servers.fixtures import down_port  # noqa: F401  (fixture)

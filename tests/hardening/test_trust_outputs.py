@@ -40,7 +40,7 @@ def test_pages_and_json_are_redacted_like_alerts_and_private_by_default(
     and a page is 0600 unless --mode says otherwise."""
     from rtool.core.state import StateDir
     from rtool.runs import store
-    from rtool.runs.model import Signature
+    from rtool.runs.signatures.base import Signature
     from tests.timeline.ledgers import ledger
 
     led = ledger(3, run="leaky", running=False)

@@ -1,4 +1,4 @@
-"""The decisions before an in-place restart (rtool/nodes/preflight/restart.py), pure: a stop
+"""The decisions before an in-place restart (rtool/nodes/restart.py), pure: a stop
 is not a failure, a restarted launch without progress is not restarted again, what ended the
 launch, which nodes Slurm or the launch's log blame. (On the real Slurm: tests/e2e/
 test_restart_in_place.py and test_multinode.py.)"""
@@ -9,8 +9,8 @@ from pathlib import Path
 
 from rtool.core.heartbeat import ErrorInfo, Heartbeat, RunState
 from rtool.core.slurm.nodes import NodeState
-from rtool.nodes.preflight.job import JobInfo
-from rtool.nodes.preflight.restart import (
+from rtool.nodes.preflight_job import JobInfo
+from rtool.nodes.restart import (
     Failed,
     bad_states,
     blamed_by_log,

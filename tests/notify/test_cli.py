@@ -11,7 +11,7 @@ from devtools.servers import SlackLikeServer, SmtpServer
 from rtool.app.plumbing.appconfig import load_config
 from rtool.core.alert import Status
 from rtool.core.state import StateDir
-from rtool.notify import process
+from rtool.notify.engine import process
 from tests.notify.conftest import alert
 
 SMTP_PW = "pw-SECRET-smtp-31337"

@@ -70,7 +70,7 @@ def test_text_is_not_identity() -> None:
 
 
 def test_subject_does_not_repeat_the_watched_thing() -> None:
-    from rtool.notify.model import Notification, subject
+    from rtool.notify.channels.notification import Notification, subject
 
     def subj(key: str, summary: str) -> str:
         return subject(Notification("i", key, "alert", "CRITICAL", summary))

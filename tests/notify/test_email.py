@@ -7,7 +7,7 @@ from pathlib import Path
 from devtools.servers import SmtpServer
 from rtool.core.alert import Status
 from rtool.core.state import StateDir
-from rtool.notify import process
+from rtool.notify.engine import process
 from rtool.notify.outbox import Outbox
 from tests.notify.conftest import T0, alert, config, email_cfg
 

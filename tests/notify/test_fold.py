@@ -11,8 +11,7 @@ from hypothesis import strategies as st
 from devtools.servers import SlackLikeServer
 from rtool.core.alert import Alert, Cause, Status
 from rtool.core.state import StateDir
-from rtool.notify import process
-from rtool.notify.engine import key_states
+from rtool.notify.engine import key_states, process
 from rtool.notify.fold import folded
 from rtool.notify.status import collect, render
 from tests.notify.conftest import T0, config, webhook_slack_cfg

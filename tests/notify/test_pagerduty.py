@@ -12,10 +12,11 @@ import pytest
 from devtools.servers import PagerDutyLikeServer, SlackLikeServer
 from rtool.core.alert import Status
 from rtool.core.state import StateDir
-from rtool.notify import flush, process
 from rtool.notify.channels import DeliveryError, Envelope
+from rtool.notify.channels.notification import Notification
 from rtool.notify.channels.pagerduty import PagerDutyChannel, PagerDutyConfig
-from rtool.notify.model import Notification
+from rtool.notify.deliver import flush
+from rtool.notify.engine import process
 from rtool.notify.outbox import Outbox
 from tests.notify.conftest import T0, alert, config, webhook_slack_cfg
 

@@ -17,7 +17,8 @@ import pytest
 from devtools.servers import SlackLikeServer, SmtpServer
 from rtool.core.alert import Status
 from rtool.core.state import StateDir
-from rtool.notify import flush, process
+from rtool.notify.deliver import flush
+from rtool.notify.engine import process
 from rtool.notify.outbox import Outbox
 from tests.helpers import wait_for
 from tests.notify.conftest import (
@@ -154,7 +155,7 @@ def test_process_killed_mid_send_loses_nothing(state: StateDir, tmp_path: Path) 
         script = tmp_path / "child.py"
         script.write_text(
             textwrap.dedent(f"""
-            from rtool.notify import process
+            from rtool.notify.engine import process
             from rtool.notify.config import NotifyConfig
             from rtool.core.alert import Alert, Status
             from rtool.core.state import StateDir

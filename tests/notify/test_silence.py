@@ -11,7 +11,7 @@ from devtools.servers import SlackLikeServer
 from rtool.core.alert import Alert, Status
 from rtool.core.errors import UsageError
 from rtool.core.state import StateDir
-from rtool.notify import process
+from rtool.notify.engine import process
 from rtool.notify.silence_store import Op, Silences, parse_matcher
 from tests.notify.conftest import T0, alert, config, webhook_slack_cfg
 

@@ -10,7 +10,8 @@ import pytest
 from devtools.servers import SlackLikeServer
 from rtool.core.alert import Status
 from rtool.core.state import StateDir
-from rtool.notify import flush, process
+from rtool.notify.deliver import flush
+from rtool.notify.engine import process
 from rtool.notify.outbox import Outbox
 from tests.notify.conftest import T0, alert, bot_slack_cfg, config, webhook_slack_cfg
 

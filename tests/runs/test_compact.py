@@ -13,7 +13,8 @@ from rtool.core.slurm import SacctRecord, parse_sacct
 from rtool.core.state import StateDir
 from rtool.runs import ledger, store
 from rtool.runs.attempt_records import read_records
-from rtool.runs.losses import Cause, breakdown
+from rtool.runs.endings import Cause
+from rtool.runs.losses import breakdown
 from rtool.runs.render import table
 from rtool.runs.totals import totals
 

@@ -7,8 +7,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from rtool.runs.losses import Cause, breakdown, cause_of
-from rtool.runs.model import Attempt, Ledger, Signature
+from rtool.runs.endings import Cause, cause_of
+from rtool.runs.losses import breakdown
+from rtool.runs.model import Attempt, Ledger
+from rtool.runs.signatures.base import Signature
 from rtool.runs.totals import ends, totals
 
 REAL = Path(__file__).resolve().parents[1] / "timeline" / "goodput-ledger.json"

@@ -10,7 +10,8 @@ from pathlib import Path
 from rtool.nodes.node_fault import blamed
 from rtool.runs import health, signatures
 from rtool.runs.logtail import expand, read_logs, shown
-from rtool.runs.model import Attempt, Ledger, Signature
+from rtool.runs.model import Attempt, Ledger
+from rtool.runs.signatures.base import Signature
 
 TWO = ("n1", "n2")
 NCCL_WAIT = (

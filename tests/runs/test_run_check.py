@@ -7,7 +7,8 @@ from __future__ import annotations
 from rtool.core.alert import Status
 from rtool.core.slurm import parse_squeue
 from rtool.runs.config import RunWatch
-from rtool.runs.model import Attempt, Ledger, Signature
+from rtool.runs.model import Attempt, Ledger
+from rtool.runs.signatures.base import Signature
 from rtool.watchdogs.base import ActionKind
 from rtool.watchdogs.run import RunObservation, check_one
 

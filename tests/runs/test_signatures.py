@@ -8,7 +8,8 @@ import pytest
 
 from rtool.runs import describe, signatures
 from rtool.runs.logtail import UntrustedFile, read_tail, tail_lines
-from rtool.runs.model import Attempt, Ledger, Signature, Source
+from rtool.runs.model import Attempt, Ledger, Source
+from rtool.runs.signatures.base import Signature
 
 CUDA_OOM = """\
 Traceback (most recent call last):

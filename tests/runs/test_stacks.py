@@ -7,8 +7,8 @@ import os
 from pathlib import Path
 
 from rtool.core.heartbeat import Heartbeat, RunState
-from rtool.nodes.preflight.job import JobInfo
-from rtool.nodes.preflight.restart import Failed, record
+from rtool.nodes.preflight_job import JobInfo
+from rtool.nodes.restart import Failed, record
 from rtool.runs.stacks import parse, read_stacks, summary
 
 LIB = "/venv/lib/python3.11/site-packages/torch/distributed"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from rtool.app.status.view import SCHEMA, failing_cron_jobs
 from rtool.core.alert import Alert, Status
-from rtool.notify import process
+from rtool.notify.engine import process
 from rtool.runs import names
 from tests.servers.fixtures import down_port
 from tests.status.conftest import Setup

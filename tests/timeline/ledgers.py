@@ -3,7 +3,8 @@ them): time limits, crashes, hangs, node failures and preemptions, on 1 to 4 of 
 
 from __future__ import annotations
 
-from rtool.runs.model import Attempt, Ledger, Signature
+from rtool.runs.model import Attempt, Ledger
+from rtool.runs.signatures.base import Signature
 
 T0 = 1_790_000_000.0
 STEP_S = 0.5

@@ -13,8 +13,9 @@ import pytest
 
 from rtool.core.state import StateDir
 from rtool.runs import store
-from rtool.runs.losses import cause_of
-from rtool.runs.model import Ledger, Signature
+from rtool.runs.endings import cause_of
+from rtool.runs.model import Ledger
+from rtool.runs.signatures.base import Signature
 from tests.timeline.browser import chromium, count, load
 from tests.timeline.ledgers import ledger
 
@@ -157,7 +158,7 @@ def test_every_way_an_attempt_ends_has_a_colour_and_a_mark() -> None:
     """A new cause (restart in place, say) is one member of `Cause` and one colour here."""
     from rtool.app.timeline.chart import _mark
     from rtool.app.timeline.page import COLOURS
-    from rtool.runs.losses import Cause
+    from rtool.runs.endings import Cause
 
     assert set(COLOURS) == set(Cause)
     for c in Cause:

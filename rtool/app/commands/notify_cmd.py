@@ -75,7 +75,7 @@ def flush(
 
     Example: rtool notify flush
     """
-    from rtool.notify import flush as do_flush
+    from rtool.notify.deliver import flush as do_flush
 
     actx = get_context(ctx)
     report = do_flush(actx.config.notify, actx.state, force=not respect_backoff)

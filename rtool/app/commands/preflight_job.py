@@ -2,7 +2,7 @@
 (record it, requeue the attempt away, alert), and `rtool preflight --restart-after RC`.
 
 `--restart-after RC`: the batch script asks before it restarts the training
-in place (docs/runs.md, "Restart in place"; the decisions: rtool/nodes/preflight/restart.py).
+in place (docs/runs.md, "Restart in place"; the decisions: rtool/nodes/restart.py).
 
 Exit 0: restart (the restart record is written); 3: the attempt was requeued away from a bad
 node; 1: do not restart (a stop, no progress, or a bad node that could not be excluded).
@@ -22,19 +22,20 @@ import typer
 from rtool.app.commands.nodes_cmd import store_of
 from rtool.core.errors import RtoolError
 from rtool.core.slurm.parse import ParseError, expand_hostlist
+from rtool.nodes import preflight_job as job
+from rtool.nodes import restart
 from rtool.nodes.exclude import Cap
-from rtool.nodes.preflight import job, restart
 from rtool.nodes.preflight.base import NodeReport, Outcome
 from rtool.nodes.preflight.registry import applies
 from rtool.nodes.preflight.spares import Spares
-from rtool.notify import process
+from rtool.notify.engine import process
 from rtool.runs.inplace import append, read_restarts, restarts_path
 from rtool.runs.logtail import read_tail
 
 if TYPE_CHECKING:
     from rtool.app.plumbing.context import AppContext
-    from rtool.nodes.preflight.job import JobInfo, JobOutcome
-    from rtool.nodes.preflight.restart import Failed
+    from rtool.nodes.preflight_job import JobInfo, JobOutcome
+    from rtool.nodes.restart import Failed
 
 
 def _say(text: str) -> None:

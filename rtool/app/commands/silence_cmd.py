@@ -93,7 +93,7 @@ def remove_cmd(
 
     Example: rtool silence remove 3f9c2a1b
     """
-    from rtool.notify import flush
+    from rtool.notify.deliver import flush
     from rtool.notify.engine import queue
     from rtool.notify.silence_store import Silences
 

@@ -13,7 +13,7 @@ from rtool.app.timeline.page import COLOURS, esc
 from rtool.core.units import format_duration
 from rtool.runs import provenance
 from rtool.runs.describe import phrase
-from rtool.runs.losses import Cause, cause_of
+from rtool.runs.endings import Cause, cause_of
 from rtool.runs.model import Attempt, Ledger
 from rtool.runs.totals import ends
 

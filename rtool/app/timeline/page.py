@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from rtool import __version__
-from rtool.runs.losses import Cause
+from rtool.runs.endings import Cause
 
 #: What the page may load: nothing but its own inline style and script.
 CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"

@@ -8,7 +8,8 @@ from rtool.app.timeline.page import COLOURS, document, esc, legend, stamp
 from rtool.core.units import format_duration
 from rtool.runs import provenance
 from rtool.runs.describe import exit_text
-from rtool.runs.losses import Breakdown, Cause, breakdown, cause_of
+from rtool.runs.endings import Cause, cause_of
+from rtool.runs.losses import Breakdown, breakdown
 from rtool.runs.model import Attempt, Ledger, Totals
 from rtool.runs.render import queued
 from rtool.runs.totals import ends, totals

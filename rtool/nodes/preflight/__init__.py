@@ -1,5 +1,6 @@
-"""The pre-flight check: on every allocated node, before training (docs/nodes.md).
+"""The pre-flight checks of one node (docs/nodes.md): `node` runs the registered checks.
 
-`node` runs the registered checks of one node; `job` runs them on every node of the job
-through srun and keeps the attempt off the nodes that fail.
+Running them on every node of a job through srun, and keeping the attempt off the nodes that
+fail, is `rtool.nodes.preflight_job`; the decisions before an in-place restart are
+`rtool.nodes.restart`. Nothing here imports the rest of `rtool.nodes`.
 """

@@ -11,7 +11,7 @@ from typing import Any, ClassVar, Literal, Protocol
 from rtool.core.config.fields import setting
 from rtool.core.config.types import PositiveDuration, Section, resolve_secret
 from rtool.core.errors import SecretError
-from rtool.notify.model import Notification
+from rtool.notify.channels.notification import Notification
 
 StatusName = Literal["OK", "WARNING", "CRITICAL", "UNKNOWN"]
 BAD: list[StatusName] = ["WARNING", "CRITICAL", "UNKNOWN"]

@@ -21,7 +21,7 @@ from rtool.notify.channels.base import (
     describe,
     scrub,
 )
-from rtool.notify.model import Notification, body, subject
+from rtool.notify.channels.notification import Notification, body, subject
 
 if TYPE_CHECKING:
     import smtplib

@@ -13,7 +13,7 @@ from pathlib import Path
 from rtool.core.config.fields import setting
 from rtool.core.safeio import UnsafeFileError, append_fd
 from rtool.notify.channels.base import ALL, ChannelSection, DeliveryError, Envelope, Receipt
-from rtool.notify.model import subject
+from rtool.notify.channels.notification import subject
 
 __all__ = ["LogChannel", "LogConfig", "format_line"]
 

@@ -33,7 +33,7 @@ from rtool.notify.channels.base import (
     scrubbed_logs,
     unreachable,
 )
-from rtool.notify.model import all_fields, subject, what
+from rtool.notify.channels.notification import all_fields, subject, what
 
 SEVERITY = {"CRITICAL": "critical", "WARNING": "warning", "UNKNOWN": "error", "OK": "info"}
 TRIGGERS = ("alert", "changed", "repeat", "escalated", "test")

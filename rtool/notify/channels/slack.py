@@ -26,7 +26,7 @@ from rtool.notify.channels.base import (
     scrub,
     scrubbed_logs,
 )
-from rtool.notify.model import Notification, all_fields, headline, subject
+from rtool.notify.channels.notification import Notification, all_fields, headline, subject
 
 if TYPE_CHECKING:
     from slack_sdk.http_retry import RetryHandler

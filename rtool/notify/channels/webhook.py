@@ -28,7 +28,7 @@ from rtool.notify.channels.base import (
     scrubbed_logs,
     unreachable,
 )
-from rtool.notify.model import subject
+from rtool.notify.channels.notification import subject
 
 SCHEMA = "rtool.notification/1"
 

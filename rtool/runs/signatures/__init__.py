@@ -6,8 +6,8 @@ in `LINES`. The config's `[[runs.signature]]` entries are tried first (tier 0, s
 refine a default); their patterns follow the linear-time rule too (rtool/core/linear.py) and,
 like every pattern here, only ever see lines of at most `MAX_LINE` characters. The root cause
 over an attempt's lines (the most specific, earliest match, and who printed it) is chosen by
-`rtool.runs.rootcause`. Slurm's own final states (NODE_FAIL, OUT_OF_MEMORY, TIMEOUT, PREEMPTED)
-are signatures too, used when the log says nothing more specific than a symptom.
+`rootcause`. Slurm's own final states (NODE_FAIL, OUT_OF_MEMORY, TIMEOUT, PREEMPTED) are
+signatures too, used when the log says nothing more specific than a symptom.
 """
 
 from __future__ import annotations
@@ -16,9 +16,8 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 
 from rtool.core.registry import Registry
-from rtool.runs import rootcause
-from rtool.runs.model import Signature
-from rtool.runs.signatures.base import MAX_LINE, Declared, Pattern
+from rtool.runs.signatures import rootcause
+from rtool.runs.signatures.base import MAX_LINE, Declared, Pattern, Signature
 
 #: The default signatures; on one line the first that matches wins, so the more specific come
 #: first. One line each: its name -> the `Declared` its module of this package declares.

@@ -28,6 +28,18 @@ MAX_LINE = 4000
 
 
 @dataclass(frozen=True)
+class Signature:
+    """Why an attempt died: a known failure (`cuda-oom`) with its line in the log."""
+
+    name: str  # cuda-oom, nccl-timeout, node-fail ...
+    label: str  # "CUDA out of memory"
+    line: str = ""  # the log line that matched ("" for Slurm states)
+    rank: int | None = None  # the rank (or srun task) that printed it, when the log says
+    node: str | None = None  # the node that printed it (or that it names), when known
+    action: str = ""  # what the user needs to do ("free space on /scratch ...")
+
+
+@dataclass(frozen=True)
 class Pattern:
     """A compiled signature: a default's (see `Declared`) or a `[[runs.signature]]` entry's
     (tier 0: a site's own signature beats every default)."""

@@ -22,8 +22,8 @@ from rtool.watchdogs.checkpoint import verdict
 from rtool.watchdogs.checkpoint.model import Observation
 from rtool.watchdogs.checkpoint.spec import CheckpointWatch
 from rtool.watchdogs.history import slug
+from rtool.watchdogs.probe_failure import probe_failure
 from rtool.watchdogs.probes import child
-from rtool.watchdogs.probes.failure import probe_failure
 
 #: The newest checkpoints whose files are counted and sized (at least; keep_last adds).
 DETAIL = 4

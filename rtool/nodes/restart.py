@@ -12,7 +12,7 @@ from the launch's heartbeat, the job's memory cgroup, Slurm's node states and th
    count) is not restarted again (it would only crash again);
 3. a node Slurm shows down, drained or not responding, or that a node-level failure signature in
    the launch's log names (an XID, an ECC error, an NCCL timeout naming its peer), is bad: the
-   attempt ends with a requeue that excludes it (`rtool.nodes.preflight.job.requeue_away`);
+   attempt ends with a requeue that excludes it (`rtool.nodes.preflight_job.requeue_away`);
 4. then the pre-flight's checks run on every node, as before the first launch.
 
 What ended the launch (`cause`): hung or peer_failed (the shim's heartbeat), oom_kill (the job's
@@ -29,7 +29,7 @@ from rtool.core import cgroup
 from rtool.core.heartbeat import Heartbeat, HeartbeatFormatError, RunState, read_heartbeat
 from rtool.core.slurm.nodes import NodeState
 from rtool.nodes.node_fault import blamed
-from rtool.nodes.preflight.job import JobInfo
+from rtool.nodes.preflight_job import JobInfo
 from rtool.runs import signatures, stacks
 from rtool.runs.inplace import RestartRecord
 from rtool.runs.logtail import tail_lines

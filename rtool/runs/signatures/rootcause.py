@@ -18,8 +18,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from rtool.runs.model import Signature
-from rtool.runs.signatures.base import MAX_LINE, ROOT, SYMPTOM, Pattern
+from rtool.runs.signatures.base import MAX_LINE, ROOT, SYMPTOM, Pattern, Signature
 
 _HEADER = re.compile(r"^==> .{1,4000} \((?:task (\d{1,6}))?,? ?(?:node ([\w.-]{1,100}))?\) <==$")
 _PREFIX = re.compile(
