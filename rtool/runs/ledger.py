@@ -198,7 +198,7 @@ def _carry(new: Attempt, old: Attempt | None) -> Attempt:
         "queued_at",
         *FROM_HEARTBEAT,
     ):
-        if getattr(new, name) is None and getattr(old, name) is not None:
+        if getattr(new, name) in (None, ()) and getattr(old, name) not in (None, ()):
             keep[name] = getattr(old, name)
     if not new.log_tail and old.log_tail:
         keep["log_tail"] = old.log_tail

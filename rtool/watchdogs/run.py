@@ -13,6 +13,7 @@ same-named job of another user is neither counted nor held).
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +28,8 @@ from rtool.runs.model import Attempt, Ledger
 from rtool.watchdogs.base import Action, CheckResult, ProbeEnv, SpecWatchdog, SqueueQuery
 from rtool.watchdogs.job import nodes_of
 from rtool.watchdogs.jobnodes import job_nodes
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -104,10 +107,36 @@ class RunWatchdog(SpecWatchdog[RunWatch]):
                 out.append(RunObservation(spec, None, queue, str(exc)))
                 continue
             out.append(RunObservation(spec, led, queue))
+            _suspect_slow(env, spec, led)
         return out
 
     def check(self, probe_output: list[RunObservation], now: float) -> list[CheckResult]:
         return [check_one(o, now) for o in probe_output]
+
+
+def _suspect_slow(env: ProbeEnv, spec: RunWatch, led: Ledger) -> None:
+    """A node consistently the slowest in two attempts on different peers becomes a suspect
+    (rtool nodes: "slow in attempts 2 and 3")."""
+    import time
+
+    from rtool.nodes.store import Evidence, EvidenceKind, SuspectStore
+    from rtool.runs.straggler import suspicions
+
+    found = suspicions(led.attempts, spec.slow_limits())
+    if not found:
+        return
+    now = time.time()
+    items = [
+        (
+            s.node,
+            Evidence(EvidenceKind.SLOW, s.detail, now, spec.name, s.attempts[1].job_id, s.output),
+        )
+        for s in found
+    ]
+    try:
+        SuspectStore(env.state).record_many(items)
+    except OSError as exc:
+        log.warning("run %s: slow node not recorded as suspect: %s", spec.name, exc)
 
 
 def _result(
@@ -195,7 +224,7 @@ def _check_one(obs: RunObservation, now: float) -> CheckResult:
             f"(limit {spec.restart_storm})"
         )
         return _result(obs, Status.WARNING, text)
-    warning = _attempt_warning(led)
+    warning = _attempt_warning(led) or _slow_warning(led, spec)
     if warning is not None:
         return _result(obs, Status.WARNING, warning)
     return _result(obs, Status.OK, _ok_text(led, queue), attempt=False)
@@ -214,6 +243,18 @@ def _attempt_warning(led: Ledger) -> str | None:
         text = f"checkpoint set aside: {led.last.set_aside}; resumed from {where}"
         return f"{text} (attempt {led.last.number})"
     return None
+
+
+def _slow_warning(led: Ledger, spec: RunWatch) -> str | None:
+    """The step time regressed against the run's median, or a node consistently slowest, in
+    the running attempt (rtool.runs.straggler)."""
+    from rtool.runs import straggler
+
+    last = led.last
+    if last is None or last.is_over:
+        return None
+    text = straggler.warning(straggler.judge(last, spec.slow_limits()))
+    return f"slow: {text} (attempt {last.number})" if text else None
 
 
 def _ok_text(led: Ledger, queue: health.Queue) -> str:
