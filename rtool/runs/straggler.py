@@ -11,6 +11,7 @@ a save or an evaluation inside a few agreements count for nothing.
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections import Counter
 from collections.abc import Sequence
@@ -22,6 +23,9 @@ from rtool.runs.model import Attempt
 #: Fewest agreements in the recent window, and steady step times in the baseline, to judge.
 MIN_CHECKS = 10
 MIN_BASELINE = 10
+#: The most a rank or node being the slowest that often may owe to chance (20 of 20 checks
+#: for a rank; 28 of 30).
+ALPHA = 1e-6
 
 
 @dataclass(frozen=True)
@@ -62,16 +66,19 @@ def ratio(recent: Sequence[StepSample], baseline: Sequence[float]) -> float | No
 
 def slowest_node(recent: Sequence[StepSample], limits: Limits, nodes: int = 1) -> SlowNode | None:
     """The rank, else (on `nodes` >= 2) the node, that was the slowest in at least
-    `limits.share` of the recent checks with a median lag of at least `limits.lag` there.
-    Counting by node finds a slow link (its ranks take turns being the slowest); on one node
-    it would name that node every time."""
+    `limits.share` of the recent checks, more often than chance would make it (ALPHA; a rank
+    counted as one of two, a node as one of `nodes`), with a median lag of at least
+    `limits.lag` there. Counting by node finds a slow link (its ranks take turns being the
+    slowest); on one node it would name that node every time."""
     named = [s for s in recent if s.node]
     if len(recent) < MIN_CHECKS or not named:
         return None
-    keys = [lambda s: (s.node, s.rank)] + ([lambda s: (s.node, None)] if nodes >= 2 else [])
-    for key in keys:
+    keys = [(lambda s: (s.node, s.rank), 0.5)]
+    if nodes >= 2:
+        keys.append((lambda s: (s.node, None), 1 / nodes))
+    for key, chance in keys:
         (node, _), count = Counter(key(s) for s in named).most_common(1)[0]
-        if count < limits.share * len(recent):
+        if count < limits.share * len(recent) or _tail(count, len(recent), chance) > ALPHA:
             continue
         mine = [s for s in named if s.node == node]
         lag = statistics.median(s.lag or 0.0 for s in mine)
@@ -79,6 +86,11 @@ def slowest_node(recent: Sequence[StepSample], limits: Limits, nodes: int = 1) -
             ranks = Counter(s.rank for s in mine if s.rank is not None).most_common(1)
             return SlowNode(node, ranks[0][0] if ranks else None, count, len(recent), lag)
     return None
+
+
+def _tail(k: int, n: int, p: float) -> float:
+    """The chance of `k` or more successes in `n` tries of chance `p`."""
+    return sum(math.comb(n, i) * p**i * (1 - p) ** (n - i) for i in range(k, n + 1))
 
 
 def judge(a: Attempt, limits: Limits) -> Pace:
@@ -97,7 +109,7 @@ def warning(pace: Pace) -> str | None:
         return f"{times}; {why}"
     if pace.slow is None:
         return None
-    return f"{pace.slow} ({times})" if times else str(pace.slow)
+    return f"{pace.slow}; {times}" if times else str(pace.slow)
 
 
 @dataclass(frozen=True)

@@ -54,7 +54,7 @@ def _attempt(n: int, recent: list[StepSample], base: list[float], nodes=("n1", "
     )
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=300, deadline=None, derandomize=True)
 @given(
     seed=st.integers(0, 2**32),
     base=st.floats(0.01, 30.0),
@@ -77,17 +77,17 @@ def test_one_rank_20_percent_slower_is_named_with_its_node_and_lag() -> None:
     baseline = [s.seconds for s in _checks(rng, 64, 1.0, 0.05)]
     a = _attempt(2, _checks(rng, 30, 1.0, 0.05, slow={3: 0.2}), baseline)
     text = warning(judge(a, Limits()))
-    pattern = r"n2 \(rank 3\) slowest in 30 of 30 checks, \+(1[5-9]|2[0-5]) % \(step time 1\.\d\dx the run's median\)"
+    pattern = r"n2 \(rank 3\) slowest in 30 of 30 checks, \+(1[5-9]|2[0-5]) %; step time 1\.\d\dx the run's median"
     assert text is not None and re.fullmatch(pattern, text), text
 
 
 def test_a_regression_against_the_runs_median_names_the_slow_node() -> None:
     rng = random.Random(2)
     baseline = [s.seconds for s in _checks(rng, 64, 1.0, 0.02)]
-    a = _attempt(3, _checks(rng, 10, 1.0, 0.02, slow={2: 0.2, 3: 0.2}), baseline)
+    a = _attempt(3, _checks(rng, 20, 1.0, 0.02, slow={2: 0.2, 3: 0.2}), baseline)
     text = warning(judge(a, Limits()))
     # the node's two ranks take turns: counted by node, named with the rank seen most often
-    pattern = r"step time 1\.[12]\dx the run's median; n2 \(rank [23]\) slowest in 10 of 10 checks, \+\d+ %"
+    pattern = r"step time 1\.[12]\dx the run's median; n2 \(rank [23]\) slowest in 20 of 20 checks, \+\d+ %"
     assert text is not None and re.fullmatch(pattern, text), text
     # on one node, counting by node would name it every time: only a rank counts there
     one = _attempt(3, a.step_recent, baseline, nodes=("n2",))
@@ -97,6 +97,8 @@ def test_a_regression_against_the_runs_median_names_the_slow_node() -> None:
     )
     # too few checks or too short a baseline: nothing judged
     assert warning(judge(_attempt(3, a.step_recent[:9], baseline), Limits())) is None
+    # 10 of 10 checks: a node of two could be that by chance (1 in 1024): not named yet
+    assert judge(_attempt(3, a.step_recent[:10], baseline), Limits()).slow is None
     assert judge(_attempt(3, a.step_recent, baseline[:9]), Limits()).ratio is None
     assert warning(judge(a, Limits(ratio=None, lag=0.5))) is None
 
