@@ -107,14 +107,14 @@ class RunWatchdog(SpecWatchdog[RunWatch]):
                 out.append(RunObservation(spec, None, queue, str(exc)))
                 continue
             out.append(RunObservation(spec, led, queue))
-            _suspect_slow(env, spec, led)
+            suspect_slow(env, spec, led)
         return out
 
     def check(self, probe_output: list[RunObservation], now: float) -> list[CheckResult]:
         return [check_one(o, now) for o in probe_output]
 
 
-def _suspect_slow(env: ProbeEnv, spec: RunWatch, led: Ledger) -> None:
+def suspect_slow(env: ProbeEnv, spec: RunWatch, led: Ledger) -> None:
     """A node consistently the slowest in two attempts on different peers becomes a suspect
     (rtool nodes: "slow in attempts 2 and 3")."""
     import time

@@ -8,6 +8,7 @@ from __future__ import annotations
 import random
 import re
 import statistics
+from collections.abc import Callable
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -15,10 +16,13 @@ from hypothesis import strategies as st
 from rtool.core.alert import Status
 from rtool.core.heartbeat import StepSample
 from rtool.core.slurm import parse_squeue
+from rtool.core.state import StateDir, default_state_dir
 from rtool.runs.config import RunWatch
 from rtool.runs.model import Attempt, Ledger
 from rtool.runs.straggler import Limits, judge, suspicions, warning
-from rtool.watchdogs.run import RunObservation, check_one
+from rtool.watchdogs.base import ProbeEnv
+from rtool.watchdogs.run import RunObservation, check_one, suspect_slow
+from tests.conftest import CliResult
 
 NODES = {0: "n1", 1: "n1", 2: "n2", 3: "n2"}
 RUNNING = parse_squeue(
@@ -133,3 +137,19 @@ def test_watch_run_warns_on_the_running_attempt_only() -> None:
     assert (
         "slow" not in check_one(RunObservation(RunWatch(name="llm"), led, RUNNING), 1000.0).summary
     )
+
+
+def test_rtool_nodes_says_why_the_slow_node_is_suspect(cli: Callable[..., CliResult]) -> None:
+    rng = random.Random(5)
+    slow = _checks(rng, 30, 1.0, 0.05, slow={2: 0.2})
+    base = [1.0] * 20
+    attempts = [_attempt(1, slow, base, ("n1", "n2")), _attempt(2, slow, base, ("n2", "n3"))]
+    led = Ledger(run="llm", attempts=attempts)
+    env = ProbeEnv(None, StateDir(default_state_dir()))
+    suspect_slow(env, RunWatch(name="llm"), led)
+    suspect_slow(env, RunWatch(name="llm"), led)  # the next tick: the same evidence, once
+    out = cli("nodes", "--no-refresh").out
+    assert out.startswith("n2  suspect since "), out
+    assert out.count("slow job 50_2: slow in attempts 1 and 2 (peers n1; n3)\n") == 1, out
+    assert "      | attempt 2 (job 50_2): n2 (rank 2) slowest in 30 of 30 checks, +" in out
+    assert "n1" not in out.split("peers")[0] and "n3  suspect" not in out
