@@ -171,6 +171,7 @@ class Heartbeat:
     step_recent: tuple[StepSample, ...] = ()  # the last agreements of this process (bounded)
     step_baseline: tuple[float, ...] = ()  # the run's steady step times, evenly thinned (bounded)
     step_baseline_stride: int = 1  # one agreement in this many is in step_baseline
+    stacks: str | None = None  # a hung launch's ranks, grouped (the end record's copy only)
 
     # -- JSON ------------------------------------------------------------------------------
 

@@ -52,7 +52,7 @@ class Signature:
 FROM_HEARTBEAT = (
     *("resumed_from", "set_aside", "code_version", "packages", "inputs"),
     "save_over_grace",
-    *("step_recent", "step_baseline"),
+    *("step_recent", "step_baseline", "stacks"),
 )
 
 
@@ -89,6 +89,7 @@ class Attempt:
     save_over_grace: str | None = None  # preempted while a save outlasts the GraceTime
     step_recent: tuple[StepSample, ...] = ()  # its last agreements of the ranks (rtool.shim)
     step_baseline: tuple[float, ...] = ()  # the run's steady step times as it last saw them
+    stacks: str | None = None  # where its ranks were when it hung (rtool.runs.stacks)
     signature: Signature | None = None
     log_path: str | None = None
     log_tail: tuple[str, ...] = ()

@@ -231,13 +231,18 @@ def _check_one(obs: RunObservation, now: float) -> CheckResult:
 
 
 def _attempt_warning(led: Ledger) -> str | None:
-    """A preempted save that outlasted the GraceTime, or a checkpoint the shim set aside."""
+    """A preempted save that outlasted the GraceTime, the last attempt that ended hung (where
+    its ranks were), or a checkpoint the shim set aside."""
     over = next((a for a in reversed(led.attempts) if a.save_over_grace), None)
     if over is not None and over.stop_reason == "preempted":
         return (
             f"preempted while saving: {over.save_over_grace} (attempt {over.number}); ask "
             "for a longer GraceTime or save more often (save_every) so a preemption saves"
         )
+    ended = [a for a in led.attempts if a.is_over]
+    if ended and ended[-1].stacks:  # a hang not restarted in place: until the next one ends
+        hung = ended[-1]
+        return f"attempt {hung.number} hung ({hung.stop_reason} on {hung.job_id}): {hung.stacks}"
     if led.last is not None and led.last.set_aside:
         where = led.last.resumed_from or "the start (no complete checkpoint)"
         text = f"checkpoint set aside: {led.last.set_aside}; resumed from {where}"
