@@ -184,7 +184,7 @@ class Heartbeat:
             elif isinstance(value, ErrorInfo):
                 value = dataclasses.asdict(value)
             elif f.name == "step_recent":
-                value = [dataclasses.asdict(v) for v in value]
+                value = [dict(vars(v)) for v in value]
             elif isinstance(value, tuple):
                 value = list(value)
             out[f.name] = value
