@@ -109,7 +109,7 @@ class RunWatch(Section):
         "CRITICAL stalled.",
     )
     restart_storm: int | None = setting(6, "More attempts than this in an hour -> WARNING.")
-    slow_ratio: float | None = setting(
+    slow_ratio: float = setting(
         1.15,
         "The recent median step time over the run's steady median that warns (the step "
         "time regressed).",
@@ -136,7 +136,7 @@ class RunWatch(Section):
                 raise ValueError(f"{label} {value!r}: no spaces or commas, not starting with '-'")
         if self.crash_loop < 1:
             raise ValueError("crash_loop must be at least 1")
-        if self.slow_ratio is not None and self.slow_ratio <= 1:
+        if self.slow_ratio <= 1:
             raise ValueError("slow_ratio must be above 1")
         if not 0 < self.slow_share <= 1 or self.slow_lag < 0:
             raise ValueError("slow_share must be in (0, 1] and slow_lag at least 0")

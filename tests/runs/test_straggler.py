@@ -131,7 +131,7 @@ def test_watch_run_warns_on_the_running_attempt_only() -> None:
     assert res.status is Status.WARNING, res.summary
     pattern = r"llm slow: step time 1\.\d\dx the run's median; n2 \(rank 3\) slowest in 30 of 30 checks, \+\d+ % \(attempt 1\)"
     assert re.fullmatch(pattern, res.summary), res.summary
-    off = RunWatch(name="llm", slow_ratio=None, slow_lag=0.5)
+    off = RunWatch(name="llm", slow_ratio=100.0, slow_lag=0.5)
     assert check_one(RunObservation(off, led, RUNNING), 1000.0).status is Status.OK
     led.attempts = [led.attempts[0].with_(state="COMPLETED", ended=10.0)]
     assert (
