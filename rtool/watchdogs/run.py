@@ -242,7 +242,7 @@ def _attempt_warning(led: Ledger) -> str | None:
     ended = [a for a in led.attempts if a.is_over]
     if ended and ended[-1].stacks:  # a hang not restarted in place: until the next one ends
         hung = ended[-1]
-        return f"attempt {hung.number} hung ({hung.stop_reason} on {hung.job_id}): {hung.stacks}"
+        return f"attempt {hung.number} (job {hung.job_id}) hung: {hung.stacks}"
     if led.last is not None and led.last.set_aside:
         where = led.last.resumed_from or "the start (no complete checkpoint)"
         text = f"checkpoint set aside: {led.last.set_aside}; resumed from {where}"
