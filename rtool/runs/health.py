@@ -9,7 +9,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rtool.core.slurm import QUEUED_STATES, RUNNING_STATES, SqueueJob
-from rtool.runs.model import LIMIT_STATES, Attempt, InPlaceRestart, Ledger
+from rtool.runs.model import LIMIT_STATES, Attempt, Ledger
+from rtool.runs.relaunch import InPlaceRestart
 
 
 @dataclass(frozen=True)

@@ -31,8 +31,8 @@ from rtool.core.heartbeat import Heartbeat, HeartbeatFormatError
 from rtool.core.slurm import expand_hostlist
 from rtool.core.slurm.parse import ParseError
 from rtool.runs.logtail import read_tail
-from rtool.runs.model import InPlaceRestart
 from rtool.runs.records import shown_id
+from rtool.runs.relaunch import InPlaceRestart
 
 RESTARTS_BYTES = 256 * 1024
 MAX_LINE = 16 * 1024

@@ -9,7 +9,8 @@ from rtool.core.units import format_duration
 from rtool.runs import provenance
 from rtool.runs.compact import rows_as_attempts
 from rtool.runs.describe import exit_text
-from rtool.runs.model import Attempt, InPlaceRestart, Ledger, Totals
+from rtool.runs.model import Attempt, Ledger, Totals
+from rtool.runs.relaunch import InPlaceRestart
 
 COLUMNS = (
     ("#", 3),

@@ -106,6 +106,20 @@ def _restarts(spec: RunWatch) -> tuple[list[RestartRecord], str]:
         return [], f"restart records not read: {exc}"
 
 
+def _accounting(
+    spec: RunWatch, slurm: Slurm | None, prev: Ledger | None, now: float
+) -> tuple[list[SacctRecord] | None, list[str]]:
+    """The run's sacct records, or None (degraded mode) and why."""
+    if spec.accounting != "auto" or slurm is None:
+        return None, [ledger_mod.DEGRADED_NOTE]
+    try:
+        return _sacct(spec, slurm, prev, now), []
+    except AccountingDisabled:
+        return None, [ledger_mod.DEGRADED_NOTE]
+    except SlurmError as exc:
+        return None, [f"sacct failed ({exc}); {ledger_mod.DEGRADED_NOTE}"]
+
+
 def refresh(
     spec: RunWatch,
     *,
@@ -122,17 +136,7 @@ def refresh(
     missing accounting: that is degraded mode)."""
     cfg = runs_cfg or RunsConfig()
     prev = store.load(state, spec.name)
-    notes: list[str] = []
-    sacct = None
-    if spec.accounting == "auto" and slurm is not None:
-        try:
-            sacct = _sacct(spec, slurm, prev, now)
-        except AccountingDisabled:
-            notes.append(ledger_mod.DEGRADED_NOTE)
-        except SlurmError as exc:
-            notes.append(f"sacct failed ({exc}); {ledger_mod.DEGRADED_NOTE}")
-    else:
-        notes.append(ledger_mod.DEGRADED_NOTE)
+    sacct, notes = _accounting(spec, slurm, prev, now)
     hb, why = _heartbeat(spec)
     recs, why2 = _records(spec)
     restarts, why3 = _restarts(spec)

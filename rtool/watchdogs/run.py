@@ -208,26 +208,29 @@ def _check_one(obs: RunObservation, now: float) -> CheckResult:
         )
         last = f"; {describe.phrase(led.last)}" if led.last else ""
         return _result(obs, Status.CRITICAL, text + last)
+    warning = _warning(led, spec, queue, now)
+    if warning is not None:
+        return _result(obs, Status.WARNING, warning)
+    return _result(obs, Status.OK, _ok_text(led, queue), attempt=False)
+
+
+def _warning(led: Ledger, spec: RunWatch, queue: health.Queue, now: float) -> str | None:
+    """Budget, restart storm, the attempts' own warnings, a slow run: the first that holds."""
     short = health.budget_short(led, queue)
     if short is not None:
         needed, can = short
-        text = (
+        return (
             f"budget: {needed} steps to go but the remaining "
             f"{len(queue.running) + queue.pending_count} attempt(s) give ~{can:.0f} at the "
             "measured rate"
         )
-        return _result(obs, Status.WARNING, text)
     recent = health.attempts_within(led, now)
     if spec.restart_storm is not None and recent > spec.restart_storm:
-        text = (
+        return (
             f"restart storm: {recent} attempts and in-place restarts in the last hour "
             f"(limit {spec.restart_storm})"
         )
-        return _result(obs, Status.WARNING, text)
-    warning = _attempt_warning(led) or _slow_warning(led, spec)
-    if warning is not None:
-        return _result(obs, Status.WARNING, warning)
-    return _result(obs, Status.OK, _ok_text(led, queue), attempt=False)
+    return _attempt_warning(led) or _slow_warning(led, spec)
 
 
 def _attempt_warning(led: Ledger) -> str | None:

@@ -15,7 +15,8 @@ from rtool.core.slurm import parse_squeue
 from rtool.runs import health, ledger
 from rtool.runs.config import RunWatch
 from rtool.runs.inplace import RestartRecord, append, parse_line, read_restarts, restarts_path
-from rtool.runs.model import Attempt, InPlaceRestart, Ledger
+from rtool.runs.model import Attempt, Ledger
+from rtool.runs.relaunch import InPlaceRestart
 from rtool.runs.render import table
 from rtool.runs.totals import totals
 from rtool.watchdogs.run import RunObservation, check_one
