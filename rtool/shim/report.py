@@ -38,6 +38,7 @@ class Reporter:
         self.grace: float | None = None  # the GraceTime of a preemption under way
         self._straggler: dict[str, Any] = {}  # the slowest rank at the last agreement
         self.steps = StepLog()  # the recent agreements and the run's steady step times
+        self._agreed = False  # the ranks agree (torch.distributed): the samples are theirs
         export_tracker_env(previous=self.writer.previous if self.writer is not None else None)
         if self.writer is not None:
             self.set_rank(ident.rank, ident.world_size)
@@ -51,7 +52,7 @@ class Reporter:
     @straggler.setter
     def straggler(self, slowest: dict[str, Any]) -> None:
         """An agreement's slowest rank (the guard sets it): kept in the step log too."""
-        self._straggler = slowest
+        self._straggler, self._agreed = slowest, True
         self.steps.add(slowest)
 
     def carry_previous(self) -> None:
@@ -112,8 +113,11 @@ class Reporter:
         }
 
     def progress(self) -> None:
-        """A periodic write (the monitor thread)."""
+        """A periodic write (the monitor thread); one process (no agreements): its recent step
+        time is a sample of the step log."""
         if self.writer is not None:
+            if not self._agreed and self.timing.recent_step:
+                self.steps.add({"slowest_seconds": self.timing.recent_step})
             self.writer.progress(RunState.RUNNING, self.fields())
 
     def saved(self) -> None:
