@@ -61,6 +61,7 @@ class RunWatchdog(SpecWatchdog[RunWatch]):
     def __init__(self, specs: list[RunWatch], timeout: float = 10.0) -> None:
         super().__init__(specs, timeout)
         self.runs_cfg = RunsConfig()
+        self.expiry = 24 * 3600.0  # a suspect's ([nodes] expiry)
 
     @classmethod
     def command_base(cls, config: Any, state: Any, given: dict[str, Any]) -> dict[str, Any]:
@@ -70,9 +71,10 @@ class RunWatchdog(SpecWatchdog[RunWatch]):
         return watch_base(state, given["name"], config.watch.run)
 
     def configure(self, config: Any) -> RunWatchdog:
-        """Reads the app config's [runs] section (failure signatures, log tail)."""
+        """Reads the app config's [runs] section (failure signatures, log tail) and [nodes]
+        expiry (a slow node's suspicion)."""
         if config is not None:
-            self.runs_cfg = config.runs
+            self.runs_cfg, self.expiry = config.runs, config.nodes.expiry
         return self
 
     def target(self, spec: RunWatch) -> str:
@@ -107,14 +109,14 @@ class RunWatchdog(SpecWatchdog[RunWatch]):
                 out.append(RunObservation(spec, None, queue, str(exc)))
                 continue
             out.append(RunObservation(spec, led, queue))
-            suspect_slow(env, spec, led)
+            suspect_slow(env, spec, led, self.expiry)
         return out
 
     def check(self, probe_output: list[RunObservation], now: float) -> list[CheckResult]:
         return [check_one(o, now) for o in probe_output]
 
 
-def suspect_slow(env: ProbeEnv, spec: RunWatch, led: Ledger) -> None:
+def suspect_slow(env: ProbeEnv, spec: RunWatch, led: Ledger, expiry: float = 86400.0) -> None:
     """A node consistently the slowest in two attempts on different peers becomes a suspect
     (rtool nodes: "slow in attempts 2 and 3")."""
     import time
@@ -125,16 +127,14 @@ def suspect_slow(env: ProbeEnv, spec: RunWatch, led: Ledger) -> None:
     found = suspicions(led.attempts, spec.slow_limits())
     if not found:
         return
-    now = time.time()
-    items = [
-        (
-            s.node,
-            Evidence(EvidenceKind.SLOW, s.detail, now, spec.name, s.attempts[1].job_id, s.output),
-        )
-        for s in found
-    ]
+    items = []
+    for s in found:
+        second = s.attempts[1]  # the event's time, not the observation's: suspicion expires
+        when = second.ended or second.started or time.time()
+        ev = Evidence(EvidenceKind.SLOW, s.detail, when, spec.name, second.job_id, s.output)
+        items.append((s.node, ev))
     try:
-        SuspectStore(env.state).record_many(items)
+        SuspectStore(env.state, expiry).record_many(items)
     except OSError as exc:
         log.warning("run %s: slow node not recorded as suspect: %s", spec.name, exc)
 

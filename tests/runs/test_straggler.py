@@ -8,6 +8,7 @@ from __future__ import annotations
 import random
 import re
 import statistics
+import time
 from collections.abc import Callable
 
 from hypothesis import given, settings
@@ -144,8 +145,12 @@ def test_rtool_nodes_says_why_the_slow_node_is_suspect(cli: Callable[..., CliRes
     slow = _checks(rng, 30, 1.0, 0.05, slow={2: 0.2})
     base = [1.0] * 20
     attempts = [_attempt(1, slow, base, ("n1", "n2")), _attempt(2, slow, base, ("n2", "n3"))]
-    led = Ledger(run="llm", attempts=attempts)
     env = ProbeEnv(None, StateDir(default_state_dir()))
+    old = [a.with_(started=time.time() - 2 * 86400) for a in attempts]
+    suspect_slow(env, RunWatch(name="llm"), Ledger(run="llm", attempts=old))
+    assert cli("nodes", "--no-refresh").out == "no suspect nodes\n"  # older than the expiry
+    attempts = [a.with_(started=time.time() - 600) for a in attempts]
+    led = Ledger(run="llm", attempts=attempts)
     suspect_slow(env, RunWatch(name="llm"), led)
     suspect_slow(env, RunWatch(name="llm"), led)  # the next tick: the same evidence, once
     out = cli("nodes", "--no-refresh").out
