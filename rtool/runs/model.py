@@ -127,8 +127,10 @@ class Attempt:
         return replace(self, **changes)
 
     def to_json(self, compact: bool = False) -> dict[str, Any]:
-        """`compact`: the nodes as one compressed host list (the stored ledger), else a list."""
+        """`compact`: the stored ledger's form (the nodes as one compressed host list, no
+        step baseline: the running attempt's comes from its heartbeat each sweep)."""
         d = asdict(self)
+        d["step_baseline"] = [] if compact else list(self.step_baseline)
         d["nodes"] = compress_hostlist(self.nodes) if compact else list(self.nodes)
         d["log_tail"] = list(self.log_tail)
         d["source"] = self.source.value

@@ -5,6 +5,7 @@ consistently the slowest, the suspect from two attempts on different peers, and 
 
 from __future__ import annotations
 
+import json
 import random
 import re
 import statistics
@@ -158,3 +159,13 @@ def test_rtool_nodes_says_why_the_slow_node_is_suspect(cli: Callable[..., CliRes
     assert out.count("slow job 50_2: slow in attempts 1 and 2 (peers n1; n3)\n") == 1, out
     assert "      | attempt 2 (job 50_2): n2 (rank 2) slowest in 30 of 30 checks, +" in out
     assert "n1" not in out.split("peers")[0] and "n3  suspect" not in out
+
+
+def test_the_stored_ledger_keeps_each_attempts_window_not_the_baseline() -> None:
+    rng = random.Random(6)
+    a = _attempt(1, _checks(rng, 30, 1.0, 0.05, slow={2: 0.2}), [1.0] * 64)
+    stored = Attempt.from_json(json.loads(json.dumps(a.to_json(compact=True))))
+    assert stored.step_recent == a.step_recent and stored.step_baseline == ()
+    shown = Attempt.from_json(json.loads(json.dumps(a.to_json())))  # rtool history --json
+    assert shown.step_baseline == a.step_baseline
+    assert Attempt.from_json({**a.to_json(), "step_recent": [{"no": 1}]}).step_recent == ()
