@@ -32,7 +32,13 @@ def _free_port() -> int:
 
 
 def _submit(
-    cli: Cli, mp: pytest.MonkeyPatch, name: str, run: Path, steps: int, slow_rank: int
+    cli: Cli,
+    mp: pytest.MonkeyPatch,
+    name: str,
+    run: Path,
+    steps: int,
+    slow_rank: int,
+    *extra: str,
 ) -> None:
     torchrun = Path(sys.executable).with_name("torchrun")
     launcher = (
@@ -44,7 +50,7 @@ def _submit(
         mp.setenv(k, v)
     res = cli(
         *("submit", str(WORKER), "--job-name", name, "--nodes", "2", "--launcher", launcher),
-        *("--heartbeat", str(run / "heartbeat.json"), "--time", "0:10:00"),
+        *("--heartbeat", str(run / "heartbeat.json"), "--time", "0:10:00", *extra),
     )
     assert res.code == 0, res.err
 
@@ -141,5 +147,46 @@ def test_a_run_with_no_slow_rank_gets_no_warning_over_its_length(
             f"judge) over {now.time - first:.0f} s of training"
         )
         assert judged >= 10, seen
+    finally:
+        slurm.scancel(name=job_name)
+
+
+@pytest.mark.slurm
+@pytest.mark.timeout(420)
+def test_a_node_slow_in_two_attempts_on_different_peers_becomes_a_suspect(
+    cli: Cli,
+    slurm: Slurm,
+    slurm_cluster: localslurm.Cluster,
+    job_name: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Both ranks of n2 20 % slower (a slow link): attempt 1 on n1+n2, attempt 2 on n2+n3."""
+    _cluster_ok(slurm_cluster)
+    if len(slurm_cluster.nodes) < 3:
+        pytest.fail("this test needs the 3-node local cluster")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("SLOW_NODE", "n2")
+    run = tmp_path / "run"
+    run.mkdir()
+    try:
+        for attempt, exclude in ((1, "n3"), (2, "n1")):
+            _submit(cli, monkeypatch, job_name, run, 450, -1, "--exclude", exclude)
+
+            def ended(n: int = attempt) -> bool:  # its end record (squeue may lag)
+                records = run / "heartbeat.json.attempts"
+                text = records.read_text() if records.exists() else ""
+                return text.count('"event": "end"') >= n
+
+            wait_for(ended, 240, 2, f"attempt {attempt} to end")
+        code, summary = _watch(cli, job_name, run)
+        assert code == 0, summary  # the run finished
+        out = cli("nodes", "--no-refresh").out
+        assert out.startswith("n2  suspect since "), out
+        assert "slow in attempts 1 and 2 (peers n1; n3)" in out, out
+        assert "n1  suspect" not in out and "n3  suspect" not in out, out
+        lines = [ln.strip() for ln in out.splitlines() if ln.strip().startswith("| attempt")]
+        assert len(lines) == 2 and all(" n2 (rank " in ln for ln in lines), out
+        print("\n" + out)
     finally:
         slurm.scancel(name=job_name)
