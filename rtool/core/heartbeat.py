@@ -29,6 +29,8 @@ from typing import Any
 HEARTBEAT_VERSION = 2
 #: A heartbeat is small (< 2 KiB); readers refuse a file larger than this.
 MAX_HEARTBEAT_BYTES = 64 * 1024
+#: The most entries of a list in a heartbeat (step_recent, step_baseline).
+MAX_SAMPLES = 256
 #: Keys of the first format -> today's field.
 LEGACY_KEYS = {
     "last_stop_reason": "stop_reason",
@@ -86,6 +88,40 @@ class ErrorInfo:
 
 
 @dataclass(frozen=True)
+class StepSample:
+    """One agreement of the ranks (rtool.shim): the run's step time then (the slowest rank's,
+    seconds), which rank was slowest, on which node, and its lag over the ranks' median."""
+
+    seconds: float
+    rank: int | None = None
+    node: str | None = None
+    lag: float | None = None
+
+    @staticmethod
+    def of(value: Any) -> StepSample:
+        if not isinstance(value, dict) or "seconds" not in value:
+            raise _wrong("step_recent", value, "an object with seconds")
+        kinds = {"seconds": float, "rank": int, "node": str, "lag": float}
+        known = {k: v for k, v in value.items() if k in kinds and v is not None}
+        return StepSample(
+            **{k: _convert(f"step_recent.{k}", v, kinds[k]) for k, v in known.items()}
+        )
+
+    @staticmethod
+    def many(raw: Any) -> tuple[StepSample, ...]:
+        """The samples of a stored list (a ledger's); () when it is not one."""
+        try:
+            return tuple(StepSample.of(x) for x in raw or ())
+        except (HeartbeatFormatError, TypeError):
+            return ()
+
+    @staticmethod
+    def floats(raw: Any) -> tuple[float, ...]:
+        ok = isinstance(raw, (list, tuple))
+        return tuple(float(x) for x in raw if isinstance(x, (int, float))) if ok else ()
+
+
+@dataclass(frozen=True)
 class Heartbeat:
     """One heartbeat. `time` is the last progress (a stale time while running = a hang)."""
 
@@ -131,6 +167,11 @@ class Heartbeat:
     slowest_rank: int | None = None  # the rank with the longest step time at the last agreement
     slowest_node: str | None = None  # its node
     slowest_lag: float | None = None  # its step time over the ranks' median, minus 1 (0.2)
+    slowest_seconds: float | None = None  # its step time (the run's pace) at the last agreement
+    step_recent: tuple[StepSample, ...] = ()  # the last agreements of this process (bounded)
+    step_baseline: tuple[float, ...] = ()  # the run's steady step times, evenly thinned (bounded)
+    step_baseline_stride: int = 1  # one agreement in this many is in step_baseline
+    stacks: str | None = None  # a hung launch's ranks, grouped (the end record's copy only)
 
     # -- JSON ------------------------------------------------------------------------------
 
@@ -142,6 +183,10 @@ class Heartbeat:
                 value = value.value
             elif isinstance(value, ErrorInfo):
                 value = dataclasses.asdict(value)
+            elif f.name == "step_recent":
+                value = [dict(vars(v)) for v in value]
+            elif isinstance(value, tuple):
+                value = list(value)
             out[f.name] = value
         return out
 
@@ -232,6 +277,13 @@ def _convert(name: str, value: Any, kind: Any) -> Any:
         return ErrorInfo(
             **{k: str(_convert(f"error.{k}", value[k], str)) for k in value if k in _ERROR_KEYS}
         )
+    if typing.get_origin(kind) is tuple:
+        if not isinstance(value, list) or len(value) > MAX_SAMPLES:
+            raise _wrong(name, value, f"a list of at most {MAX_SAMPLES}")
+        item = typing.get_args(kind)[0]
+        if item is StepSample:
+            return tuple(StepSample.of(v) for v in value)
+        return tuple(_convert(name, v, item) for v in value)
     if kind is float and isinstance(value, (int, float)) and not isinstance(value, bool):
         return float(value)
     if kind is int and isinstance(value, int) and not isinstance(value, bool):

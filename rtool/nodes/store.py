@@ -32,6 +32,7 @@ class EvidenceKind(str, Enum):
     SIGNATURE = "signature"  # a node-level signature in a run's log (XID, ECC, NCCL timeout)
     PREFLIGHT = "preflight"  # the pre-flight check failed on it
     DRAIN = "drain"  # Slurm drained it (or set it down) with a reason, under or before a run
+    SLOW = "slow"  # consistently the slowest node of a run in two attempts on different peers
 
 
 @dataclass(frozen=True)

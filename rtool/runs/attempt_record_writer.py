@@ -24,8 +24,15 @@ import time
 from collections.abc import Mapping
 
 from rtool.core.errors import RtoolError
-from rtool.core.heartbeat import MAX_HEARTBEAT_BYTES, ErrorInfo, Heartbeat, HeartbeatFormatError
+from rtool.core.heartbeat import (
+    MAX_HEARTBEAT_BYTES,
+    ErrorInfo,
+    Heartbeat,
+    HeartbeatFormatError,
+    RunState,
+)
 from rtool.core.slurm.parse import ParseError, expand_hostlist
+from rtool.runs import stacks
 from rtool.runs.attempt_records import (
     DIGITS,
     HOSTLIST,
@@ -36,6 +43,8 @@ from rtool.runs.attempt_records import (
     records_path,
 )
 
+#: The stops of a hung launch: its own (no step for hang_after), or a rank's whose peer hung.
+HUNG = ("hung", "peer_failed")
 #: Texts of the heartbeat copy are clipped to this many characters.
 TEXT_LIMIT = 300
 
@@ -124,16 +133,28 @@ def read_own_heartbeat(path: str) -> Heartbeat | None:
         return None
 
 
-def line_for(rec: BatchRecord, heartbeat: str | None) -> str:
-    """The record's line, with this attempt's heartbeat at the end (when it is one)."""
+def line_for(rec: BatchRecord, heartbeat: str | None, abort: str | None = None) -> str:
+    """The record's line, with this attempt's heartbeat at the end (when it is one); when
+    the training hung, its `stacks`: the ranks' dumps beside the abort file `abort`, grouped."""
     if rec.event == "end" and heartbeat:
         hb = read_own_heartbeat(heartbeat)
         if hb is not None and belongs(hb, rec):
             try:
-                return dataclasses.replace(rec, heartbeat=clipped(hb)).to_line()
+                return dataclasses.replace(rec, heartbeat=clipped(hung_stacks(hb, abort))).to_line()
             except (RecordError, ValueError):
                 pass  # too long or odd even clipped: the record without it
     return rec.to_line()
+
+
+def hung_stacks(hb: Heartbeat, abort: str | None) -> Heartbeat:
+    """The heartbeat with `stacks` (`3 ranks in all_reduce at train.py:212; rank 3 on n2 in
+    next_batch at ...`) when its launch hung or ended with a peer that did, and the ranks'
+    dumps are beside `abort`: what the run's alerts say of a hang that was not restarted in
+    place (the attempt requeued, or the next array task)."""
+    if not abort or hb.state is not RunState.STOPPED or hb.stop_reason not in HUNG:
+        return hb
+    where = stacks.summary(stacks.read_stacks(abort, hb.launch))
+    return hb.replace(stacks=where) if where else hb
 
 
 def append_line(path: str, line: str) -> None:
@@ -175,5 +196,5 @@ def write(
     if not path:
         return None
     rec = from_env(event, env, rc, time.time() if now is None else now)
-    append_line(path, line_for(rec, heartbeat))
+    append_line(path, line_for(rec, heartbeat, env.get("RTOOL_ABORT_FILE") or None))
     return path

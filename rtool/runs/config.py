@@ -20,6 +20,9 @@ on_crash_loop = "hold"              # hold the rest of the array (scontrol hold)
 stalled = "2h"                      # highest step not grown while attempts run -> CRITICAL
 no_progress = 3                     # N launches in a row resumed at the same step -> CRITICAL
 restart_storm = 6                   # more attempts than this in an hour -> WARNING
+slow_ratio = 1.15                   # recent median step time over the run's median -> WARNING
+slow_share = 0.9                    # a rank or node slowest in 90 % of the recent checks ...
+slow_lag = 0.05                     # ... by 5 % or more is named (and a suspect after 2 attempts)
 ```
 """
 
@@ -35,6 +38,7 @@ from rtool.core.config.types import Duration, Section, Size
 
 if TYPE_CHECKING:
     from rtool.runs.signatures.base import Pattern
+    from rtool.runs.straggler import Limits
 
 
 #: The longest `[[runs.signature]]` pattern accepted.
@@ -105,6 +109,17 @@ class RunWatch(Section):
         "CRITICAL stalled.",
     )
     restart_storm: int | None = setting(6, "More attempts than this in an hour -> WARNING.")
+    slow_ratio: float = setting(
+        1.15,
+        "The recent median step time over the run's steady median that warns (the step "
+        "time regressed).",
+    )
+    slow_share: float = setting(
+        0.9, "A rank or node slowest in this part of the recent checks is consistently slowest."
+    )
+    slow_lag: float = setting(
+        0.05, "The lag over the ranks' median such a node must have (0.05: 5 %)."
+    )
     lookback: Duration = setting(14 * 86400.0, "How far back sacct looks for the run's attempts.")
     accounting: Literal["auto", "off"] = setting(
         "auto",
@@ -121,6 +136,10 @@ class RunWatch(Section):
                 raise ValueError(f"{label} {value!r}: no spaces or commas, not starting with '-'")
         if self.crash_loop < 1:
             raise ValueError("crash_loop must be at least 1")
+        if self.slow_ratio <= 1:
+            raise ValueError("slow_ratio must be above 1")
+        if not 0 < self.slow_share <= 1 or self.slow_lag < 0:
+            raise ValueError("slow_share must be in (0, 1] and slow_lag at least 0")
         if self.no_progress is not None and self.no_progress < 2:
             raise ValueError("no_progress must be at least 2")
         return self
@@ -128,3 +147,8 @@ class RunWatch(Section):
     @property
     def slurm_name(self) -> str:
         return self.job_name or self.name
+
+    def slow_limits(self) -> Limits:
+        from rtool.runs.straggler import Limits
+
+        return Limits(self.slow_ratio, self.slow_share, self.slow_lag)

@@ -28,6 +28,8 @@ def phrase(a: Attempt) -> str:
         bits.append(a.signature.label + where_text(a))
     elif a.error:
         bits.append(a.error[:120])
+    if a.stacks:
+        bits.append(f"hung: {a.stacks[:300]}")
     return f"attempt {a.number} ({', '.join(bits)})"
 
 
@@ -54,7 +56,7 @@ def tail_block(lines: tuple[str, ...]) -> str:
 
 
 def fields(a: Attempt) -> dict[str, str]:
-    """attempt, job, nodes, state, exit code, signature, stop reason, log tail."""
+    """attempt, job, nodes, state, exit code, signature, stop reason, stacks, log tail."""
     out = {
         "attempt": str(a.number),
         "job_id": a.job_id + (f" (restart {a.restart})" if a.restart else ""),
@@ -67,6 +69,8 @@ def fields(a: Attempt) -> dict[str, str]:
         out["action"] = a.signature.action
     if a.stop_reason:
         out["stop_reason"] = a.stop_reason
+    if a.stacks:
+        out["stacks"] = a.stacks
     if a.log_tail:
         out["log_tail"] = tail_block(a.log_tail)
     return out

@@ -12,15 +12,16 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from rtool import __version__
-from rtool.core.heartbeat import Heartbeat, RunState
+from rtool.core.heartbeat import Heartbeat
 from rtool.core.slurm import SqueueJob
 from rtool.runs import inplace, signatures, slurm_facts, steps
-from rtool.runs.attempt_records import BatchRecord, shown_id
+from rtool.runs.attempt_records import BatchRecord
+from rtool.runs.beats import apply_beats
 from rtool.runs.finish import Claim
 from rtool.runs.inplace import RestartRecord
 from rtool.runs.logtail import shown
 from rtool.runs.model import FROM_HEARTBEAT, Attempt, Ledger
-from rtool.runs.stops import degraded_state, own_stop
+from rtool.runs.stops import degraded_state
 from rtool.runs.totals import fold
 
 if TYPE_CHECKING:
@@ -76,7 +77,7 @@ def _carry(new: Attempt, old: Attempt | None) -> Attempt:
         "queued_at",
         *FROM_HEARTBEAT,
     ):
-        if getattr(new, name) is None and getattr(old, name) is not None:
+        if getattr(new, name) in (None, ()) and getattr(old, name) not in (None, ()):
             keep[name] = getattr(old, name)
     if not new.log_tail and old.log_tail:
         keep["log_tail"] = old.log_tail
@@ -89,48 +90,6 @@ def confirmed_finish(a: Attempt) -> bool:
     """The training said it finished in this attempt and Slurm says it ended COMPLETED (exit 0
     in the batch script's end record without accounting): never the marker alone."""
     return a.finished and a.state == "COMPLETED" and a.exit_code in (0, None)
-
-
-def heartbeat_key(hb: Heartbeat) -> tuple[str, int] | None:
-    job = shown_id(hb.job_id, hb.array_job_id, hb.array_task_id)
-    return (job, hb.restart_count) if job else None
-
-
-def _lowest(*values: int | None) -> int | None:
-    known = [v for v in values if v is not None]
-    return min(known) if known else None
-
-
-def _highest(*values: int | None) -> int | None:
-    known = [v for v in values if v is not None]
-    return max(known) if known else None
-
-
-def _apply_heartbeat(a: Attempt, hb: Heartbeat, final: bool = True) -> Attempt:
-    """Steps, saves and the stop from a heartbeat of the attempt (`final`: of its last launch,
-    whose stop ended the attempt; else of a launch restarted in place: its steps only)."""
-    if not final:
-        start, end = _lowest(a.step_start, hb.step_at_start), _highest(a.step_end, hb.step)
-        return a.with_(step_start=start, step_end=end)
-    changes: dict[str, object] = {}
-    if hb.step_at_start is not None:  # the attempt's first launch started lowest
-        changes["step_start"] = _lowest(a.step_start, hb.step_at_start)
-    if hb.step is not None:
-        changes["step_end"] = max(hb.step, a.step_end if a.step_end is not None else hb.step)
-    if hb.last_saved_step is not None:
-        changes["last_saved_step"] = hb.last_saved_step
-    ended = hb.state in (RunState.STOPPED, RunState.FINISHED, RunState.CRASHED)
-    if ended and hb.stop_reason and own_stop(hb):
-        changes["stop_reason"] = hb.stop_reason
-    if hb.error is not None and hb.state is RunState.CRASHED:
-        changes["error"] = str(hb.error)
-        changes.setdefault("stop_reason", "crashed")
-    if hb.state is RunState.FINISHED:
-        changes["finished"] = True
-    changes.update({k: v for k in FROM_HEARTBEAT if (v := getattr(hb, k))})
-    if not a.nodes and hb.host:
-        changes["nodes"] = (hb.host,)
-    return a.with_(**changes)
 
 
 def _order(attempts: list[Attempt], before: int = 0) -> list[Attempt]:
@@ -180,26 +139,6 @@ def _signatures(
     return out
 
 
-def _apply_beats(attempts: dict[tuple[str, int], Attempt], inp: Inputs) -> None:
-    """The heartbeats of the sweep on their attempts: the end records' copies, the current one,
-    the training's claim to have finished, and the launches restarted in place."""
-    beats = [(r.shown_id, r.restart, r.heartbeat) for r in inp.records if r.heartbeat]
-    for job, restart, beat in beats:
-        if beat is not None and (job, restart) in attempts:
-            attempts[(job, restart)] = _apply_heartbeat(attempts[(job, restart)], beat)
-    hb = inp.heartbeat
-    key = heartbeat_key(hb) if hb is not None else None
-    if hb is not None and key is not None and key in attempts:
-        attempts[key] = _apply_heartbeat(attempts[key], hb)
-    if inp.claim is not None and inp.claim.key in attempts:
-        claimed = inp.claim.key
-        attempts[claimed] = attempts[claimed].with_(finished=True)
-    for rec in inp.restarts:  # the launches before an in-place restart (the first one's start)
-        rkey = (rec.shown_id, rec.restart)
-        if rec.heartbeat is not None and rkey in attempts:
-            attempts[rkey] = _apply_heartbeat(attempts[rkey], rec.heartbeat, final=False)
-
-
 def build(
     prev: Ledger | None,
     inp: Inputs,
@@ -213,7 +152,7 @@ def build(
     attempts = {
         a.key: _carry(a, old.get(a.key)) for a in base if folded is None or not folded.covers(a)
     }
-    _apply_beats(attempts, inp)
+    apply_beats(attempts, inp.records, inp.heartbeat, inp.claim, inp.restarts)
     attempts = {k: degraded_state(a) for k, a in attempts.items()}
     hb = inp.heartbeat
     ordered = steps_lost(_order(list(attempts.values()), folded.attempts if folded else 0))

@@ -7,6 +7,7 @@ import enum
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
+from rtool.core.heartbeat import StepSample
 from rtool.core.slurm.hostlist import compress_hostlist
 from rtool.core.slurm.parse import expand_hostlist
 from rtool.runs import rows
@@ -15,21 +16,11 @@ from rtool.runs.signatures.base import Signature
 
 #: Slurm states of an attempt that ended.
 ENDED_STATES = frozenset(
-    {
-        "COMPLETED",
-        "FAILED",
-        "TIMEOUT",
-        "NODE_FAIL",
-        "PREEMPTED",
-        "OUT_OF_MEMORY",
-        "CANCELLED",
-        "BOOT_FAIL",
-        "DEADLINE",
-        "REQUEUED",
-        "REVOKED",
-        "ENDED",  # degraded mode: the batch script's end record, no Slurm state known
-        "GONE",  # degraded mode: left the queue without an end record
-    }
+    {"COMPLETED", "FAILED", "TIMEOUT", "NODE_FAIL", "PREEMPTED", "OUT_OF_MEMORY", "CANCELLED"}
+    | {"BOOT_FAIL", "DEADLINE", "REQUEUED", "REVOKED"}
+    # degraded mode: ENDED, the batch script's end record (no Slurm state known); GONE, it
+    # left the queue without an end record
+    | {"ENDED", "GONE"}
 )
 #: The ledger's layout (`format` in its JSON; an unmarked ledger, from rtool 0.1, is format 1).
 #: Format 2 writes each attempt's nodes in Slurm's compressed form (`n[1-1000]`, a string) in
@@ -52,6 +43,7 @@ class Source(str, enum.Enum):
 FROM_HEARTBEAT = (
     *("resumed_from", "set_aside", "code_version", "packages", "inputs"),
     "save_over_grace",
+    *("step_recent", "step_baseline", "stacks"),
 )
 
 
@@ -86,6 +78,9 @@ class Attempt:
     packages: str | None = None  # "name==version ..." the training imported
     inputs: str | None = None  # "cfg.yaml sha256:..." of the files on its command line
     save_over_grace: str | None = None  # preempted while a save outlasts the GraceTime
+    step_recent: tuple[StepSample, ...] = ()  # its last agreements of the ranks (rtool.shim)
+    step_baseline: tuple[float, ...] = ()  # the run's steady step times as it last saw them
+    stacks: str | None = None  # where its ranks were when it hung (rtool.runs.stacks)
     signature: Signature | None = None
     log_path: str | None = None
     log_tail: tuple[str, ...] = ()
@@ -122,8 +117,10 @@ class Attempt:
         return replace(self, **changes)
 
     def to_json(self, compact: bool = False) -> dict[str, Any]:
-        """`compact`: the nodes as one compressed host list (the stored ledger), else a list."""
+        """`compact`: the stored ledger's form (the nodes as one compressed host list, no
+        step baseline: the running attempt's comes from its heartbeat each sweep)."""
         d = asdict(self)
+        d["step_baseline"] = [] if compact else list(self.step_baseline)
         d["nodes"] = compress_hostlist(self.nodes) if compact else list(self.nodes)
         d["log_tail"] = list(self.log_tail)
         d["source"] = self.source.value
@@ -138,6 +135,8 @@ class Attempt:
         values["nodes"] = tuple(expand_hostlist(nodes) if isinstance(nodes, str) else nodes)
         values["log_tail"] = tuple(values.get("log_tail") or ())
         values["source"] = Source(values.get("source", Source.SACCT.value))
+        values["step_recent"] = StepSample.many(values.get("step_recent"))
+        values["step_baseline"] = StepSample.floats(values.get("step_baseline"))
         sig = values.get("signature")
         values["signature"] = Signature(**sig) if isinstance(sig, dict) else None
         return Attempt(**values)

@@ -66,13 +66,19 @@ class Agreement:
 
     def slowest(self) -> dict[str, Any]:
         """The heartbeat's `slowest_rank`, `slowest_node`, `slowest_lag` (its step time over
-        the ranks' median, minus 1); empty until every rank reported a step time."""
+        the ranks' median, minus 1) and `slowest_seconds` (its step time: the run's pace);
+        empty until every rank reported a step time."""
         times = self.step_times
         if len(times) < 2 or min(times) <= 0:
             return {}
         rank = max(range(len(times)), key=lambda r: times[r])
         lag = times[rank] / statistics.median(times) - 1
-        return {"slowest_rank": rank, "slowest_node": self.nodes[rank], "slowest_lag": lag}
+        return {
+            "slowest_rank": rank,
+            "slowest_node": self.nodes[rank],
+            "slowest_lag": lag,
+            "slowest_seconds": times[rank],
+        }
 
     def propose(self, steps_since: int, now: float) -> int:
         """Steps until the next agreement: fixed, or about `sync_seconds` worth of steps."""

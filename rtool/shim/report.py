@@ -14,6 +14,7 @@ from rtool.shim.decision import Decision
 from rtool.shim.heartbeat_writer import HeartbeatWriter, JobIdentity
 from rtool.shim.monitor import Timing
 from rtool.shim.provenance import Provenance
+from rtool.shim.steplog import StepLog
 from rtool.shim.trackers import export as export_tracker_env
 from rtool.shim.trackers import fields as tracker_fields
 
@@ -35,12 +36,24 @@ class Reporter:
         self._hooks: CrashHooks | None = None
         self.provenance = Provenance()  # collected from the first step on (rank 0)
         self.grace: float | None = None  # the GraceTime of a preemption under way
-        self.straggler: dict[str, Any] = {}  # the slowest rank at the last agreement
+        self._straggler: dict[str, Any] = {}  # the slowest rank at the last agreement
+        self.steps = StepLog()  # the recent agreements and the run's steady step times
+        self._agreed = False  # the ranks agree (torch.distributed): the samples are theirs
         export_tracker_env(previous=self.writer.previous if self.writer is not None else None)
         if self.writer is not None:
             self.set_rank(ident.rank, ident.world_size)
             if self.writer.enabled:
                 self.writer.clear_done()
+
+    @property
+    def straggler(self) -> dict[str, Any]:
+        return self._straggler
+
+    @straggler.setter
+    def straggler(self, slowest: dict[str, Any]) -> None:
+        """An agreement's slowest rank (the guard sets it): kept in the step log too."""
+        self._straggler, self._agreed = slowest, True
+        self.steps.add(slowest)
 
     def carry_previous(self) -> None:
         """Start from what the previous run of this training measured and saved (its
@@ -49,6 +62,7 @@ class Reporter:
         prev = self.writer.previous if self.writer is not None else None
         if prev is None or (prev.run and self.ident.run and prev.run != self.ident.run):
             return
+        self.steps.carry(prev)
         t = self.timing
         t.longest_step = prev.longest_step_seconds or 0.0
         t.longest_save = prev.longest_save_seconds or 0.0
@@ -82,7 +96,8 @@ class Reporter:
         return {
             **self.provenance.fields(),
             **tracker_fields(),
-            **self.straggler,
+            **self._straggler,
+            **self.steps.fields(),
             "step": self.last_step() if step is None else step,
             "time": (self.progress_time() or time.time()) if step is None else time.time(),
             "step_at_start": t.first_step,
@@ -98,8 +113,11 @@ class Reporter:
         }
 
     def progress(self) -> None:
-        """A periodic write (the monitor thread)."""
+        """A periodic write (the monitor thread); one process (no agreements): its recent step
+        time is a sample of the step log."""
         if self.writer is not None:
+            if not self._agreed and self.timing.recent_step:
+                self.steps.add({"slowest_seconds": self.timing.recent_step})
             self.writer.progress(RunState.RUNNING, self.fields())
 
     def saved(self) -> None:

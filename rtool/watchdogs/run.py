@@ -13,6 +13,7 @@ same-named job of another user is neither counted nor held).
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +28,8 @@ from rtool.runs.model import Attempt, Ledger
 from rtool.watchdogs.base import Action, CheckResult, ProbeEnv, SpecWatchdog, SqueueQuery
 from rtool.watchdogs.job import nodes_of
 from rtool.watchdogs.jobnodes import job_nodes
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -58,6 +61,7 @@ class RunWatchdog(SpecWatchdog[RunWatch]):
     def __init__(self, specs: list[RunWatch], timeout: float = 10.0) -> None:
         super().__init__(specs, timeout)
         self.runs_cfg = RunsConfig()
+        self.expiry = 24 * 3600.0  # a suspect's ([nodes] expiry)
 
     @classmethod
     def command_base(cls, config: Any, state: Any, given: dict[str, Any]) -> dict[str, Any]:
@@ -67,9 +71,10 @@ class RunWatchdog(SpecWatchdog[RunWatch]):
         return watch_base(state, given["name"], config.watch.run)
 
     def configure(self, config: Any) -> RunWatchdog:
-        """Reads the app config's [runs] section (failure signatures, log tail)."""
+        """Reads the app config's [runs] section (failure signatures, log tail) and [nodes]
+        expiry (a slow node's suspicion)."""
         if config is not None:
-            self.runs_cfg = config.runs
+            self.runs_cfg, self.expiry = config.runs, config.nodes.expiry
         return self
 
     def target(self, spec: RunWatch) -> str:
@@ -104,10 +109,34 @@ class RunWatchdog(SpecWatchdog[RunWatch]):
                 out.append(RunObservation(spec, None, queue, str(exc)))
                 continue
             out.append(RunObservation(spec, led, queue))
+            suspect_slow(env, spec, led, self.expiry)
         return out
 
     def check(self, probe_output: list[RunObservation], now: float) -> list[CheckResult]:
         return [check_one(o, now) for o in probe_output]
+
+
+def suspect_slow(env: ProbeEnv, spec: RunWatch, led: Ledger, expiry: float = 86400.0) -> None:
+    """A node consistently the slowest in two attempts on different peers becomes a suspect
+    (rtool nodes: "slow in attempts 2 and 3")."""
+    import time
+
+    from rtool.nodes.store import Evidence, EvidenceKind, SuspectStore
+    from rtool.runs.straggler import suspicions
+
+    found = suspicions(led.attempts, spec.slow_limits())
+    if not found:
+        return
+    items = []
+    for s in found:
+        second = s.attempts[1]  # the event's time, not the observation's: suspicion expires
+        when = second.ended or second.started or time.time()
+        ev = Evidence(EvidenceKind.SLOW, s.detail, when, spec.name, second.job_id, s.output)
+        items.append((s.node, ev))
+    try:
+        SuspectStore(env.state, expiry).record_many(items)
+    except OSError as exc:
+        log.warning("run %s: slow node not recorded as suspect: %s", spec.name, exc)
 
 
 def _result(
@@ -193,41 +222,61 @@ def _not_moving(
 def _at_risk(
     obs: RunObservation, led: Ledger, queue: health.Queue, now: float
 ) -> CheckResult | None:
-    """WARNING: too few attempts left for the steps to go, a restart storm, or an attempt's own
-    warning (a save past the grace, a checkpoint set aside)."""
+    """WARNING: too few attempts left for the steps to go, a restart storm, an attempt's own
+    warning (a save past the grace, a hang, a checkpoint set aside), or a slow run."""
+    warning = _warning(led, obs.spec, queue, now)
+    return _result(obs, Status.WARNING, warning) if warning is not None else None
+
+
+def _warning(led: Ledger, spec: RunWatch, queue: health.Queue, now: float) -> str | None:
+    """Budget, restart storm, the attempts' own warnings, a slow run: the first that holds."""
     short = health.budget_short(led, queue)
     if short is not None:
         needed, can = short
-        text = (
+        return (
             f"budget: {needed} steps to go but the remaining "
             f"{len(queue.running) + queue.pending_count} attempt(s) give ~{can:.0f} at the "
             "measured rate"
         )
-        return _result(obs, Status.WARNING, text)
     recent = health.attempts_within(led, now)
-    if obs.spec.restart_storm is not None and recent > obs.spec.restart_storm:
-        text = (
+    if spec.restart_storm is not None and recent > spec.restart_storm:
+        return (
             f"restart storm: {recent} attempts and in-place restarts in the last hour "
-            f"(limit {obs.spec.restart_storm})"
+            f"(limit {spec.restart_storm})"
         )
-        return _result(obs, Status.WARNING, text)
-    warning = _attempt_warning(led)
-    return _result(obs, Status.WARNING, warning) if warning is not None else None
+    return _attempt_warning(led) or _slow_warning(led, spec)
 
 
 def _attempt_warning(led: Ledger) -> str | None:
-    """A preempted save that outlasted the GraceTime, or a checkpoint the shim set aside."""
+    """A preempted save that outlasted the GraceTime, the last attempt that ended hung (where
+    its ranks were), or a checkpoint the shim set aside."""
     over = next((a for a in reversed(led.attempts) if a.save_over_grace), None)
     if over is not None and over.stop_reason == "preempted":
         return (
             f"preempted while saving: {over.save_over_grace} (attempt {over.number}); ask "
             "for a longer GraceTime or save more often (save_every) so a preemption saves"
         )
+    ended = [a for a in led.attempts if a.is_over]
+    if ended and ended[-1].stacks:  # a hang not restarted in place: until the next one ends
+        hung = ended[-1]
+        return f"attempt {hung.number} (job {hung.job_id}) hung: {hung.stacks}"
     if led.last is not None and led.last.set_aside:
         where = led.last.resumed_from or "the start (no complete checkpoint)"
         text = f"checkpoint set aside: {led.last.set_aside}; resumed from {where}"
         return f"{text} (attempt {led.last.number})"
     return None
+
+
+def _slow_warning(led: Ledger, spec: RunWatch) -> str | None:
+    """The step time regressed against the run's median, or a node consistently slowest, in
+    the running attempt (rtool.runs.straggler)."""
+    from rtool.runs import straggler
+
+    last = led.last
+    if last is None or last.is_over:
+        return None
+    text = straggler.warning(straggler.judge(last, spec.slow_limits()))
+    return f"slow: {text} (attempt {last.number})" if text else None
 
 
 def _ok_text(led: Ledger, queue: health.Queue) -> str:

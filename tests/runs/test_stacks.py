@@ -78,3 +78,22 @@ def test_the_restart_record_of_a_hung_launch_says_where_each_rank_was(tmp_path: 
         "no step for 9.0s after step 850 (hang_after 8s); stacks: 2 ranks in all_reduce at "
         "train.py:212; rank 2 on n2 in __next__ at train.py:198"
     )
+
+
+def test_the_end_record_of_a_hung_attempt_carries_its_stacks(tmp_path: Path) -> None:
+    """A hang not restarted in place: the batch script's end record (its heartbeat copy) says
+    where the ranks were; a launch that did not hang, or another launch's dumps, say nothing."""
+    from rtool.runs.attempt_record_writer import hung_stacks
+
+    abort = str(tmp_path / "kill.abort-91")
+    for rank in range(3):
+        Path(f"{abort}.stacks-{rank}").write_text(_dump(rank, "n1", IN_COLLECTIVE, launch=1))
+    Path(f"{abort}.stacks-3").write_text(_dump(3, "n2", IN_LOADER, launch=1))
+    hb = Heartbeat(RunState.STOPPED, 1.0, stop_reason="hung", launch=1)
+    got = hung_stacks(hb, abort).stacks
+    assert got == "3 ranks in all_reduce at train.py:212; rank 3 on n2 in __next__ at train.py:198"
+    assert hung_stacks(hb.replace(stop_reason="peer_failed"), abort).stacks == got
+    assert hung_stacks(hb.replace(stop_reason="time_limit"), abort).stacks is None
+    assert hung_stacks(hb.replace(state=RunState.CRASHED), abort).stacks is None
+    assert hung_stacks(hb.replace(launch=0), abort).stacks is None  # another launch's dumps
+    assert hung_stacks(hb, None).stacks is None

@@ -1,8 +1,9 @@
 """One rank of the 4-process hang test (gloo, CPU); run by test_hang_ranks.py.
 
 Env: RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT, SLURMD_NODENAME, RTOOL_HANG_AFTER,
-RTOOL_ABORT_FILE, ODD_RANK. From step 5 the odd rank hangs in `next_batch` (a data loader that
-never returns) and the others in the step's all_reduce, waiting for it.
+RTOOL_ABORT_FILE, ODD_RANK; HANG_ONCE (a file: only the launch that creates it hangs). From
+step 5 the odd rank hangs in `next_batch` (a data loader that never returns) and the others in
+the step's all_reduce, waiting for it.
 """
 
 from __future__ import annotations
@@ -18,9 +19,20 @@ from rtool.shim import Guard
 
 
 def next_batch(rank: int, step: int) -> torch.Tensor:
-    if step >= 5 and rank == int(os.environ["ODD_RANK"]):
+    if step >= 5 and rank == int(os.environ["ODD_RANK"]) and first_hang():
         time.sleep(3600)  # a data loader worker that never answers
     return torch.ones(1)
+
+
+def first_hang() -> bool:
+    once = os.environ.get("HANG_ONCE")
+    if not once:
+        return True
+    try:
+        os.close(os.open(once, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+    except FileExistsError:
+        return False
+    return True
 
 
 def main() -> None:

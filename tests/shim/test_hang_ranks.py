@@ -54,5 +54,5 @@ def test_the_rank_hung_elsewhere_is_named_with_its_node_and_frame(tmp_path: Path
     text = summary(stacks)
     assert text is not None
     assert text.startswith("3 ranks in all_reduce at hang_worker.py:"), text
-    assert text.endswith("; rank 3 on n2 in next_batch at hang_worker.py:22"), text
+    assert text.endswith("; rank 3 on n2 in next_batch at hang_worker.py:23"), text
     assert read_stacks(str(abort), 1) == []  # another launch's files are not this one's

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from rtool.core.heartbeat import Heartbeat, read_heartbeat
 from rtool.runs import provenance
-from rtool.runs.ledger import _apply_heartbeat
+from rtool.runs.beats import apply_heartbeat
 from rtool.runs.model import Attempt, Ledger
 from rtool.runs.render import table
 from rtool.runs.totals import totals
@@ -84,7 +84,7 @@ def _attempt(tmp: Path, number: int, site: Path, cfg: Path) -> Attempt:
     hb = read_heartbeat(hb_path)
     assert isinstance(hb, Heartbeat)
     base = Attempt(run="toy", number=number, job_id=str(number), started=time.time() - 5)
-    return _apply_heartbeat(base.with_(state="COMPLETED", ended=time.time()), hb)
+    return apply_heartbeat(base.with_(state="COMPLETED", ended=time.time()), hb)
 
 
 def test_a_package_upgraded_and_a_config_edited_between_attempts_are_flagged(
