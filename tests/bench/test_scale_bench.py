@@ -9,7 +9,7 @@ from pathlib import Path
 
 from bench import _scale_lib as lib
 from rtool.runs.attempt_records import parse_records
-from rtool.runs.ledger import from_records_and_queue
+from rtool.runs.slurm_facts import from_records_and_queue
 
 
 def test_the_path_wrapper_logs_each_call_and_runs_the_real_program(tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from devtools.localslurm import localslurm
+from devtools.localslurm import control as localslurm
 from rtool.core.heartbeat import read_heartbeat
 from rtool.core.slurm import Slurm
 from tests.conftest import CliResult
