@@ -22,13 +22,9 @@ passed and no step came (a step longer than all before it).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from rtool.shim import slurm as _shim_slurm
-
-if TYPE_CHECKING:
-    from rtool.shim.monitor import MonitorConfig, Sources, Timing
+from rtool.shim.state import Loop, MonitorConfig, Sources, Timing
 
 log = logging.getLogger("rtool.shim")
 
@@ -45,11 +41,8 @@ EXIT_SLACK = 3.0
 class Deadline:
     """The stop time of one Guard; `poll()` runs in the monitor thread every round."""
 
-    def __init__(
-        self, config: MonitorConfig, sources: Sources, timing: Timing, wake: Callable[[], None]
-    ) -> None:
-        self.config, self.sources, self.timing, self._wake = config, sources, timing, wake
-        self.step_age: Callable[[float], float] = lambda mono: 0.0  # the current step so far
+    def __init__(self, config: MonitorConfig, sources: Sources, timing: Timing, loop: Loop) -> None:
+        self.config, self.sources, self.timing, self.loop = config, sources, timing, loop
         self._end_checked = float("-inf")
         self._signal_seen = False
         self.signal_stop_at: float | None = None  # wall time to stop at after a deadline signal
@@ -78,7 +71,7 @@ class Deadline:
         c, t = self.config, self.timing
         if self.measured():
             return c.safety_factor * t.longest_save + EXIT_SLACK
-        step = t.longest_step if mono is None else max(t.longest_step, self.step_age(mono))
+        step = t.longest_step if mono is None else max(t.longest_step, t.step_age(mono))
         need = c.safety_factor * (step + t.longest_save) + c.poll_interval + c.extra_latency
         return max(floor, need)
 
@@ -124,11 +117,11 @@ class Deadline:
             return
         if wall >= self.stop_at:  # no step boundary came in time: stop at the next one
             self.sources.time_up = self.detail(wall)
-            self._wake()
+            self.loop.wake()
         elif wall >= self.stop_at - self._window():
             if self.sources.deadline_at != self.stop_at:
                 self.sources.deadline_at = self.stop_at  # the step path reads the clock now
-                self._wake()
+                self.loop.wake()
         else:
             self.sources.deadline_at = None  # moved away (a longer TimeLimit): not near
 
@@ -154,7 +147,7 @@ class Deadline:
             log.warning("rtool.shim: %s (%s): stopping now", name, why)
             if s.signal is None:
                 s.signal = name
-            self._wake()
+            self.loop.wake()
             return
         self.signal_stop_at = stop
         log.warning(

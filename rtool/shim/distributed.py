@@ -19,6 +19,10 @@ import statistics
 import time
 from typing import Any
 
+from rtool.shim.options import GuardOptions, ShimConfigError
+from rtool.shim.report import Reporter
+from rtool.shim.state import Loop, MonitorConfig
+
 #: Number of flag bits exchanged (see rtool.shim's F_* constants).
 FLAG_BITS = 8
 #: Largest number of steps between two agreements in "auto" mode.
@@ -37,6 +41,26 @@ def initialised_dist() -> Any | None:
             return mod
     except Exception:
         return None
+    return None
+
+
+def detect(
+    opts: GuardOptions, loop: Loop, report: Reporter, config: MonitorConfig
+) -> Agreement | None:
+    """The ranks' Agreement when torch.distributed is initialised (and not turned off); the
+    rank it gives goes into `loop` and the heartbeat, its latency into the auto margin."""
+    dist = initialised_dist() if opts.distributed is not False else None
+    if dist is not None:
+        agreement = Agreement(dist, opts.sync_every, opts.sync_seconds)
+        loop.rank = agreement.rank
+        report.set_rank(agreement.rank, agreement.world)
+        if opts.sync_every is None:
+            config.extra_latency = opts.sync_seconds
+        return agreement
+    if opts.distributed:
+        raise ShimConfigError(
+            "rtool.shim: distributed=True but torch.distributed is not initialised"
+        )
     return None
 
 
