@@ -17,7 +17,6 @@ it removed and why it refused the rest. rtool runs this in its own session with 
 pipes (see child.py), so a hung filesystem holds only this process.
 """
 
-import errno
 import fnmatch
 import json
 import os
@@ -40,59 +39,11 @@ _STEP = re.compile(
 _SCRATCH = re.compile(r"^(?:\.|tmp|temp)|\.(?:tmp|temp|partial|incomplete|lock)$", re.I)
 _KEYS = ("frsize", "blocks", "bfree", "bavail", "files", "ffree", "favail")
 
-
-_DIRFLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-
-
-class Refused(Exception):
-    """A component of the folder's path that must not be passed (one line)."""
-
-
-def _folder_problem(st, uid):
-    if st.st_uid not in (uid, 0):
-        return f"is owned by uid {st.st_uid}, not by you or root"
-    mode = stat.S_IMODE(st.st_mode)
-    if mode & 0o022 and not mode & stat.S_ISVTX:
-        return f"is writable by group or others (mode {mode:04o}) without the sticky bit"
-    return None
-
-
-def open_folder(path, uid):
-    """A descriptor of `path` walked from / with O_NOFOLLOW|O_DIRECTORY (the rule of
-    rtool/core/fdwalk.py: a symlink only when yours or root's; no foreign folder, none that
-    others can write without the sticky bit on the way; the last one is judged by the caller)."""
-    todo = [p for p in os.path.abspath(path).split("/") if p][::-1]
-    fd, done, links = os.open("/", _DIRFLAGS), "", 0
-    try:
-        while todo:
-            name = todo.pop()
-            shown = done + "/" + name
-            try:
-                new = os.open(name, _DIRFLAGS, dir_fd=fd)
-            except OSError as exc:
-                if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
-                    raise
-                lst = os.stat(name, dir_fd=fd, follow_symlinks=False)
-                if not stat.S_ISLNK(lst.st_mode):
-                    raise Refused(f"{shown} is not a folder") from None
-                if lst.st_uid not in (uid, 0) or links >= 40:
-                    raise Refused(f"{shown} is a symlink owned by uid {lst.st_uid}") from None
-                links += 1
-                target = os.readlink(name, dir_fd=fd)
-                todo += [p for p in target.split("/") if p][::-1]
-                if target.startswith("/"):
-                    os.close(fd)
-                    fd, done = os.open("/", _DIRFLAGS), ""
-                continue
-            os.close(fd)
-            fd, done = new, shown
-            problem = _folder_problem(os.fstat(fd), uid) if todo else None
-            if problem:
-                raise Refused(f"{done} {problem}")
-        return fd
-    except BaseException:
-        os.close(fd)
-        raise
+if __package__:  # imported: rtool.core.ckptscan
+    from rtool.core.stdwalk import Refused, folder_problem, open_folder
+else:  # run as a script (python -I -S ckptscan.py): the file beside this one
+    sys.path.append(os.path.dirname(os.path.abspath(__file__)))
+    from stdwalk import Refused, folder_problem, open_folder  # type: ignore[no-redef]
 
 
 def step_of(name):
@@ -350,7 +301,7 @@ def prune(req):
         return {"ok": False, "error": f"refusing the folder: {exc}"}
     try:
         st = os.fstat(dirfd)
-        problem = _folder_problem(st, uid)
+        problem = folder_problem(st, uid)
         if not problem and stat.S_IMODE(st.st_mode) & 0o022:
             problem = f"is writable by group or others (mode {stat.S_IMODE(st.st_mode):04o})"
         if problem:

@@ -7,9 +7,10 @@ write into without the sticky bit (they could rename your entries there). A syml
 is followed only when it is yours or root's (a link another user planted is refused), and its
 target is walked with the same rule. The caller then acts relative to the returned descriptor:
 `open_at` (a file, never through a link, `fstat`ed), `read_fd`, `unlinkat`/`rmdir` with
-`dir_fd` (retention does so in its child, rtool/core/ckptscan.py, which repeats
-this walk in the standard library alone). `read_checked(path)` reads a file through the
-descriptor whose owner and mode were checked (config files, cron jobs, heartbeats, markers).
+`dir_fd` (retention does so in its child, rtool/core/ckptscan.py, whose walk is
+rtool/core/stdwalk.py: this rule in the standard library alone). `read_checked(path)` reads
+a file through the descriptor whose owner and mode were checked (config files, cron jobs,
+heartbeats, markers).
 """
 
 from __future__ import annotations

@@ -113,55 +113,26 @@ def _newest(pattern, uid, ignored):
     return best
 
 
-_DIRFLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+def _stdwalk():
+    """rtool/core/stdwalk.py, the children's folder walk (run as a script: found by folder)."""
+    sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "core"))
+    import stdwalk
 
-
-def _walk(folder, uid):
-    """A descriptor of `folder` walked from / with O_NOFOLLOW|O_DIRECTORY (rtool/core/fdwalk.py's
-    rule, owners only: a shared project folder passes): a symlink on the way counts only when
-    yours or root's, a folder only when yours or root's; else the reason (a str)."""
-    todo = [p for p in os.path.abspath(folder).split("/") if p][::-1]
-    fd, done, links = os.open("/", _DIRFLAGS), "", 0
-    while todo:
-        name = todo.pop()
-        try:
-            new = os.open(name, _DIRFLAGS, dir_fd=fd)
-        except OSError as exc:
-            link = exc.errno in (20, 40)  # ENOTDIR, ELOOP: a symlink (or a file) there
-            lst = os.stat(name, dir_fd=fd, follow_symlinks=False) if link else None
-            if lst is None or not stat.S_ISLNK(lst.st_mode) or links >= 40:
-                os.close(fd)
-                raise
-            if lst.st_uid not in (uid, 0):
-                os.close(fd)
-                return f"{done}/{name} is a symlink owned by uid {lst.st_uid}"
-            links += 1
-            target = os.readlink(name, dir_fd=fd)
-            todo += [p for p in target.split("/") if p][::-1]
-            if target.startswith("/"):
-                os.close(fd)
-                fd, done = os.open("/", _DIRFLAGS), ""
-            continue
-        os.close(fd)
-        fd, done = new, f"{done}/{name}"
-        owner = os.fstat(fd).st_uid
-        if owner not in (uid, 0):
-            os.close(fd)
-            return f"{done} is owned by uid {owner}"
-    return fd
+    return stdwalk
 
 
 def _open_checked(path, uid, ignored, what):
-    """A descriptor of the regular file `path` (its folder walked by `_walk`, never through a
-    symlink at its name) when it is yours (or root's) and writable only by you; another's is
-    named in `ignored`."""
+    """A descriptor of the regular file `path` (its folder walked from / by stdwalk, owners
+    only: a shared project folder passes; never through a symlink at its name) when it is
+    yours (or root's) and writable only by you; another's is named in `ignored`."""
     folder, name = os.path.split(os.path.abspath(path))
+    walk = _stdwalk()
     try:
-        dirfd = _walk(folder, uid)
-    except OSError:
+        dirfd = walk.open_folder(folder, uid, shared=True)
+    except walk.Refused as exc:
+        ignored.append(f"{what} {path} ({exc})")
         return None
-    if isinstance(dirfd, str):
-        ignored.append(f"{what} {path} ({dirfd})")
+    except OSError:
         return None
     try:
         fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_NOFOLLOW, dir_fd=dirfd)
