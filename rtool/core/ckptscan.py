@@ -40,10 +40,10 @@ _SCRATCH = re.compile(r"^(?:\.|tmp|temp)|\.(?:tmp|temp|partial|incomplete|lock)$
 _KEYS = ("frsize", "blocks", "bfree", "bavail", "files", "ffree", "favail")
 
 if __package__:  # imported: rtool.core.ckptscan
-    from rtool.core.stdwalk import Refused, folder_problem, open_folder
+    from rtool.core.stdchild import Refused, folder_problem, open_folder, read_json
 else:  # run as a script (python -I -S ckptscan.py): the file beside this one
     sys.path.append(os.path.dirname(os.path.abspath(__file__)))
-    from stdwalk import Refused, folder_problem, open_folder  # type: ignore[no-redef]
+    from stdchild import Refused, folder_problem, open_folder, read_json  # type: ignore[no-redef]
 
 
 def step_of(name):
@@ -163,35 +163,27 @@ def _order(entries):
     return sorted(entries, key=lambda e: (e[1].st_mtime, e[0]))
 
 
-def _read_json(path, limit=65536):
-    """A FIFO or device never blocks this (O_NONBLOCK, regular files only); at most `limit`.
-    Another user's heartbeat (or one others can write) is ignored and named, judged on the
-    descriptor that is read."""
+def _read_json(path):
+    """The heartbeat: a FIFO or device never blocks this (O_NONBLOCK, regular files only).
+    Another user's (or one others can write) is ignored and named, judged on the descriptor
+    that is read."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
     except OSError:
         return None
     try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            return {"_invalid": True, "why": "not a regular file"}
-        mode = stat.S_IMODE(st.st_mode)
-        if st.st_uid not in (os.getuid(), 0):
-            return {"_invalid": True, "why": f"ignored: owned by uid {st.st_uid}, not by you"}
-        if mode & 0o022:
-            return {"_invalid": True, "why": f"ignored: writable by others (mode {mode:04o})"}
-        data = os.read(fd, limit + 1)
-    except OSError as exc:
-        return {"_invalid": True, "why": exc.strerror}
+        return read_json(fd, judge=_not_yours)
     finally:
         os.close(fd)
-    if len(data) > limit:
-        return {"_invalid": True, "why": f"larger than {limit} bytes"}
-    try:
-        value = json.loads(data)
-    except ValueError:
-        return {"_invalid": True}
-    return value if isinstance(value, dict) else {"_invalid": True}
+
+
+def _not_yours(st):
+    mode = stat.S_IMODE(st.st_mode)
+    if st.st_uid not in (os.getuid(), 0):
+        return f"ignored: owned by uid {st.st_uid}, not by you"
+    if mode & 0o022:
+        return f"ignored: writable by others (mode {mode:04o})"
+    return None
 
 
 def _say_where(path):

@@ -8,7 +8,7 @@ is followed only when it is yours or root's (a link another user planted is refu
 target is walked with the same rule. The caller then acts relative to the returned descriptor:
 `open_at` (a file, never through a link, `fstat`ed), `read_fd`, `unlinkat`/`rmdir` with
 `dir_fd` (retention does so in its child, rtool/core/ckptscan.py, whose walk is
-rtool/core/stdwalk.py: this rule in the standard library alone). `read_checked(path)` reads
+rtool/core/stdchild.py: this rule in the standard library alone). `read_checked(path)` reads
 a file through the descriptor whose owner and mode were checked (config files, cron jobs,
 heartbeats, markers).
 """

@@ -113,20 +113,22 @@ def _newest(pattern, uid, ignored):
     return best
 
 
-def _stdwalk():
-    """rtool/core/stdwalk.py, the children's folder walk (run as a script: found by folder)."""
-    sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "core"))
-    import stdwalk
+def _stdchild():
+    """rtool/core/stdchild.py, what the children share (run as a script: found by folder)."""
+    core = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "core")
+    if core not in sys.path:
+        sys.path.append(core)
+    import stdchild
 
-    return stdwalk
+    return stdchild
 
 
 def _open_checked(path, uid, ignored, what):
-    """A descriptor of the regular file `path` (its folder walked from / by stdwalk, owners
+    """A descriptor of the regular file `path` (its folder walked from / by stdchild, owners
     only: a shared project folder passes; never through a symlink at its name) when it is
     yours (or root's) and writable only by you; another's is named in `ignored`."""
     folder, name = os.path.split(os.path.abspath(path))
-    walk = _stdwalk()
+    walk = _stdchild()
     try:
         dirfd = walk.open_folder(folder, uid, shared=True)
     except walk.Refused as exc:
@@ -151,25 +153,6 @@ def _open_checked(path, uid, ignored, what):
     return fd
 
 
-def _read_json(fd, limit=65536):
-    """The JSON object in the open file `fd` (regular files only, at most `limit` bytes)."""
-    import json
-
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return {"_invalid": True, "why": "not a regular file"}
-        data = os.read(fd, limit + 1)
-    except OSError as exc:
-        return {"_invalid": True, "why": exc.strerror}
-    if len(data) > limit:
-        return {"_invalid": True, "why": f"larger than {limit} bytes"}
-    try:
-        value = json.loads(data)
-    except ValueError:
-        return {"_invalid": True}
-    return value if isinstance(value, dict) else {"_invalid": True}
-
-
 def logstat(pattern, heartbeat=None):
     """The newest log file that counts, the heartbeat and its done marker, each judged on the
     descriptor that is read (yours or root's, writable only by you); the rest in `ignored`."""
@@ -184,7 +167,7 @@ def logstat(pattern, heartbeat=None):
         fd = _open_checked(heartbeat, uid, ignored, "heartbeat")
         if fd is not None:
             try:
-                out["heartbeat"] = _read_json(fd)
+                out["heartbeat"] = _stdchild().read_json(fd)
                 out["heartbeat_mtime"] = os.fstat(fd).st_mtime
             finally:
                 os.close(fd)

@@ -1,8 +1,9 @@
-"""The folder walk of rtool's child processes, in the standard library alone (rtool's own
-is rtool.core.fdwalk, with the same rule; docs/security.md).
+"""What rtool's child processes share, in the standard library alone: the folder walk
+(rtool's own is rtool.core.fdwalk, with the same rule; docs/security.md) and the bounded read
+of a JSON file (a heartbeat) through its descriptor.
 
 The children (rtool/core/ckptscan.py, rtool/watchdogs/probes/statfs_child.py) run as scripts
-with `python -I -S`: they put rtool/core on sys.path (last) and `import stdwalk`.
+with `python -I -S`: they put rtool/core on sys.path (last) and `import stdchild`.
 """
 
 import errno
@@ -79,3 +80,27 @@ def open_folder(path, uid, shared=False):
     except BaseException:
         os.close(fd)
         raise
+
+
+def read_json(fd, limit=65536, judge=None):
+    """The JSON object in the open file `fd` (a regular file, at most `limit` bytes, that
+    `judge(fstat)` does not refuse with a reason); else {"_invalid": True, "why": ...}."""
+    import json
+
+    try:
+        st = os.fstat(fd)
+        why = judge(st) if judge is not None else None
+        if not stat.S_ISREG(st.st_mode):
+            why = "not a regular file"
+        if why:
+            return {"_invalid": True, "why": why}
+        data = os.read(fd, limit + 1)
+    except OSError as exc:
+        return {"_invalid": True, "why": exc.strerror}
+    if len(data) > limit:
+        return {"_invalid": True, "why": f"larger than {limit} bytes"}
+    try:
+        value = json.loads(data)
+    except ValueError:
+        return {"_invalid": True}
+    return value if isinstance(value, dict) else {"_invalid": True}
