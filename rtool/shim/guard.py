@@ -39,6 +39,19 @@ _UNDETECTED: Any = object()
 class Guard:
     """The in-loop guard. `Guard(save, GuardOptions(...))` or `Guard(save, **keywords)`."""
 
+    __slots__ = (
+        "_agreement",
+        "_closed",
+        "_countdown",
+        "_decision",
+        "_finished",
+        "_interval",
+        "_loop",
+        "_p",
+        "ident",
+        "options",
+    )
+
     def __init__(
         self,
         save: Callable[[int], object] | None = None,
@@ -104,8 +117,8 @@ class Guard:
         """Call after each completed step. Cheap unless something happened."""
         loop = self._loop
         loop.step = step
-        self._countdown -= 1
-        if loop.alert or self._countdown <= 0:
+        left = self._countdown = self._countdown - 1
+        if loop.alert or left <= 0:
             return self._slow(step)
         return self._decision
 
