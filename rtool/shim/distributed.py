@@ -82,6 +82,7 @@ class Agreement:
         else:
             self.device = torch.device("cpu")
         self._last: float | None = None
+        self.interval = 1  # steps from the last agreement to the next (the one agreed then)
         self._left: float | None = None  # when the last agreement returned
         self.step_times: list[float] = []  # each rank's, from the last agreement (seconds)
         self.nodes: list[str] = [""] * self.world
@@ -110,9 +111,10 @@ class Agreement:
             return MAX_INTERVAL
         return max(1, min(MAX_INTERVAL, math.floor(self.sync_seconds / per_step)))
 
-    def agree(self, flags: int, steps_since: int, urgent: bool = False) -> tuple[int, int]:
-        """(flags OR-ed over all ranks, agreed next interval = the smallest proposal);
-        `urgent` (the stop time is near): agree again at the next step."""
+    def agree(self, flags: int, urgent: bool = False) -> tuple[int, int]:
+        """(flags OR-ed over all ranks, agreed next interval = the smallest proposal), called
+        every `interval` steps; `urgent` (the stop time is near): agree again at the next step."""
+        steps_since = self.interval
         proposal = self.propose(steps_since, time.monotonic())
         if urgent:
             proposal = 1
@@ -127,4 +129,5 @@ class Agreement:
         out = [int(v) for v in t.tolist()]
         self.step_times = [v / 1e6 for v in out[FLAG_BITS + 1 :]]
         agreed = sum(1 << i for i in range(FLAG_BITS) if out[i])
-        return agreed, max(1, -out[FLAG_BITS])
+        self.interval = max(1, -out[FLAG_BITS])
+        return agreed, self.interval

@@ -45,7 +45,6 @@ class Guard:
         "_countdown",
         "_decision",
         "_finished",
-        "_interval",
         "_loop",
         "_p",
         "ident",
@@ -67,7 +66,7 @@ class Guard:
         self.options = options
         self.ident = JobIdentity.from_env(options.job_id)
         self._countdown = 1  # steps until the slow path; the first detects torch.distributed
-        self._decision, self._agreement, self._interval = CONTINUE, _UNDETECTED, 1
+        self._decision, self._agreement = CONTINUE, _UNDETECTED
         self._closed = self._finished = False
         self._p = parts = build(options, self.ident, save)
         self._loop = parts.loop  # the step path's
@@ -85,8 +84,6 @@ class Guard:
     ) -> Guard:
         """A Guard configured by the RTOOL_* variables; keyword arguments win over them."""
         return cls(save, GuardOptions.from_env(environ, **overrides), start=start)
-
-    # -- the loop API ------------------------------------------------------------------------
 
     @property
     def rank(self) -> int:
@@ -108,8 +105,7 @@ class Guard:
         then end their run normally (no SystemExit inside their start hooks)."""
         if not self.killed:
             return False
-        step = self._loop.step
-        self._settle(self._p.stopper.stopped(step, KILLED, 0, False, save_requested=False))
+        self._settle(self._p.stopper.stopped(self._loop.step, KILLED, 0, False, False))
         self.close()
         return True
 
@@ -216,9 +212,8 @@ class Guard:
             return self._act(step, self._collect())
         if self._countdown > 0:
             return CONTINUE
-        flags, self._interval = agreement.agree(self._collect(), self._interval, urgent=near)
+        flags, self._countdown = agreement.agree(self._collect(), urgent=near)
         self._p.report.straggler = agreement.slowest()
-        self._countdown = self._interval
         return self._act(step, flags)
 
     def _collect(self) -> int:
