@@ -58,7 +58,8 @@ class Monitor:
         self._beat_step: int | None = None
         self._gpu_checked = float("-inf")
         self._gpu_broken = False
-        self.cgroup = _job_cgroup() if config.memory_percent or config.memory_bytes else None
+        o = config.opts
+        self.cgroup = _job_cgroup() if o.max_memory_percent or o.max_memory_bytes else None
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="rtool-shim", daemon=True)
@@ -68,7 +69,7 @@ class Monitor:
         self._stop.set()
         t = self._thread
         if t is not None and t is not threading.current_thread():
-            t.join(timeout=2 * self.config.poll_interval + 1)
+            t.join(timeout=2 * self.config.opts.poll_interval + 1)
 
     def _run(self) -> None:
         failures = 0
@@ -79,7 +80,7 @@ class Monitor:
                 failures += 1
                 if failures <= 3:
                     log.exception("rtool.shim: poll failed")
-            if self._stop.wait(self.config.poll_interval):
+            if self._stop.wait(self.config.opts.poll_interval):
                 return
 
     def poll(self, mono: float | None = None, wall: float | None = None) -> None:
@@ -99,11 +100,11 @@ class Monitor:
 
     def _poll_switches(self) -> None:
         c, s = self.config, self.sources
-        if c.kill_switch and not s.kill and switch_set(c.kill_switch, "kill"):
+        if c.opts.kill_switch and not s.kill and switch_set(c.opts.kill_switch, "kill"):
             s.kill = True
             self.loop.wake()
-        if c.save_switch:
-            ident = file_ident(c.save_switch)
+        if c.opts.save_switch:
+            ident = file_ident(c.opts.save_switch)
             with s.lock:
                 fresh = ident is not None and ident != s.save_handled and s.save_ident is None
                 if fresh:
@@ -113,43 +114,43 @@ class Monitor:
 
     def _poll_memory(self) -> None:
         """The job's cgroup limit where it has one (docs/shim.md), else the host's RAM."""
-        c = self.config
-        if c.memory_percent is None and c.memory_bytes is None:
+        share, size = self.config.opts.max_memory_percent, self.config.opts.max_memory_bytes
+        if share is None and size is None:
             return
         found = memory_use(self.cgroup)
         if found is None:
             return
         used, total, what = found
         pct = used / total * 100.0 if total else 0.0
-        if c.memory_percent is not None and pct >= c.memory_percent:
-            self.sources.memory = f"{what} {pct:.1f}% used (limit {c.memory_percent:g}%)"
-        elif c.memory_bytes is not None and used >= c.memory_bytes:
-            self.sources.memory = f"{what} {used} bytes used (limit {c.memory_bytes})"
+        if share is not None and pct >= share:
+            self.sources.memory = f"{what} {pct:.1f}% used (limit {share:g}%)"
+        elif size is not None and used >= size:
+            self.sources.memory = f"{what} {used} bytes used (limit {size})"
         else:
             return
         self.loop.wake()
 
     def _poll_gpu(self, mono: float) -> None:
-        c = self.config
-        if c.gpu_min_free is None or self._gpu_broken or mono - self._gpu_checked < GPU_INTERVAL:
+        floor, device = self.config.opts.min_gpu_free, self.config.gpu_device
+        if floor is None or self._gpu_broken or mono - self._gpu_checked < GPU_INTERVAL:
             return
         self._gpu_checked = mono
         try:
             import torch
 
-            free, _total = torch.cuda.mem_get_info(c.gpu_device)
+            free, _total = torch.cuda.mem_get_info(device)
         except Exception as exc:
             self._gpu_broken = True
             log.warning("rtool.shim: GPU memory check disabled: %s", exc)
             return
-        if free < c.gpu_min_free:
-            self.sources.gpu = f"GPU {c.gpu_device} has {free} bytes free (floor {c.gpu_min_free})"
+        if free < floor:
+            self.sources.gpu = f"GPU {device} has {free} bytes free (floor {floor})"
             self.loop.wake()
 
     def save_interval(self) -> float | None:
         """Seconds between the saves of `save_every` (auto: the longest measured save over
         SAVE_OVERHEAD; None until a save was measured)."""
-        every = self.config.save_every
+        every = self.config.opts.save_every
         if isinstance(every, (int, float)):
             return float(every)
         if every == "auto" and self.timing.longest_save > 0:
@@ -182,7 +183,7 @@ class Monitor:
         seen = self.timing.seen_step
         if seen in (None, self._beat_step):
             return
-        if mono - self._last_beat < self.config.heartbeat_interval:
+        if mono - self._last_beat < self.config.opts.heartbeat_interval:
             return
         self._last_beat = mono
         self._beat_step = seen

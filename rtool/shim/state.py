@@ -5,7 +5,7 @@
 - `Sources`: what the monitor thread, the signal handlers and check_loss found (one writer
   per attribute); `flags()` gives them as the F_* bits the ranks agree on.
 - `Timing`: the step and save durations measured so far, and when the step last moved.
-- `MonitorConfig`: the settings of the polling thread and the deadline (from GuardOptions).
+- `MonitorConfig`: the options the polling thread and the deadline use, and what they learn.
 """
 
 from __future__ import annotations
@@ -15,10 +15,6 @@ import time
 from dataclasses import dataclass, field
 
 from rtool.shim.options import GuardOptions
-
-#: How often the job's EndTime is asked again by default (a time limit can be changed while
-#: running; RTOOL_END_TIME_REFRESH / end_time_refresh sets it).
-END_TIME_REFRESH = 300.0
 
 #: Flag bits, exchanged between ranks (rtool.shim.distributed.FLAG_BITS of them).
 F_KILL, F_SIGNAL, F_TIME, F_MEMORY, F_GPU, F_NONFINITE, F_SAVE, F_PERIODIC = (
@@ -110,44 +106,18 @@ class Timing:
 
 @dataclass
 class MonitorConfig:
-    kill_switch: str | None = None
-    save_switch: str | None = None
-    memory_percent: float | None = None
-    memory_bytes: int | None = None
-    gpu_min_free: int | None = None
-    gpu_device: int = 0
-    job_id: str | None = None
-    end_time: float | None = None
-    end_time_refresh: float = END_TIME_REFRESH
-    exit_before_end: float | str | None = None  # seconds, "auto" or None (off)
-    safety_factor: float = 2.0
-    min_margin: float = 60.0
+    """The options the thread polls by, and what it learns while the run goes on."""
+
+    opts: GuardOptions
+    job_id: str | None = None  # whose EndTime is asked (None: `end_time` was given)
+    end_time: float | None = None  # the job's end, asked again every `end_time_refresh`
     extra_latency: float = 0.0  # sync latency of torch.distributed, added to the auto margin
-    poll_interval: float = 1.0
-    heartbeat_interval: float = 5.0
-    deadline_window: float = 900.0
-    save_every: float | str | None = None  # seconds, "auto" or None (off)
+    gpu_device: int = 0
 
     @classmethod
     def from_options(cls, o: GuardOptions, job_id: str | None) -> MonitorConfig:
-        return cls(
-            kill_switch=o.kill_switch,
-            save_switch=o.save_switch,
-            memory_percent=o.max_memory_percent,
-            memory_bytes=o.max_memory_bytes,
-            gpu_min_free=o.min_gpu_free,
-            gpu_device=_gpu_device() if o.min_gpu_free is not None else 0,
-            job_id=job_id,
-            end_time=o.end_time,
-            end_time_refresh=o.end_time_refresh,
-            exit_before_end=o.exit_before_end,
-            safety_factor=o.safety_factor,
-            min_margin=o.min_margin,
-            poll_interval=o.poll_interval,
-            heartbeat_interval=o.heartbeat_interval,
-            deadline_window=o.deadline_window,
-            save_every=o.save_every,
-        )
+        gpu = _gpu_device() if o.min_gpu_free is not None else 0
+        return cls(o, job_id, o.end_time, gpu_device=gpu)
 
 
 def _gpu_device() -> int:

@@ -69,7 +69,7 @@ class InProcessWatch:
         if isinstance(after, (int, float)):
             return float(after)
         t, c = self.timing, self.config
-        need = 2 * t.longest_step + t.longest_save + c.poll_interval + c.extra_latency
+        need = 2 * t.longest_step + t.longest_save + c.opts.poll_interval + c.extra_latency
         return max(MIN_BOUND, need)
 
     def _check_unresponsive(self, mono: float) -> None:
