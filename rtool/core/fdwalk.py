@@ -22,6 +22,7 @@ from pathlib import Path
 
 from rtool.core.identity import trusted_uid
 from rtool.core.safeio import DEFAULT_LIMIT, UnsafeFileError, trust_problem
+from rtool.core.stdchild import follow
 
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | _CLOEXEC
@@ -78,10 +79,7 @@ def open_dir(
                 links += 1
                 if links > MAX_LINKS:
                     raise UnsafeFileError(f"{shown}: too many symlinks")
-                todo += [p for p in target.split("/") if p][::-1]
-                if target.startswith("/"):
-                    os.close(fd)
-                    fd, done = os.open("/", _DIR), ""
+                fd, done = follow(fd, done, target, todo)
                 continue
             os.close(fd)
             fd, done = new, shown

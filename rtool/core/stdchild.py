@@ -47,6 +47,16 @@ def _link(fd, name, shown, uid, links):
     return os.readlink(name, dir_fd=fd)
 
 
+def follow(fd, done, target, todo):
+    """Walk on along a symlink's `target` (its parts go on `todo`); an absolute one starts
+    again at / (`fd`, the folder the link is in, is closed then). (descriptor, path so far)."""
+    todo += [p for p in target.split("/") if p][::-1]
+    if not target.startswith("/"):
+        return fd, done
+    os.close(fd)
+    return os.open("/", _DIRFLAGS), ""
+
+
 def open_folder(path, uid, shared=False):
     """A descriptor of `path` walked from / with O_NOFOLLOW|O_DIRECTORY: a symlink on the way
     only when yours or root's, no folder `folder_problem` refuses (the last one is judged by
@@ -65,10 +75,7 @@ def open_folder(path, uid, shared=False):
                     raise
                 target = _link(fd, name, shown, uid, links)
                 links += 1
-                todo += [p for p in target.split("/") if p][::-1]
-                if target.startswith("/"):
-                    os.close(fd)
-                    fd, done = os.open("/", _DIRFLAGS), ""
+                fd, done = follow(fd, done, target, todo)
                 continue
             os.close(fd)
             fd, done = new, shown
