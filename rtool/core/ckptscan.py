@@ -17,7 +17,6 @@ it removed and why it refused the rest. rtool runs this in its own session with 
 pipes (see child.py), so a hung filesystem holds only this process.
 """
 
-import errno
 import fnmatch
 import json
 import os
@@ -40,59 +39,11 @@ _STEP = re.compile(
 _SCRATCH = re.compile(r"^(?:\.|tmp|temp)|\.(?:tmp|temp|partial|incomplete|lock)$", re.I)
 _KEYS = ("frsize", "blocks", "bfree", "bavail", "files", "ffree", "favail")
 
-
-_DIRFLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-
-
-class Refused(Exception):
-    """A component of the folder's path that must not be passed (one line)."""
-
-
-def _folder_problem(st, uid):
-    if st.st_uid not in (uid, 0):
-        return f"is owned by uid {st.st_uid}, not by you or root"
-    mode = stat.S_IMODE(st.st_mode)
-    if mode & 0o022 and not mode & stat.S_ISVTX:
-        return f"is writable by group or others (mode {mode:04o}) without the sticky bit"
-    return None
-
-
-def open_folder(path, uid):
-    """A descriptor of `path` walked from / with O_NOFOLLOW|O_DIRECTORY (the rule of
-    rtool/core/fdwalk.py: a symlink only when yours or root's; no foreign folder, none that
-    others can write without the sticky bit on the way; the last one is judged by the caller)."""
-    todo = [p for p in os.path.abspath(path).split("/") if p][::-1]
-    fd, done, links = os.open("/", _DIRFLAGS), "", 0
-    try:
-        while todo:
-            name = todo.pop()
-            shown = done + "/" + name
-            try:
-                new = os.open(name, _DIRFLAGS, dir_fd=fd)
-            except OSError as exc:
-                if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
-                    raise
-                lst = os.stat(name, dir_fd=fd, follow_symlinks=False)
-                if not stat.S_ISLNK(lst.st_mode):
-                    raise Refused(f"{shown} is not a folder") from None
-                if lst.st_uid not in (uid, 0) or links >= 40:
-                    raise Refused(f"{shown} is a symlink owned by uid {lst.st_uid}") from None
-                links += 1
-                target = os.readlink(name, dir_fd=fd)
-                todo += [p for p in target.split("/") if p][::-1]
-                if target.startswith("/"):
-                    os.close(fd)
-                    fd, done = os.open("/", _DIRFLAGS), ""
-                continue
-            os.close(fd)
-            fd, done = new, shown
-            problem = _folder_problem(os.fstat(fd), uid) if todo else None
-            if problem:
-                raise Refused(f"{done} {problem}")
-        return fd
-    except BaseException:
-        os.close(fd)
-        raise
+if __package__:  # imported: rtool.core.ckptscan
+    from rtool.core.stdchild import Refused, folder_problem, open_folder, read_json
+else:  # run as a script (python -I -S ckptscan.py): the file beside this one
+    sys.path.append(os.path.dirname(os.path.abspath(__file__)))
+    from stdchild import Refused, folder_problem, open_folder, read_json  # type: ignore[no-redef]
 
 
 def step_of(name):
@@ -212,35 +163,27 @@ def _order(entries):
     return sorted(entries, key=lambda e: (e[1].st_mtime, e[0]))
 
 
-def _read_json(path, limit=65536):
-    """A FIFO or device never blocks this (O_NONBLOCK, regular files only); at most `limit`.
-    Another user's heartbeat (or one others can write) is ignored and named, judged on the
-    descriptor that is read."""
+def _read_json(path):
+    """The heartbeat: a FIFO or device never blocks this (O_NONBLOCK, regular files only).
+    Another user's (or one others can write) is ignored and named, judged on the descriptor
+    that is read."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
     except OSError:
         return None
     try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            return {"_invalid": True, "why": "not a regular file"}
-        mode = stat.S_IMODE(st.st_mode)
-        if st.st_uid not in (os.getuid(), 0):
-            return {"_invalid": True, "why": f"ignored: owned by uid {st.st_uid}, not by you"}
-        if mode & 0o022:
-            return {"_invalid": True, "why": f"ignored: writable by others (mode {mode:04o})"}
-        data = os.read(fd, limit + 1)
-    except OSError as exc:
-        return {"_invalid": True, "why": exc.strerror}
+        return read_json(fd, judge=_not_yours)
     finally:
         os.close(fd)
-    if len(data) > limit:
-        return {"_invalid": True, "why": f"larger than {limit} bytes"}
-    try:
-        value = json.loads(data)
-    except ValueError:
-        return {"_invalid": True}
-    return value if isinstance(value, dict) else {"_invalid": True}
+
+
+def _not_yours(st):
+    mode = stat.S_IMODE(st.st_mode)
+    if st.st_uid not in (os.getuid(), 0):
+        return f"ignored: owned by uid {st.st_uid}, not by you"
+    if mode & 0o022:
+        return f"ignored: writable by others (mode {mode:04o})"
+    return None
 
 
 def _say_where(path):
@@ -350,7 +293,7 @@ def prune(req):
         return {"ok": False, "error": f"refusing the folder: {exc}"}
     try:
         st = os.fstat(dirfd)
-        problem = _folder_problem(st, uid)
+        problem = folder_problem(st, uid)
         if not problem and stat.S_IMODE(st.st_mode) & 0o022:
             problem = f"is writable by group or others (mode {stat.S_IMODE(st.st_mode):04o})"
         if problem:

@@ -7,9 +7,10 @@ write into without the sticky bit (they could rename your entries there). A syml
 is followed only when it is yours or root's (a link another user planted is refused), and its
 target is walked with the same rule. The caller then acts relative to the returned descriptor:
 `open_at` (a file, never through a link, `fstat`ed), `read_fd`, `unlinkat`/`rmdir` with
-`dir_fd` (retention does so in its child, rtool/core/ckptscan.py, which repeats
-this walk in the standard library alone). `read_checked(path)` reads a file through the
-descriptor whose owner and mode were checked (config files, cron jobs, heartbeats, markers).
+`dir_fd` (retention does so in its child, rtool/core/ckptscan.py, whose walk is
+rtool/core/stdchild.py: this rule in the standard library alone). `read_checked(path)` reads
+a file through the descriptor whose owner and mode were checked (config files, cron jobs,
+heartbeats, markers).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pathlib import Path
 
 from rtool.core.identity import trusted_uid
 from rtool.core.safeio import DEFAULT_LIMIT, UnsafeFileError, trust_problem
+from rtool.core.stdchild import follow
 
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | _CLOEXEC
@@ -77,10 +79,7 @@ def open_dir(
                 links += 1
                 if links > MAX_LINKS:
                     raise UnsafeFileError(f"{shown}: too many symlinks")
-                todo += [p for p in target.split("/") if p][::-1]
-                if target.startswith("/"):
-                    os.close(fd)
-                    fd, done = os.open("/", _DIR), ""
+                fd, done = follow(fd, done, target, todo)
                 continue
             os.close(fd)
             fd, done = new, shown

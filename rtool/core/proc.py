@@ -75,25 +75,8 @@ def run(
     if timeout is None or timeout <= 0:
         raise ValueError("run() needs a positive timeout")
     argv = [str(a) for a in argv]
-    full_env = None if env is None else {**os.environ, **env}
     log.debug("run: %s (timeout %gs)", shlex.join(argv), timeout)
-    try:
-        proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            # Slurm, quota tools and site scripts may print any bytes: decode, never raise.
-            encoding="utf-8",
-            errors="replace",
-            env=full_env,
-            cwd=cwd,
-            start_new_session=True,
-        )
-    except FileNotFoundError as exc:
-        raise ProcNotFound(argv, "command not found") from exc
-    except OSError as exc:
-        raise ProcError(argv, f"cannot start: {exc}") from exc
+    proc = _start(argv, input is not None, None if env is None else {**os.environ, **env}, cwd)
     try:
         if max_output is None:
             out, err = proc.communicate(input=input, timeout=timeout)
@@ -106,6 +89,29 @@ def run(
     if check and proc.returncode != 0:
         raise ProcError(argv, f"exit code {proc.returncode}", proc.returncode, err)
     return result
+
+
+def _start(
+    argv: list[str], stdin: bool, env: dict[str, str] | None, cwd: str | None
+) -> subprocess.Popen[str]:
+    """The process, in a session of its own (its group is killed on a timeout)."""
+    try:
+        return subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            # Slurm, quota tools and site scripts may print any bytes: decode, never raise.
+            encoding="utf-8",
+            errors="replace",
+            env=env,
+            cwd=cwd,
+            start_new_session=True,
+        )
+    except FileNotFoundError as exc:
+        raise ProcNotFound(argv, "command not found") from exc
+    except OSError as exc:
+        raise ProcError(argv, f"cannot start: {exc}") from exc
 
 
 def _bounded_output(proc: subprocess.Popen[str], timeout: float, limit: int) -> tuple[str, str]:

@@ -13,15 +13,17 @@
 
     sys.exit(guard.exit_code)                     # with exit=False: the code the guard decided
 
-Modules: guard (the Guard), options (GuardOptions: every setting, and the RTOOL_*
-environment), decision (Decision, exit codes), monitor (the polling thread), stopping (save,
+Modules: guard (the Guard), parts (its collaborators, built in one place), state (the
+records they share: the loop, what was found, what was measured), options (GuardOptions:
+every setting, and the RTOOL_* environment), decision (Decision, exit codes), monitor (the
+polling thread), deadline (when to stop before the job's end), watch (what else the thread
+ends the process for: unresponsive after TERM, hung, another rank failed), stopping (save,
 stop, hold at a step boundary), report and heartbeat (the heartbeat record), crash (uncaught
-exceptions), distributed (agreement across ranks), signals, forced_exit (save timeout,
-unresponsive after TERM), slurm (scontrol/scancel from inside a job), checkpoints
-(`latest_checkpoint`: the newest complete checkpoint to resume from), preempt (the save
-bound and detail of a stop while Slurm preempts the job); integrations/ for
-Hugging Face and Lightning. `import rtool.shim` loads only the standard library, psutil and
-stdlib-only rtool.core modules (units, heartbeat).
+exceptions), distributed (agreement across ranks), signals, forced_exit (save timeout),
+slurm (scontrol/scancel from inside a job), checkpoints (`latest_checkpoint`: the newest
+complete checkpoint to resume from), preempt (the save bound and detail of a stop while Slurm
+preempts the job); integrations/ for Hugging Face and Lightning. `import rtool.shim` loads
+only the standard library, psutil and stdlib-only rtool.core modules (units, heartbeat).
 """
 
 from rtool.shim.checkpoints import latest_checkpoint

@@ -22,13 +22,9 @@ passed and no step came (a step longer than all before it).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from rtool.shim import slurm as _shim_slurm
-
-if TYPE_CHECKING:
-    from rtool.shim.monitor import MonitorConfig, Sources, Timing
+from rtool.shim.state import Loop, MonitorConfig, Sources, Timing
 
 log = logging.getLogger("rtool.shim")
 
@@ -45,11 +41,8 @@ EXIT_SLACK = 3.0
 class Deadline:
     """The stop time of one Guard; `poll()` runs in the monitor thread every round."""
 
-    def __init__(
-        self, config: MonitorConfig, sources: Sources, timing: Timing, wake: Callable[[], None]
-    ) -> None:
-        self.config, self.sources, self.timing, self._wake = config, sources, timing, wake
-        self.step_age: Callable[[float], float] = lambda mono: 0.0  # the current step so far
+    def __init__(self, config: MonitorConfig, sources: Sources, timing: Timing, loop: Loop) -> None:
+        self.config, self.sources, self.timing, self.loop = config, sources, timing, loop
         self._end_checked = float("-inf")
         self._signal_seen = False
         self.signal_stop_at: float | None = None  # wall time to stop at after a deadline signal
@@ -77,9 +70,11 @@ class Deadline:
         save was measured)."""
         c, t = self.config, self.timing
         if self.measured():
-            return c.safety_factor * t.longest_save + EXIT_SLACK
-        step = t.longest_step if mono is None else max(t.longest_step, self.step_age(mono))
-        need = c.safety_factor * (step + t.longest_save) + c.poll_interval + c.extra_latency
+            return c.opts.safety_factor * t.longest_save + EXIT_SLACK
+        step = t.longest_step if mono is None else max(t.longest_step, t.step_age(mono))
+        need = (
+            c.opts.safety_factor * (step + t.longest_save) + c.opts.poll_interval + c.extra_latency
+        )
         return max(floor, need)
 
     def margin(self, mono: float | None = None) -> float:
@@ -87,9 +82,9 @@ class Deadline:
         SHORT_SHARE of the time that was left when the end was first known, for a short job:
         at least DEADLINE_MIN_MARGIN)."""
         c = self.config
-        if isinstance(c.exit_before_end, (int, float)):
-            return float(c.exit_before_end)
-        floor = c.min_margin
+        if isinstance(c.opts.exit_before_end, (int, float)):
+            return float(c.opts.exit_before_end)
+        floor = c.opts.min_margin
         if self._span is not None:
             floor = min(floor, max(DEADLINE_MIN_MARGIN, SHORT_SHARE * self._span))
         return self.lead(floor, mono)
@@ -98,7 +93,7 @@ class Deadline:
 
     def refresh_end_time(self, mono: float, force: bool = False) -> None:
         c = self.config
-        if c.job_id and (force or mono - self._end_checked >= c.end_time_refresh):
+        if c.job_id and (force or mono - self._end_checked >= c.opts.end_time_refresh):
             self._end_checked = mono
             end = _shim_slurm.job_end_time(c.job_id)
             if end is not None:
@@ -113,7 +108,7 @@ class Deadline:
             self.signal_stop_at = self._signal_stop(mono)
             if self.signal_stop_at is not None:
                 stops.append(self.signal_stop_at)
-        if self.config.exit_before_end is not None:
+        if self.config.opts.exit_before_end is not None:
             self.refresh_end_time(mono)
             if self.config.end_time is not None:
                 if self._span is None:
@@ -124,16 +119,16 @@ class Deadline:
             return
         if wall >= self.stop_at:  # no step boundary came in time: stop at the next one
             self.sources.time_up = self.detail(wall)
-            self._wake()
+            self.loop.wake()
         elif wall >= self.stop_at - self._window():
             if self.sources.deadline_at != self.stop_at:
                 self.sources.deadline_at = self.stop_at  # the step path reads the clock now
-                self._wake()
+                self.loop.wake()
         else:
             self.sources.deadline_at = None  # moved away (a longer TimeLimit): not near
 
     def _window(self) -> float:
-        return self.config.poll_interval + 2 * self.step_estimate() + 0.5
+        return self.config.opts.poll_interval + 2 * self.step_estimate() + 0.5
 
     def _signal_stop(self, mono: float) -> float | None:
         end = self.config.end_time
@@ -149,12 +144,12 @@ class Deadline:
         self.refresh_end_time(mono, force=True)
         stop = self._signal_stop(mono)
         left = None if c.end_time is None else c.end_time - wall
-        if stop is None or left is None or wall >= stop or left > c.deadline_window:
+        if stop is None or left is None or wall >= stop or left > c.opts.deadline_window:
             why = "no end time" if left is None else f"{left:.0f}s left"
             log.warning("rtool.shim: %s (%s): stopping now", name, why)
             if s.signal is None:
                 s.signal = name
-            self._wake()
+            self.loop.wake()
             return
         self.signal_stop_at = stop
         log.warning(

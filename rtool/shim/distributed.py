@@ -19,6 +19,10 @@ import statistics
 import time
 from typing import Any
 
+from rtool.shim.options import GuardOptions, ShimConfigError
+from rtool.shim.report import Reporter
+from rtool.shim.state import Loop, MonitorConfig
+
 #: Number of flag bits exchanged (see rtool.shim's F_* constants).
 FLAG_BITS = 8
 #: Largest number of steps between two agreements in "auto" mode.
@@ -40,6 +44,26 @@ def initialised_dist() -> Any | None:
     return None
 
 
+def detect(
+    opts: GuardOptions, loop: Loop, report: Reporter, config: MonitorConfig
+) -> Agreement | None:
+    """The ranks' Agreement when torch.distributed is initialised (and not turned off); the
+    rank it gives goes into `loop` and the heartbeat, its latency into the auto margin."""
+    dist = initialised_dist() if opts.distributed is not False else None
+    if dist is not None:
+        agreement = Agreement(dist, opts.sync_every, opts.sync_seconds)
+        loop.rank = agreement.rank
+        report.set_rank(agreement.rank, agreement.world)
+        if opts.sync_every is None:
+            config.extra_latency = opts.sync_seconds
+        return agreement
+    if opts.distributed:
+        raise ShimConfigError(
+            "rtool.shim: distributed=True but torch.distributed is not initialised"
+        )
+    return None
+
+
 class Agreement:
     """All-reduce of the flags; `fixed` steps between calls, or adaptive (`sync_seconds`)."""
 
@@ -58,6 +82,7 @@ class Agreement:
         else:
             self.device = torch.device("cpu")
         self._last: float | None = None
+        self.interval = 1  # steps from the last agreement to the next (the one agreed then)
         self._left: float | None = None  # when the last agreement returned
         self.step_times: list[float] = []  # each rank's, from the last agreement (seconds)
         self.nodes: list[str] = [""] * self.world
@@ -92,9 +117,10 @@ class Agreement:
             return MAX_INTERVAL
         return max(1, min(MAX_INTERVAL, math.floor(self.sync_seconds / per_step)))
 
-    def agree(self, flags: int, steps_since: int, urgent: bool = False) -> tuple[int, int]:
-        """(flags OR-ed over all ranks, agreed next interval = the smallest proposal);
-        `urgent` (the stop time is near): agree again at the next step."""
+    def agree(self, flags: int, urgent: bool = False) -> tuple[int, int]:
+        """(flags OR-ed over all ranks, agreed next interval = the smallest proposal), called
+        every `interval` steps; `urgent` (the stop time is near): agree again at the next step."""
+        steps_since = self.interval
         proposal = self.propose(steps_since, time.monotonic())
         if urgent:
             proposal = 1
@@ -109,4 +135,5 @@ class Agreement:
         out = [int(v) for v in t.tolist()]
         self.step_times = [v / 1e6 for v in out[FLAG_BITS + 1 :]]
         agreed = sum(1 << i for i in range(FLAG_BITS) if out[i])
-        return agreed, max(1, -out[FLAG_BITS])
+        self.interval = max(1, -out[FLAG_BITS])
+        return agreed, self.interval

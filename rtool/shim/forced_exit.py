@@ -46,45 +46,14 @@ class ForcedExit:
     def _fire(self) -> None:
         with contextlib.suppress(Exception):
             self._on_fire()
-        with contextlib.suppress(Exception):
-            faulthandler.dump_traceback(all_threads=True)
-        with contextlib.suppress(Exception):
-            sys.stderr.flush()
-            sys.stdout.flush()
-        os._exit(self.code)
+        end_dumped(self.code)
 
 
-class Unresponsive:
-    """After SIGTERM, a process whose training thread reaches no safe point within `bound()`
-    seconds is ended (`fire(waited)` records why, then `end(code)`), so that a requeue or the
-    next job does not wait for Slurm's KillWait. The monitor thread calls `check()`."""
-
-    #: Least bound (seconds): a process with no step measured yet gets this long.
-    MIN_BOUND = 5.0
-
-    def __init__(self, bound: Callable[[], float], fire: Callable[[float], None]) -> None:
-        self._bound = bound
-        self._fire = fire
-        self.term_at: float | None = None
-        self.settled = False  # the training thread acted on a stop: the save timeout rules
-
-    def noted(self, mono: float) -> None:
-        if self.term_at is None:
-            self.term_at = mono
-
-    def check(self, mono: float) -> None:
-        if self.term_at is None or self.settled:
-            return
-        waited = mono - self.term_at
-        if waited >= self._bound():
-            self.settled = True
-            self._fire(waited)
-
-    @staticmethod
-    def end(code: int) -> None:
-        with contextlib.suppress(Exception):
-            faulthandler.dump_traceback(all_threads=True)
-        with contextlib.suppress(Exception):
-            sys.stderr.flush()
-            sys.stdout.flush()
-        os._exit(code)
+def end_dumped(code: int) -> None:
+    """End the process now with `code`, every thread's traceback on stderr first."""
+    with contextlib.suppress(Exception):
+        faulthandler.dump_traceback(all_threads=True)
+    with contextlib.suppress(Exception):
+        sys.stderr.flush()
+        sys.stdout.flush()
+    os._exit(code)

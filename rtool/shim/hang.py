@@ -37,14 +37,11 @@ import subprocess
 import sys
 import sysconfig
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rtool.core.identity import trusted_uid
-
-if TYPE_CHECKING:
-    from rtool.shim.monitor import Timing
+from rtool.shim.state import Timing
 
 #: `hang_after = "auto"`: how many longest steps it is, its least value (seconds), and its least
 #: value during the start-up grace of HANG_WARM steps.
@@ -167,8 +164,8 @@ def _dump_to(path: str, head: str) -> None:
 
 
 class HangWatch:
-    """One round per poll: `check(mono)`; `fire(idle, step)` once a hang was seen, or
-    `peer(abort)` when another rank of this launch failed."""
+    """One round per poll: `check(mono, step, alive)` says, once, that another rank of this
+    launch failed (its Abort) or that this one hung (the seconds without progress)."""
 
     def __init__(
         self,
@@ -178,8 +175,6 @@ class HangWatch:
         timing: Timing,
     ) -> None:
         self.after, self.abort_file, self.launch, self.timing = after, abort_file, launch, timing
-        self.fire: Callable[[float], None] = lambda idle: None
-        self.peer: Callable[[Abort], None] = lambda abort: None
         self.settled = False  # a stop was decided (or the hang acted): nothing more to do
         self._last: tuple[int | None, int] | None = None
         self._since = 0.0
@@ -194,24 +189,25 @@ class HangWatch:
         warm = warm and t.saves > 0  # before a save is seen, one may be under way unannounced
         return max(HANG_FLOOR if warm else HANG_GRACE, HANG_STEPS * t.longest_step)
 
-    def check(self, mono: float, step: int | None, alive: int) -> None:
+    def check(self, mono: float, step: int | None, alive: int) -> Abort | float | None:
+        """Another rank's Abort, or the seconds this one has been hung, once; else None."""
         if self.settled:
-            return
+            return None
         abort = read_abort(self.abort_file, self.launch, os.getpid())
         if abort is not None:
             self.settled = True
-            self.peer(abort)
-            return
+            return abort
         limit = self.threshold()
         if limit is None or step is None:  # counted from the first step: start-up is free
-            return
+            return None
         if (step, alive) != self._last or self.timing.saving_since is not None:
             self._last, self._since = (step, alive), mono
-            return
+            return None
         idle = mono - self._since
-        if idle >= limit:
-            self.settled = True
-            self.fire(idle)
+        if idle < limit:
+            return None
+        self.settled = True
+        return idle
 
     def stack_file(self, rank: int) -> tuple[str | None, str]:
         """(this rank's stack file beside the abort file, or None; its first line)."""

@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
 from typing import Any
 
 from rtool.core.heartbeat import ErrorInfo, RunState
 from rtool.shim.checkpoints import last_resume
-from rtool.shim.crash import CrashHooks
 from rtool.shim.decision import Decision
 from rtool.shim.heartbeat_writer import HeartbeatWriter, JobIdentity
-from rtool.shim.monitor import Timing
 from rtool.shim.provenance import Provenance
+from rtool.shim.state import Loop, Timing
 from rtool.shim.steplog import StepLog
 from rtool.shim.trackers import export as export_tracker_env
 from rtool.shim.trackers import fields as tracker_fields
@@ -27,13 +25,10 @@ class Reporter:
         path: str | os.PathLike[str] | None,
         ident: JobIdentity,
         timing: Timing,
+        loop: Loop,
     ) -> None:
-        self.ident = ident
-        self.timing = timing
+        self.ident, self.timing, self.loop = ident, timing, loop
         self.writer = HeartbeatWriter(path, ident.base_record()) if path else None
-        self.last_step: Callable[[], int | None] = lambda: None
-        self.progress_time: Callable[[], float | None] = lambda: None
-        self._hooks: CrashHooks | None = None
         self.provenance = Provenance()  # collected from the first step on (rank 0)
         self.grace: float | None = None  # the GraceTime of a preemption under way
         self._straggler: dict[str, Any] = {}  # the slowest rank at the last agreement
@@ -75,19 +70,10 @@ class Reporter:
             self.writer.enabled = rank == 0
             self.writer.current = self.writer.current.replace(rank=rank, world_size=world_size)
 
-    def start(self, on_crash: Callable[[ErrorInfo, bool], None] | None = None) -> None:
-        """The `starting` write; uncaught exceptions are recorded (and `on_crash` told) from
-        now on."""
+    def start(self) -> None:
+        """The `starting` write."""
         if self.writer is not None:
             self.writer.progress(RunState.STARTING, self.fields())
-
-        def crashed(info: ErrorInfo, main_thread: bool) -> None:
-            self.crashed(info, main_thread)
-            if on_crash is not None:
-                on_crash(info, main_thread)
-
-        if self.writer is not None or on_crash is not None:
-            self._hooks = CrashHooks(crashed)
 
     def fields(self, step: int | None = None) -> dict[str, Any]:
         t = self.timing
@@ -98,8 +84,8 @@ class Reporter:
             **tracker_fields(),
             **self._straggler,
             **self.steps.fields(),
-            "step": self.last_step() if step is None else step,
-            "time": (self.progress_time() or time.time()) if step is None else time.time(),
+            "step": self.loop.step if step is None else step,  # live: the thread's copy lags
+            "time": (t.progress_time or time.time()) if step is None else time.time(),
             "step_at_start": t.first_step,
             "first_step_time": t.first_step_time,
             "step_seconds": t.recent_step,
@@ -164,11 +150,6 @@ class Reporter:
             "stop_job_id": self.ident.job_id,
             "exit_code": d.exit_code,
         }
-
-    def close(self) -> None:
-        if self._hooks is not None:
-            self._hooks.restore()
-            self._hooks = None
 
 
 def preempt_over(grace: float | None, save: float | None) -> dict[str, Any]:

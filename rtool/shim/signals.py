@@ -18,18 +18,28 @@ import logging
 import os
 import signal
 import threading
+import time
 import weakref
-from collections.abc import Callable
 from typing import Any
+
+from rtool.shim.state import Loop, Sources
 
 log = logging.getLogger("rtool.shim")
 
 
 class SignalFlags:
-    """Handlers for `sigs`; `on_signal(name)` runs in the main thread, between bytecodes."""
+    """Handlers for `sigs`, run in the main thread between bytecodes: the signal goes into
+    `sources` (`signal`, and the step path is woken; one of `deadline` goes to the monitor
+    thread as `deadline_signal` instead; a TERM's time is noted for the unresponsive watch)."""
 
-    def __init__(self, sigs: tuple[signal.Signals, ...], on_signal: Callable[[str], None]) -> None:
-        self._on_signal = on_signal
+    def __init__(
+        self,
+        sigs: tuple[signal.Signals, ...],
+        deadline: tuple[signal.Signals, ...],
+        sources: Sources,
+        loop: Loop,
+    ) -> None:
+        self.deadline, self.sources, self.loop = deadline, sources, loop
         self._pid = os.getpid()
         self._sigs = sigs
         self._old: dict[signal.Signals, Any] = {}
@@ -75,7 +85,19 @@ class SignalFlags:
                 signal.signal(signum, signal.SIG_DFL)
                 os.kill(os.getpid(), signum)
             return
-        self._on_signal(signal.Signals(signum).name)
+        self._note(signal.Signals(signum))
+
+    def _note(self, sig: signal.Signals) -> None:
+        s = self.sources
+        if sig == signal.SIGTERM and s.term_at is None:
+            s.term_at = time.monotonic()
+        if sig in self.deadline:
+            if s.deadline_signal is None:
+                s.deadline_signal = sig.name
+            return
+        if s.signal is None:
+            s.signal = sig.name
+        self.loop.wake()
 
     def reinstall(self) -> None:
         """Take the signals back from handlers installed after ours (main thread only)."""

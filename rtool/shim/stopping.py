@@ -7,9 +7,7 @@ the final Decision; the Guard exits with its code unless exit=False.
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import os
 import time
 from collections.abc import Callable
 
@@ -18,7 +16,6 @@ from rtool.shim import slurm as shim_slurm
 from rtool.shim.decision import (
     CONTINUE,
     GPU_MEMORY,
-    HANG_EXIT_CODE,
     KILLED,
     MEMORY,
     NONFINITE,
@@ -31,11 +28,13 @@ from rtool.shim.decision import (
     SAVE_TIMEOUT_EXIT_CODE,
     SIGNAL,
     TIME_LIMIT,
-    UNRESPONSIVE,
     Decision,
 )
 from rtool.shim.forced_exit import ForcedExit
-from rtool.shim.monitor import (
+from rtool.shim.heartbeat_writer import JobIdentity
+from rtool.shim.options import GuardOptions
+from rtool.shim.report import Reporter
+from rtool.shim.state import (
     F_GPU,
     F_KILL,
     F_MEMORY,
@@ -44,12 +43,11 @@ from rtool.shim.monitor import (
     F_SAVE,
     F_SIGNAL,
     F_TIME,
+    Loop,
     Sources,
     Timing,
-    file_ident,
 )
-from rtool.shim.options import GuardOptions
-from rtool.shim.report import Reporter
+from rtool.shim.switchfile import remove_save, take_save
 
 log = logging.getLogger("rtool.shim")
 
@@ -71,16 +69,15 @@ class Stopper:
         save: Callable[[int], object] | None,
         src: Sources,
         timing: Timing,
+        loop: Loop,
         report: Reporter,
     ) -> None:
-        self.opts, self.save, self.src, self.timing, self.report = opts, save, src, timing, report
-        self.rank = report.ident.rank
+        self.opts, self.save, self.src, self.timing = opts, save, src, timing
+        self.loop, self.report = loop, report
         self.final: Decision | None = None
         self.switch_pending: tuple[int, int] | None = None  # framework mode: save asked for
         self._stopping_at: tuple[int | None, str] = (None, "")
         self.forced = ForcedExit(opts.save_timeout, SAVE_TIMEOUT_EXIT_CODE, self._on_forced_exit)
-        #: called when a stop begins (a safe point reached): the unresponsive timer ends there
-        self.on_stop: Callable[[], None] | None = None
         self.preempted: shim_slurm.Preemption | None = None
 
     def act(self, step: int, flags: int) -> Decision:
@@ -133,17 +130,17 @@ class Stopper:
             self.report.saved()
         if self.switch_pending is not None:
             ident, self.switch_pending = self.switch_pending, None
-            self.remove_switch(ident, step)
+            self._remove_switch(ident, step)
 
     def save_on_switch(self, step: int) -> Decision:
-        ident = self.take_switch()
+        ident = take_save(self.opts.save_switch, self.src)
         if self.save is None:  # the caller saves, then calls mark_saved()
             self.switch_pending = ident
             self.timing.saving_since = time.monotonic()
             return Decision(save_requested=True, reason=SAVE_SWITCH, step=step)
         ok = self.do_save(step)
         if ok:
-            self.remove_switch(ident, step)
+            self._remove_switch(ident, step)
         else:
             log.error(
                 "rtool.shim: save requested by %s FAILED; the file stays: touch it to retry",
@@ -151,33 +148,14 @@ class Stopper:
             )
         return Decision(saved=ok, save_requested=True, reason=SAVE_SWITCH, step=step)
 
-    def take_switch(self) -> tuple[int, int] | None:
-        """Mark the save switch as handled, so the thread does not request it again."""
-        s = self.src
-        with s.lock:
-            ident = s.save_ident
-            if ident is None and self.opts.save_switch:
-                ident = file_ident(self.opts.save_switch)  # seen on another rank only
-            s.save_handled = ident
-            s.save_ident = None
-        return ident
-
-    def remove_switch(self, ident: tuple[int, int] | None, step: int | None) -> None:
-        """After the agreed save returned: rank 0 removes the save switch it saved for."""
-        path = self.opts.save_switch
-        if path is None or ident is None or self.rank != 0:
-            return
-        with self.src.lock:
-            if file_ident(path) == ident:
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(path)
-        log.info("rtool.shim: saved at step %s on request of %s", step, path)
+    def _remove_switch(self, ident: tuple[int, int] | None, step: int | None) -> None:
+        if self.loop.rank == 0:
+            remove_save(self.opts.save_switch, ident, self.src, step)
 
     # -- stops -------------------------------------------------------------------------------
 
     def stop(self, step: int, reason: str) -> Decision:
-        if self.on_stop is not None:
-            self.on_stop()
+        self.loop.stopping = True  # a safe point: the save timeout bounds the rest
         job = self.report.ident.job_id
         if reason == SIGNAL and job:
             self.preempted = shim_slurm.preemption(job, self.report.ident.restart_count)
@@ -187,7 +165,7 @@ class Stopper:
                 self.forced.timeout = preempt.save_bound(
                     self.preempted, self.opts.save_timeout, self.timing.longest_save
                 )
-        code = self.stop_code(reason)
+        code = stop_code(self.opts, self.report.ident, reason)
         saved = False
         self._stopping_at = (step, reason)
         self.forced.arm()
@@ -198,9 +176,9 @@ class Stopper:
             if not saved:
                 code = SAVE_FAILED_EXIT_CODE
         if self.src.save_ident is not None:
-            ident = self.take_switch()
+            ident = take_save(self.opts.save_switch, self.src)
             if saved:
-                self.remove_switch(ident, step)
+                self._remove_switch(ident, step)
             elif self.save is None:
                 self.switch_pending = ident
         return self.stopped(step, reason, code, saved, save_requested=True)
@@ -213,7 +191,7 @@ class Stopper:
             step,
         )
         array = self.report.ident.array_job_id
-        if self.rank == 0 and array and shim_slurm.hold_pending(array):
+        if self.loop.rank == 0 and array and shim_slurm.hold_pending(array):
             log.error(
                 "rtool.shim: the pending tasks of array %s are held; after a look, release them "
                 "with: scontrol release %s",
@@ -222,34 +200,17 @@ class Stopper:
             )
         return self.stopped(step, NONFINITE, NONFINITE_EXIT_CODE, False, save_requested=False)
 
-    def stop_code(self, reason: str) -> int:
-        opts = self.opts
-        if reason == KILLED or not opts.auto_requeue:
-            return 0
-        restarts = self.report.ident.restart_count
-        if opts.max_requeues is None or restarts < opts.max_requeues:
-            return opts.requeue_exit_code
-        log.warning(
-            "rtool.shim: %d requeues done (max %d): not asking for another",
-            restarts,
-            opts.max_requeues,
-        )
-        return 0
-
     def stopped(
         self, step: int | None, reason: str, code: int, saved: bool, save_requested: bool
     ) -> Decision:
         nonfinite = f"{self.timing.nonfinite} in a row"
-        detail = nonfinite if reason == NONFINITE else self.detail(reason)
+        here = _detail(self.src, self.opts, self.preempted, reason)
+        detail = nonfinite if reason == NONFINITE else here or "seen on another rank"
         d = Decision(saved, True, reason, save_requested, code, step, detail)
         self.final = d
         self.report.stopped(d)
-        if saved:
-            what = "saved"
-        elif self.save is None and save_requested:
-            what = "save requested"
-        else:
-            what = "not saved"
+        asked = self.save is None and save_requested
+        what = "saved" if saved else "save requested" if asked else "not saved"
         log.warning(
             "rtool.shim: stopping at step %s: %s (%s); %s; exit code %d",
             step,
@@ -260,33 +221,20 @@ class Stopper:
         )
         return d
 
-    def detail(self, reason: str) -> str:
-        s = self.src
-        local = {
-            KILLED: s.kill and f"kill switch {self.opts.kill_switch}",
-            SIGNAL: s.signal,
-            PREEMPTED: self.preempted and preempt.detail(s.signal, self.preempted),
-            TIME_LIMIT: s.time_up,
-            MEMORY: s.memory,
-            GPU_MEMORY: s.gpu,
-        }.get(reason)
-        return str(local) if local else "seen on another rank"
+    def finish(self, step: int | None) -> None:
+        """Training complete: heartbeat `finished`, done marker, cancel pending array tasks
+        (after a stop with exit=False the run is not finished: nothing is done)."""
+        if self.final is not None:
+            log.warning("rtool.shim: finished() after a stop (%s) ignored", self.final.reason)
+            return
+        self.report.finished(step)
+        array = self.report.ident.array_job_id
+        if self.loop.rank == 0 and array:
+            shim_slurm.cancel_pending(array)
+        log.info("rtool.shim: training finished at step %s", step)
 
-    def hung(self, reason: str, detail: str, step: int | None) -> None:
-        """Hung (or another rank failed): record why the process is ended now (nothing saved)."""
-        log.critical("rtool.shim: %s: %s; exit code %d", reason, detail, HANG_EXIT_CODE)
-        d = Decision(False, True, reason, False, HANG_EXIT_CODE, step, detail)
-        self.report.stopped(d, at_progress=True)
-
-    def unresponsive(self, waited: float, step: int | None) -> None:
-        """No safe point after SIGTERM: record why the process is ended now."""
-        code = self.stop_code(SIGNAL)
-        detail = (
-            f"no safe point within {waited:.1f}s of SIGTERM (longest step "
-            f"{self.timing.longest_step:.2f}s): process ended so the requeue takes effect"
-        )
-        log.critical("rtool.shim: %s; exit code %d", detail, code)
-        self.report.stopped(Decision(False, True, UNRESPONSIVE, False, code, step, detail))
+    def close(self) -> None:
+        self.forced.disarm()
 
     def _on_forced_exit(self) -> None:
         step, reason = self._stopping_at
@@ -302,3 +250,33 @@ class Stopper:
         self.report.stopped(
             Decision(False, True, SAVE_TIMEOUT, True, SAVE_TIMEOUT_EXIT_CODE, step, detail)
         )
+
+
+def stop_code(opts: GuardOptions, ident: JobIdentity, reason: str) -> int:
+    """The exit code of a stop for `reason`: REQUEUE while requeues are asked for and left."""
+    if reason == KILLED or not opts.auto_requeue:
+        return 0
+    restarts = ident.restart_count
+    if opts.max_requeues is None or restarts < opts.max_requeues:
+        return opts.requeue_exit_code
+    log.warning(
+        "rtool.shim: %d requeues done (max %d): not asking for another",
+        restarts,
+        opts.max_requeues,
+    )
+    return 0
+
+
+def _detail(
+    s: Sources, opts: GuardOptions, preempted: shim_slurm.Preemption | None, reason: str
+) -> str | None:
+    """What this rank saw of `reason` (None: it was seen on another rank)."""
+    local = {
+        KILLED: s.kill and f"kill switch {opts.kill_switch}",
+        SIGNAL: s.signal,
+        PREEMPTED: preempted and preempt.detail(s.signal, preempted),
+        TIME_LIMIT: s.time_up,
+        MEMORY: s.memory,
+        GPU_MEMORY: s.gpu,
+    }.get(reason)
+    return str(local) if local else None

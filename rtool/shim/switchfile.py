@@ -9,11 +9,13 @@ from / (rtool.core.fdwalk): a symlink another user planted at a folder above is 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
 
 from rtool.core.identity import trusted_uid
+from rtool.shim.state import Sources
 
 log = logging.getLogger("rtool.shim")
 
@@ -72,3 +74,26 @@ def _report(what: str, path: str, why: str, ino: int, owner: int) -> None:
 def switch_set(path: str | None, what: str = "kill") -> bool:
     """The switch at `path` is set by you or root (another user's is reported and ignored)."""
     return bool(path) and file_ident(str(path), what) is not None
+
+
+def take_save(path: str | None, s: Sources) -> tuple[int, int] | None:
+    """Mark the save switch as handled, so the thread does not request it again."""
+    with s.lock:
+        ident = s.save_ident
+        if ident is None and path:
+            ident = file_ident(path)  # seen on another rank only
+        s.save_handled, s.save_ident = ident, None
+    return ident
+
+
+def remove_save(
+    path: str | None, ident: tuple[int, int] | None, s: Sources, step: int | None
+) -> None:
+    """After the agreed save returned: remove the save switch it saved for (rank 0 does)."""
+    if path is None or ident is None:
+        return
+    with s.lock:
+        if file_ident(path) == ident:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
+    log.info("rtool.shim: saved at step %s on request of %s", step, path)

@@ -1,89 +1,115 @@
-"""What the monitor thread watches inside the training process on behalf of the Guard: a
-TERM the training thread never acts on (forced_exit.Unresponsive), a hang, another rank's
-failure (hang.HangWatch). Each ends the process with its stacks dumped and its heartbeat
-saying why. A base class of `Guard` (rtool/shim/guard.py), kept apart for its size."""
+"""What the monitor thread watches inside the training process besides files and the clock:
+a TERM the training thread never acts on (unresponsive), a hang or another rank's failure
+(hang.HangWatch), and a crash (the other ranks are told). Each ends the process with its
+stacks dumped and its heartbeat saying why."""
 
 from __future__ import annotations
 
+import logging
 import math
 import signal
-from typing import TYPE_CHECKING
 
 from rtool.core.heartbeat import ErrorInfo
-from rtool.shim.decision import HANG_EXIT_CODE, HUNG, PEER_FAILED, SIGNAL
-from rtool.shim.forced_exit import Unresponsive
-from rtool.shim.hang import Abort, dump_stacks, end
+from rtool.shim.decision import HANG_EXIT_CODE, HUNG, PEER_FAILED, SIGNAL, UNRESPONSIVE, Decision
+from rtool.shim.forced_exit import end_dumped
+from rtool.shim.hang import Abort, HangWatch, dump_stacks, end
+from rtool.shim.options import GuardOptions
+from rtool.shim.report import Reporter
+from rtool.shim.signals import SignalFlags
+from rtool.shim.state import Loop, MonitorConfig, Sources, Timing
+from rtool.shim.stopping import stop_code
 
-if TYPE_CHECKING:
-    from rtool.shim.hang import HangWatch
-    from rtool.shim.monitor import Monitor, Timing
-    from rtool.shim.options import GuardOptions
-    from rtool.shim.signals import SignalFlags
-    from rtool.shim.stopping import Stopper
+log = logging.getLogger("rtool.shim")
+
+#: Least bound (seconds) after SIGTERM of `unresponsive_after = "auto"`: a process with no
+#: step measured yet gets this long.
+MIN_BOUND = 5.0
 
 
 class InProcessWatch:
-    """The Guard's watch rounds and what ends the process (the monitor thread runs them)."""
+    """One `round(mono)` per poll of the monitor thread; `settle()` once a stop was decided."""
 
-    options: GuardOptions
-    rank: int
-    _step: int | None
-    _alive: int
-    _timing: Timing
-    _monitor: Monitor
-    _stopper: Stopper
-    _signals: SignalFlags
-    _unresponsive: Unresponsive
-    _hang: HangWatch
+    def __init__(
+        self,
+        opts: GuardOptions,
+        config: MonitorConfig,
+        sources: Sources,
+        timing: Timing,
+        loop: Loop,
+        signals: SignalFlags,
+        hang: HangWatch,
+        report: Reporter,
+    ) -> None:
+        self.opts, self.config = opts, config
+        self.sources, self.timing, self.loop = sources, timing, loop
+        self.signals, self.hang, self.report = signals, hang, report
+        self.settled = False  # a stop was decided, or the process is being ended
+
+    def round(self, mono: float) -> None:
+        s = self.sources
+        if signal.SIGTERM in self.signals.drain_wakeup() and s.term_at is None:
+            s.term_at = mono  # a TERM the main thread has not run its handler for
+        self._check_unresponsive(mono)
+        found = self.hang.check(mono, self.loop.step, self.loop.alive)
+        if isinstance(found, Abort):
+            self._end_hung(PEER_FAILED, f"{found.text()}; this rank ended with it")
+        elif found is not None:
+            self.on_hang(found)
+
+    def settle(self) -> None:
+        self.settled = self.hang.settled = True
 
     # -- unresponsive after TERM -------------------------------------------------------------
 
-    def _watch(self, mono: float) -> None:
-        """One round of the monitor thread: TERM seen by the wakeup fd, the bound passed."""
-        if signal.SIGTERM in self._signals.drain_wakeup():
-            self._unresponsive.noted(mono)
-        self._unresponsive.check(mono)
-        self._hang.check(mono, self._step, self._alive)
-
-    def _stop_begun(self) -> None:
-        """A stop reached its safe point: its save is bounded by save_timeout (and the grace
-        of a preemption), no longer by the unresponsive timer."""
-        self._unresponsive.settled = True
-
-    def _unresponsive_bound(self) -> float:
-        after = self.options.unresponsive_after
+    def bound(self) -> float:
+        """Seconds after SIGTERM within which the training thread must reach a safe point."""
+        after = self.opts.unresponsive_after
         if after is None:
             return math.inf
         if isinstance(after, (int, float)):
             return float(after)
-        t, c = self._timing, self._monitor.config
-        need = 2 * t.longest_step + t.longest_save + c.poll_interval + c.extra_latency
-        return max(Unresponsive.MIN_BOUND, need)
+        t, c = self.timing, self.config
+        need = 2 * t.longest_step + t.longest_save + c.opts.poll_interval + c.extra_latency
+        return max(MIN_BOUND, need)
 
-    def _on_unresponsive(self, waited: float) -> None:
-        self._stopper.unresponsive(waited, self._monitor.last_step)
-        self._unresponsive.end(self._stopper.stop_code(SIGNAL))
+    def _check_unresponsive(self, mono: float) -> None:
+        """No safe point after SIGTERM (a stop bounds its own save): record why, end now, so
+        that a requeue or the next job does not wait for Slurm's KillWait."""
+        at = self.sources.term_at
+        if at is None or self.settled or self.loop.stopping or mono - at < self.bound():
+            return
+        self.settled = True
+        code = stop_code(self.opts, self.report.ident, SIGNAL)
+        detail = (
+            f"no safe point within {mono - at:.1f}s of SIGTERM (longest step "
+            f"{self.timing.longest_step:.2f}s): process ended so the requeue takes effect"
+        )
+        log.critical("rtool.shim: %s; exit code %d", detail, code)
+        step = self.timing.seen_step
+        self.report.stopped(Decision(False, True, UNRESPONSIVE, False, code, step, detail))
+        end_dumped(code)
 
-    # -- hung, or another rank failed (the monitor thread) -----------------------------------
+    # -- hung, or another rank failed --------------------------------------------------------
 
-    def _on_hang(self, idle: float) -> None:
-        bound = self._hang.threshold() or idle
-        detail = f"no step for {idle:.1f}s after step {self._step} (hang_after {bound:g}s)"
-        self._hang.abort(self.rank, "hung", detail)
+    def on_hang(self, idle: float) -> None:
+        bound = self.hang.threshold() or idle
+        detail = f"no step for {idle:.1f}s after step {self.loop.step} (hang_after {bound:g}s)"
+        self.hang.abort(self.loop.rank, "hung", detail)
         self._end_hung(HUNG, detail)
 
-    def _on_peer(self, abort: Abort) -> None:
-        self._end_hung(PEER_FAILED, f"{abort.text()}; this rank ended with it")
-
     def _end_hung(self, reason: str, detail: str) -> None:
-        self._unresponsive.settled = True
-        dump_stacks(
-            f"{reason.upper()} at step {self._step}: {detail}", *self._hang.stack_file(self.rank)
-        )
-        self._stopper.hung(reason, detail, self._step)
+        """Hung (or another rank failed): the stacks, why in the heartbeat (nothing saved)."""
+        self.settled = True
+        step = self.loop.step
+        where = self.hang.stack_file(self.loop.rank)
+        dump_stacks(f"{reason.upper()} at step {step}: {detail}", *where)
+        log.critical("rtool.shim: %s: %s; exit code %d", reason, detail, HANG_EXIT_CODE)
+        d = Decision(False, True, reason, False, HANG_EXIT_CODE, step, detail)
+        self.report.stopped(d, at_progress=True)
         end(HANG_EXIT_CODE)
 
-    def _on_crash(self, info: ErrorInfo, main_thread: bool) -> None:
-        """The training died of an exception: the other ranks of this launch end at once."""
+    def crashed(self, info: ErrorInfo, main_thread: bool) -> None:
+        """An uncaught exception: recorded; the training's own ends the other ranks at once."""
+        self.report.crashed(info, main_thread)
         if main_thread:
-            self._hang.abort(self.rank, "crashed", str(info))
+            self.hang.abort(self.loop.rank, "crashed", str(info))

@@ -60,10 +60,10 @@ def test_a_deadline_signal_trains_on_until_end_minus_the_learned_lead(
     switch.touch()  # one save, measured: ~0.4 s
     wait_for(lambda: g.step(0).saved or not switch.exists(), 5, 0.02, "the switch save")
     end = time.time() + 4.0
-    g._monitor.config.end_time = end  # the job's EndTime as Slurm would tell it
+    g._p.config.end_time = end  # the job's EndTime as Slurm would tell it
     os.kill(os.getpid(), signal.SIGUSR1)  # lands 4 s before the end
     d, stopped_at = train_until_stop(g)
-    lead = end - (g._monitor.deadline.signal_stop_at or 0)
+    lead = end - (g._p.deadline.signal_stop_at or 0)
     assert d.reason == "time_limit" and "SIGUSR1 announced the end" in str(d.detail), d
     # the lead is 2 x the measured save + the exit slack: no poll interval, no step in it
     assert 2 * 0.4 + 0.5 <= lead < 2 * 0.5 + 0.5, lead
@@ -99,8 +99,8 @@ def test_auto_on_a_short_job_keeps_a_share_of_it_not_the_60_s_floor(
     short.close()
     long = make_guard(lambda s: None, exit_before_end="auto", end_time=time.time() + 3600)
     long.step(0)
-    wait_for(lambda: long._monitor.deadline._span is not None, 5, 0.05, "the end known")
-    assert long._monitor.deadline.margin() == 60.0
+    wait_for(lambda: long._p.deadline._span is not None, 5, 0.05, "the end known")
+    assert long._p.deadline.margin() == 60.0
 
 
 def test_a_deadline_signal_stops_at_once_without_an_end_or_far_from_it(

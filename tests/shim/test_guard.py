@@ -175,11 +175,11 @@ def test_auto_margin_is_learned_from_the_measured_save(
         g.step(s)
         time.sleep(0.4)
     # no save measured yet: the wide margin, 2 x (0.4 step + 0 save) + poll, above the floor
-    assert 0.8 < g._monitor.margin() < 1.6, g._monitor.margin()
+    assert 0.8 < g._p.deadline.margin() < 1.6, g._p.deadline.margin()
     switch.touch()
     step_until(g, 3)
     # measured: 2 x the 0.3 s save + the exit slack (the step is handled at the boundary)
-    assert 1.1 <= g._monitor.margin() < 1.4, g._monitor.margin()
+    assert 1.1 <= g._p.deadline.margin() < 1.4, g._p.deadline.margin()
 
 
 def test_memory_threshold_saves_and_stops(make_guard: MakeGuard) -> None:
@@ -376,12 +376,12 @@ def test_save_every_saves_on_a_cadence_and_auto_keeps_saves_at_one_percent(
     assert 3 <= len(saved) <= 6, saved  # ~every 0.4 s (+ a poll), at step boundaries
     gaps = [b - a for (_, a), (_, b) in itertools.pairwise(saved)]
     assert all(0.35 < gap < 0.7 for gap in gaps), gaps
-    assert g._timing.last_save_step == saved[-1][0]
+    assert g._p.timing.last_save_step == saved[-1][0]
     # auto: nothing until a save was measured, then every measured save / 1%
     auto = make_guard(None, save_every="auto")
-    assert auto._monitor.save_interval() is None
+    assert auto._p.monitor.save_interval() is None
     auto.mark_saved(0, 0.005)
-    assert auto._monitor.save_interval() == pytest.approx(0.5)
+    assert auto._p.monitor.save_interval() == pytest.approx(0.5)
     for s in range(1, 200):
         d = auto.step(s)
         if d.save_requested:  # framework mode: the caller saves, then says so

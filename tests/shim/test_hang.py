@@ -57,7 +57,8 @@ def test_saves_evaluation_and_start_up_are_not_hangs(make_guard: MakeGuard, tmp_
     fired: list[float] = []
     switch = tmp_path / "save"
     g = make_guard(lambda s: time.sleep(1.0), hang_after="0.4s", save_switch=switch)
-    g._hang.fire = fired.append  # record instead of ending the test process
+    # record instead of ending the test process
+    g._p.watch.on_hang = fired.append  # type: ignore[method-assign]
     time.sleep(0.8)  # model loading: no first step yet
     assert not fired
     g.step(0)
@@ -76,23 +77,26 @@ def test_auto_threshold_follows_the_loops_rhythm_after_a_start_up_grace(
     make_guard: MakeGuard,
 ) -> None:
     g = make_guard(lambda s: None, hang_after="auto")
-    assert g._hang.threshold() == 300.0  # before the first step: the start-up grace
-    g._timing.first_step, g._hang._last = 0, (5, 0)
-    g._timing.longest_step = 0.1
-    assert g._hang.threshold() == 300.0  # 5 steps in: still warming up
-    g._hang._last = (20, 0)
-    assert g._hang.threshold() == 300.0  # no save seen yet: one may be under way, unannounced
+    assert g._p.watch.hang.threshold() == 300.0  # before the first step: the start-up grace
+    g._p.timing.first_step, g._p.watch.hang._last = 0, (5, 0)
+    g._p.timing.longest_step = 0.1
+    assert g._p.watch.hang.threshold() == 300.0  # 5 steps in: still warming up
+    g._p.watch.hang._last = (20, 0)
+    assert (
+        g._p.watch.hang.threshold() == 300.0
+    )  # no save seen yet: one may be under way, unannounced
     g.mark_saved(18, 0.2)
-    assert g._hang.threshold() == 5.0  # a loop of 0.1 s steps: hung within seconds
-    g._timing.longest_step = 600.0
-    assert g._hang.threshold() == 6000.0  # 10 min steps: not before its own rhythm says so
-    assert make_guard(lambda s: None)._hang.threshold() is None  # the shim alone: off
+    assert g._p.watch.hang.threshold() == 5.0  # a loop of 0.1 s steps: hung within seconds
+    g._p.timing.longest_step = 600.0
+    assert g._p.watch.hang.threshold() == 6000.0  # 10 min steps: not before its own rhythm says so
+    assert make_guard(lambda s: None)._p.watch.hang.threshold() is None  # the shim alone: off
 
 
 def test_auto_calls_a_fast_loop_hung_within_seconds(make_guard: MakeGuard) -> None:
     g = make_guard(lambda s: None, hang_after="auto")
     fired: list[float] = []
-    g._hang.fire = fired.append  # record instead of ending the test process
+    # record instead of ending the test process
+    g._p.watch.on_hang = fired.append  # type: ignore[method-assign]
     for step in range(40):  # past the start-up grace, with a save seen
         g.step(step)
         if step == 10:

@@ -31,7 +31,7 @@ def test_import_rtool_shim_imports_no_heavy_module() -> None:
     assert {m for m in others if not m.startswith("__editable__")} == set(), others
     core = sorted(m for m in loaded if m.startswith("rtool.core."))
     expected = ["rtool.core.cgroup", "rtool.core.checkpoints", "rtool.core.ckptscan"]
-    expected += ["rtool.core.heartbeat", "rtool.core.identity"]
+    expected += ["rtool.core.heartbeat", "rtool.core.identity", "rtool.core.stdchild"]
     assert core == [*expected, "rtool.core.units"], core
 
 

@@ -17,12 +17,20 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from rtool.core import validate as v
 from rtool.core.identity import current_user
 from rtool.core.proc import ProcError, ProcTimeout, Result, run
 from rtool.core.slurm import owner
 from rtool.core.slurm.argv import reads_only, squeue_argv
+from rtool.core.slurm.failures import (
+    AccountingDisabled,
+    ForeignJob,
+    NoFailedNode,
+    SlurmError,
+    SlurmTimeout,
+)
 from rtool.core.slurm.hostlist import compress_hostlist
 from rtool.core.slurm.nodes import (
     EVENTS_FORMAT,
@@ -33,6 +41,7 @@ from rtool.core.slurm.nodes import (
     parse_node_events,
     parse_sinfo_nodes,
 )
+from rtool.core.slurm.owner import check_owner, check_records
 from rtool.core.slurm.parse import (
     ParseError,
     SqueueJob,
@@ -44,36 +53,19 @@ from rtool.core.slurm.parse import (
 from rtool.core.slurm.sacct import (
     DISABLED_MESSAGE,
     NO_FAILED_NODE,
+    SacctQuery,
     SacctRecord,
     parse_sacct,
     sacct_argv,
 )
 
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
 log = logging.getLogger(__name__)
 
 #: Set for every Slurm command: times as `2026-11-21T19:37:00` whatever the user's setting.
 SLURM_ENV = {"SLURM_TIME_FORMAT": "standard"}
-
-
-class SlurmError(ProcError):
-    """A Slurm command failed (slurmctld down, bad job id, rejected submission...)."""
-
-
-class SlurmTimeout(SlurmError):
-    """A Slurm command did not answer within its timeout."""
-
-
-class AccountingDisabled(SlurmError):
-    """The cluster has no accounting storage: sacct cannot tell how jobs ended."""
-
-
-class NoFailedNode(SlurmError):
-    """This sacct has no FailedNode field (Slurm before 24.11)."""
-
-
-class ForeignJob(SlurmError):
-    """A job that is not the user's own (or whose owner Slurm does not say): rtool never acts
-    on it, whoever it runs as (root and Slurm operators included)."""
 
 
 class SlurmReads:
@@ -158,30 +150,13 @@ class SlurmReads:
             return False
         return res.returncode == 0 and "UP" in res.stdout
 
-    def sacct(
-        self,
-        *,
-        job_ids: Iterable[str] = (),
-        names: Iterable[str] = (),
-        since: float | None = None,
-        all_attempts: bool = True,
-        states: Iterable[str] = (),
-        failed_node: bool = False,
-    ) -> list[SacctRecord]:
-        """Accounting records of your jobs (one per attempt with `all_attempts`), always with
-        `--user=<you>`. `job_ids`: `15`, `12_3` (an array's id: all its tasks); `since`: epoch
-        time (else Slurm's default, midnight); `states`: only attempts in those states since
-        then (`NODE_FAIL`); `failed_node`: with FailedNode (24.11+; NoFailedNode where sacct
-        lacks it). AccountingDisabled on a cluster without accounting, SlurmError when sacct
-        cannot answer (slurmdbd down...), ValueError on a bad job id or name."""
-        argv = sacct_argv(
-            job_ids=job_ids,
-            names=names,
-            since=since,
-            all_attempts=all_attempts,
-            states=states,
-            failed_node=failed_node,
-        )
+    def sacct(self, **query: Unpack[SacctQuery]) -> list[SacctRecord]:
+        """Accounting records of your jobs (one per attempt unless `all_attempts=False`),
+        always with `--user=<you>`; the query: `SacctQuery`. `failed_node` raises NoFailedNode
+        where sacct lacks it. AccountingDisabled on a cluster without accounting, SlurmError
+        when sacct cannot answer (slurmdbd down...), ValueError on a bad job id or name."""
+        failed_node = query.get("failed_node", False)
+        argv = sacct_argv(**query)
         argv.append(f"--user={self.user}")
         try:
             res = self._run(argv)
@@ -370,20 +345,3 @@ def withhold(slurm: SlurmReads, argv: Sequence[str]) -> Result:
     slurm.withheld.append(list(argv))
     log.info("look-only: not running %s", " ".join(argv))
     return Result(list(argv), 0, "", "")
-
-
-def check_owner(slurm: Slurm, job_ids: Iterable[str]) -> None:
-    """Raise ForeignJob unless Slurm says each job (every task of an array) is yours; asked
-    right before acting, never taken from squeue output or a file."""
-    for job_id in job_ids:
-        records = slurm.show_job(job_id)
-        if not records:
-            raise SlurmError(["scontrol", "show", "job", job_id], "no such job (nothing done)")
-        check_records(records, job_id, slurm.user)
-
-
-def check_records(records: Iterable[Mapping[str, str]], job_id: str, me: str) -> None:
-    """Raise ForeignJob unless every `scontrol show job` record is a job of yours (`me`)."""
-    why = owner.foreign(records, job_id, me)
-    if why:
-        raise ForeignJob(["scontrol", "show", "job", job_id], why)

@@ -10,6 +10,7 @@ for other job`).
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -90,16 +91,21 @@ def _epoch(text: str) -> float | None:
 def parse_node_events(text: str) -> list[NodeEvent]:
     """Every line of `sacctmgr -n -P list events format=EVENTS_FORMAT`, one event per node."""
     out = []
-    for line in text.splitlines():
-        if not line.strip():
-            continue
-        parts = line.split("|", len(EVENT_FIELDS) - 1)
-        if len(parts) != len(EVENT_FIELDS):
-            raise ParseError(f"event line has {len(parts)} fields, expected {len(EVENT_FIELDS)}")
-        names, state, start, end, reason = (p.strip() for p in parts)
+    for names, state, start, end, reason in _rows(text, EVENT_FIELDS, "event"):
         for node in expand_hostlist(names):
             out.append(NodeEvent(node, state, _epoch(start), _epoch(end), _opt(reason)))
     return out
+
+
+def _rows(text: str, fields: Sequence[object], what: str) -> Iterator[list[str]]:
+    """The `|`-separated fields of each non-empty line, stripped (ParseError on a short one)."""
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        parts = line.split("|", len(fields) - 1)
+        if len(parts) != len(fields):
+            raise ParseError(f"{what} line has {len(parts)} fields, expected {len(fields)}")
+        yield [p.strip() for p in parts]
 
 
 def _opt(text: str) -> str | None:
@@ -110,13 +116,7 @@ def _opt(text: str) -> str | None:
 def parse_sinfo_nodes(text: str) -> list[NodeState]:
     """Every line of `sinfo -N -h -o SINFO_FORMAT` (a node in two partitions gives two)."""
     out = []
-    for line in text.splitlines():
-        if not line.strip():
-            continue
-        parts = line.split("|", len(SINFO_FIELDS) - 1)
-        if len(parts) != len(SINFO_FIELDS):
-            raise ParseError(f"sinfo line has {len(parts)} fields, expected {len(SINFO_FIELDS)}")
-        name, partition, state, when, user, reason = (p.strip() for p in parts)
+    for name, partition, state, when, user, reason in _rows(text, SINFO_FIELDS, "sinfo"):
         try:
             stamp = parse_slurm_timestamp(when)
         except ParseError:

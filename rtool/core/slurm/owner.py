@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Protocol
 
 from rtool.core import validate as v
 from rtool.core.identity import current_uid
+from rtool.core.slurm.failures import ForeignJob, SlurmError
 
 #: scontrol verbs that act on jobs named by their ids (the owner is checked first).
 JOB_VERBS = frozenset(
@@ -58,3 +60,28 @@ def foreign(records: Iterable[Mapping[str, str]], job_id: str, me: str) -> str |
             owner = rec.get("UserId") or "an unknown user"
             return f"job {job_id} belongs to {owner}, not to you ({me}): not touched"
     return None
+
+
+class ShowsJobs(Protocol):
+    """What `check_owner` asks: rtool.core.slurm.cmd.Slurm."""
+
+    user: str
+
+    def show_job(self, job_id: str) -> list[dict[str, str]]: ...
+
+
+def check_owner(slurm: ShowsJobs, job_ids: Iterable[str]) -> None:
+    """Raise ForeignJob unless Slurm says each job (every task of an array) is yours; asked
+    right before acting, never taken from squeue output or a file."""
+    for job_id in job_ids:
+        records = slurm.show_job(job_id)
+        if not records:
+            raise SlurmError(["scontrol", "show", "job", job_id], "no such job (nothing done)")
+        check_records(records, job_id, slurm.user)
+
+
+def check_records(records: Iterable[Mapping[str, str]], job_id: str, me: str) -> None:
+    """Raise ForeignJob unless every `scontrol show job` record is a job of yours (`me`)."""
+    why = foreign(records, job_id, me)
+    if why:
+        raise ForeignJob(["scontrol", "show", "job", job_id], why)

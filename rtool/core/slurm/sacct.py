@@ -11,6 +11,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TYPE_CHECKING, TypedDict
 
 from rtool.core.slurm.parse import (
     ParseError,
@@ -18,6 +19,9 @@ from rtool.core.slurm.parse import (
     parse_slurm_timestamp,
 )
 from rtool.core.validate import ArgvError
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 #: sacct fields, in order; the job name is last so a `|` inside it cannot shift the others.
 SACCT_FIELDS: tuple[str, ...] = (
@@ -90,29 +94,33 @@ def validate_name(name: str) -> str:
     return name
 
 
-def sacct_argv(
-    *,
-    job_ids: Iterable[str] = (),
-    names: Iterable[str] = (),
-    since: float | None = None,
-    all_attempts: bool = True,
-    states: Iterable[str] = (),
-    failed_node: bool = False,
-) -> list[str]:
+class SacctQuery(TypedDict, total=False):
+    """Which attempts to ask for (`Slurm.sacct`, `sacct_argv`); every key may be left out."""
+
+    job_ids: Iterable[str]  # `15`, `12_3` (an array's id: all its tasks)
+    names: Iterable[str]
+    since: float | None  # epoch time (else Slurm's default, midnight)
+    all_attempts: bool  # one record per attempt (-D); default True
+    states: Iterable[str]  # only attempts in those states since then (`NODE_FAIL`)
+    failed_node: bool  # with FailedNode (24.11+)
+
+
+def sacct_argv(**q: Unpack[SacctQuery]) -> list[str]:
     """The sacct command line (arguments validated; see `Slurm.sacct`). `states`: only the
     attempts that were in one of them between `since` and now (`--state`, with `--endtime=now`:
     without it sacct's window ends at the start time); `failed_node`: ask FailedNode too."""
-    ids = [validate_job_id(j) for j in job_ids]
-    name_list = [validate_name(n) for n in names]
-    wanted = [validate_state(s) for s in states]
-    fmt = FAILED_NODE_FORMAT if failed_node else SACCT_FORMAT
+    ids = [validate_job_id(j) for j in q.get("job_ids", ())]
+    name_list = [validate_name(n) for n in q.get("names", ())]
+    wanted = [validate_state(s) for s in q.get("states", ())]
+    fmt = FAILED_NODE_FORMAT if q.get("failed_node") else SACCT_FORMAT
     argv = ["sacct", "-P", "-n", "-X", f"--format={fmt}"]
-    if all_attempts:
+    if q.get("all_attempts", True):
         argv.append("-D")
     if ids:
         argv.append("--jobs=" + ",".join(ids))
     if name_list:
         argv.append("--name=" + ",".join(name_list))
+    since = q.get("since")
     if since is not None:
         argv.append("--starttime=" + datetime.fromtimestamp(since).strftime("%Y-%m-%dT%H:%M:%S"))
     if wanted:

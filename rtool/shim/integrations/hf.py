@@ -39,13 +39,8 @@ from pathlib import Path
 from typing import Any
 
 from rtool.shim import Guard, latest_checkpoint
-from rtool.shim.integrations.common import (
-    DEFAULT_MAX_NONFINITE,
-    GuardCallback,
-    guard_from_env,
-    summed_loss,
-    torch_file_loads,
-)
+from rtool.shim.integrations import common
+from rtool.shim.integrations.common import DEFAULT_MAX_NONFINITE, GuardCallback
 
 try:
     import torch  # noqa: F401  (common.summed_loss needs it: fail here, with the hint)
@@ -78,14 +73,14 @@ def _loads(folder: Path) -> None:
             with safe_open(str(f), framework="pt"):
                 pass
         elif f.suffix in (".bin", ".pt", ".pth"):
-            torch_file_loads(f)
+            common.torch_file_loads(f)
 
 
 class RtoolCallback(GuardCallback, TrainerCallback):  # type: ignore[misc]
     """Drives a Guard (default: `Guard.from_env(save=None, exit=False)`) from Trainer events."""
 
     def __init__(self, guard: Guard | None = None, **options: Any) -> None:
-        self.guard = guard if guard is not None else guard_from_env(None, options)
+        self.guard = guard if guard is not None else common.guard_from_env(None, options)
         self.update_skipped = False  # the last optimizer step was dropped (non-finite, killed)
         self._losses: list[Any] = []
         self._hook: Any = None
@@ -122,7 +117,7 @@ class RtoolCallback(GuardCallback, TrainerCallback):  # type: ignore[misc]
         losses, self._losses = self._losses, []
         finite = True
         if losses:
-            finite = self.guard.check_loss(summed_loss(losses))
+            finite = self.guard.check_loss(common.summed_loss(losses))
         self.update_skipped = self._killed_at_start or not finite
         optimizer = kwargs.get("optimizer")
         if self.update_skipped and optimizer is not None:

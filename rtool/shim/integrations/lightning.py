@@ -40,13 +40,8 @@ import time
 from typing import Any
 
 from rtool.shim import latest_checkpoint
-from rtool.shim.integrations.common import (
-    DEFAULT_MAX_NONFINITE,
-    GuardCallback,
-    guard_from_env,
-    summed_loss,
-    torch_file_loads,
-)
+from rtool.shim.integrations import common
+from rtool.shim.integrations.common import DEFAULT_MAX_NONFINITE, GuardCallback
 
 try:
     import torch  # noqa: F401  (common.summed_loss needs it: fail here, with the hint)
@@ -63,7 +58,7 @@ log = logging.getLogger("rtool.shim")
 
 def last_checkpoint(folder: str | os.PathLike[str]) -> str | None:
     """The newest complete `*.ckpt` in `folder` that loads (None: none); see the module doc."""
-    found = latest_checkpoint(folder, pattern="*.ckpt", load=torch_file_loads)
+    found = latest_checkpoint(folder, pattern="*.ckpt", load=common.torch_file_loads)
     return os.fspath(found) if found is not None else None
 
 
@@ -79,7 +74,7 @@ class RtoolCallback(GuardCallback, Callback):  # type: ignore[misc]
         self._trainer: Any = None
         self._losses: list[Any] = []
         self._started = False  # fit() began training (a complete run resumed at its end: not)
-        self.guard = guard_from_env(self._save, options)
+        self.guard = common.guard_from_env(self._save, options)
 
     def _save(self, step: int) -> None:
         self._trainer.save_checkpoint(self.ckpt_path.replace("{step}", str(step)))
@@ -109,7 +104,7 @@ class RtoolCallback(GuardCallback, Callback):  # type: ignore[misc]
         if not losses:
             self.update_skipped = False
             return
-        self.update_skipped = not self.guard.check_loss(summed_loss(losses))
+        self.update_skipped = not self.guard.check_loss(common.summed_loss(losses))
         if self.update_skipped:
             optimizer.zero_grad(set_to_none=True)  # the step's update is dropped
 

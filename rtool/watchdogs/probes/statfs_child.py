@@ -113,55 +113,28 @@ def _newest(pattern, uid, ignored):
     return best
 
 
-_DIRFLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+def _stdchild():
+    """rtool/core/stdchild.py, what the children share (run as a script: found by folder)."""
+    core = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "core")
+    if core not in sys.path:
+        sys.path.append(core)
+    import stdchild
 
-
-def _walk(folder, uid):
-    """A descriptor of `folder` walked from / with O_NOFOLLOW|O_DIRECTORY (rtool/core/fdwalk.py's
-    rule, owners only: a shared project folder passes): a symlink on the way counts only when
-    yours or root's, a folder only when yours or root's; else the reason (a str)."""
-    todo = [p for p in os.path.abspath(folder).split("/") if p][::-1]
-    fd, done, links = os.open("/", _DIRFLAGS), "", 0
-    while todo:
-        name = todo.pop()
-        try:
-            new = os.open(name, _DIRFLAGS, dir_fd=fd)
-        except OSError as exc:
-            link = exc.errno in (20, 40)  # ENOTDIR, ELOOP: a symlink (or a file) there
-            lst = os.stat(name, dir_fd=fd, follow_symlinks=False) if link else None
-            if lst is None or not stat.S_ISLNK(lst.st_mode) or links >= 40:
-                os.close(fd)
-                raise
-            if lst.st_uid not in (uid, 0):
-                os.close(fd)
-                return f"{done}/{name} is a symlink owned by uid {lst.st_uid}"
-            links += 1
-            target = os.readlink(name, dir_fd=fd)
-            todo += [p for p in target.split("/") if p][::-1]
-            if target.startswith("/"):
-                os.close(fd)
-                fd, done = os.open("/", _DIRFLAGS), ""
-            continue
-        os.close(fd)
-        fd, done = new, f"{done}/{name}"
-        owner = os.fstat(fd).st_uid
-        if owner not in (uid, 0):
-            os.close(fd)
-            return f"{done} is owned by uid {owner}"
-    return fd
+    return stdchild
 
 
 def _open_checked(path, uid, ignored, what):
-    """A descriptor of the regular file `path` (its folder walked by `_walk`, never through a
-    symlink at its name) when it is yours (or root's) and writable only by you; another's is
-    named in `ignored`."""
+    """A descriptor of the regular file `path` (its folder walked from / by stdchild, owners
+    only: a shared project folder passes; never through a symlink at its name) when it is
+    yours (or root's) and writable only by you; another's is named in `ignored`."""
     folder, name = os.path.split(os.path.abspath(path))
+    walk = _stdchild()
     try:
-        dirfd = _walk(folder, uid)
-    except OSError:
+        dirfd = walk.open_folder(folder, uid, shared=True)
+    except walk.Refused as exc:
+        ignored.append(f"{what} {path} ({exc})")
         return None
-    if isinstance(dirfd, str):
-        ignored.append(f"{what} {path} ({dirfd})")
+    except OSError:
         return None
     try:
         fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_NOFOLLOW, dir_fd=dirfd)
@@ -180,25 +153,6 @@ def _open_checked(path, uid, ignored, what):
     return fd
 
 
-def _read_json(fd, limit=65536):
-    """The JSON object in the open file `fd` (regular files only, at most `limit` bytes)."""
-    import json
-
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return {"_invalid": True, "why": "not a regular file"}
-        data = os.read(fd, limit + 1)
-    except OSError as exc:
-        return {"_invalid": True, "why": exc.strerror}
-    if len(data) > limit:
-        return {"_invalid": True, "why": f"larger than {limit} bytes"}
-    try:
-        value = json.loads(data)
-    except ValueError:
-        return {"_invalid": True}
-    return value if isinstance(value, dict) else {"_invalid": True}
-
-
 def logstat(pattern, heartbeat=None):
     """The newest log file that counts, the heartbeat and its done marker, each judged on the
     descriptor that is read (yours or root's, writable only by you); the rest in `ignored`."""
@@ -213,7 +167,7 @@ def logstat(pattern, heartbeat=None):
         fd = _open_checked(heartbeat, uid, ignored, "heartbeat")
         if fd is not None:
             try:
-                out["heartbeat"] = _read_json(fd)
+                out["heartbeat"] = _stdchild().read_json(fd)
                 out["heartbeat_mtime"] = os.fstat(fd).st_mtime
             finally:
                 os.close(fd)
