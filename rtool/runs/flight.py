@@ -86,7 +86,7 @@ def ranks_text(ranks: Sequence[int], most: int = 6) -> str:
 
 def describe(dumps: Sequence[Dump], folder: str, room: int = 500) -> str | None:
     """`NCCL flight recorder: 4 dumps in FOLDER (ranks 0-3); read them: ...`, the reading
-    hint left out when the line would be longer than `room`."""
+    hint shortened (`<that folder>`) or left out when the line would be longer than `room`."""
     if not dumps:
         return None
     n = len(dumps)
@@ -95,8 +95,10 @@ def describe(dumps: Sequence[Dump], folder: str, room: int = 500) -> str | None:
         f"NCCL flight recorder: {n} dump{'s' if n != 1 else ''} in {folder} "
         f"({word} {ranks_text([d.rank for d in dumps])})"
     )
-    hint = f"; read them: {READER} {folder}"
-    return text + hint if len(text) + len(hint) <= room else text
+    for hint in (f"; read them: {READER} {folder}", f"; read them: {READER} <that folder>", ""):
+        if len(text) + len(hint) <= room:
+            break
+    return text + hint
 
 
 def appended(text: str | None, abort_file: str | None, launch: int, room: int) -> str | None:

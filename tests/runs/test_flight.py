@@ -74,6 +74,10 @@ def test_the_text_names_the_count_the_ranks_and_how_to_read_them() -> None:
         f"NCCL flight recorder: 4 dumps in /f (ranks 0-3); read them: {READ} /f"
     )
     assert describe(dumps[2:3], "/f", room=40) == "NCCL flight recorder: 1 dump in /f (rank 2)"
+    folder = "/scratch/" + "f" * 60
+    assert describe(dumps, folder, room=200) == (
+        f"NCCL flight recorder: 4 dumps in {folder} (ranks 0-3); read them: {READ} <that folder>"
+    )
     assert describe([], "/f") is None
     assert ranks_text([9, 0, 1, 2, 3, 5, 7, 8]) == "0-3, 5, 7-9"
     assert ranks_text(range(0, 20, 2), most=3) == "0, 2, 4, …"
