@@ -151,8 +151,8 @@ def hung_stacks(hb: Heartbeat, abort: str | None) -> Heartbeat:
     next_batch at ...`) when its launch hung or ended with a peer that did, and the ranks'
     dumps are beside `abort`: what the run's alerts say of a hang that was not restarted in
     place (the attempt requeued, or the next array task). The launch's NCCL flight recorder
-    dumps (rtool.runs.flight) are said after it, whatever ended the launch."""
-    if not abort:
+    dumps (rtool.runs.flight) are said after it, whatever ended the launch (unless it finished)."""
+    if not abort or hb.state is RunState.FINISHED:
         return hb
     where = None
     if hb.state is RunState.STOPPED and hb.stop_reason in HUNG:

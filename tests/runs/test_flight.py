@@ -111,6 +111,7 @@ def test_the_hang_records_name_the_dumps_of_their_launch(tmp_path: Path) -> None
     crashed = hung_stacks(hb.replace(state=RunState.CRASHED), abort).stacks
     assert crashed is not None and crashed.startswith(said)
     assert hung_stacks(hb.replace(launch=0), abort).stacks is None
+    assert hung_stacks(hb.replace(state=RunState.FINISHED), abort).stacks is None
     env = {"SLURM_JOB_ID": "91", "RTOOL_ABORT_FILE": abort}
     info = JobInfo(job_id="91", name="llm", nodes=["n1"], partition=None, restarts=0)
     detail = record(env, info, Failed(89, 1, hb.replace(stop_detail="no step")), 2.0, 2).detail
