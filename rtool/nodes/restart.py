@@ -30,7 +30,7 @@ from rtool.core.heartbeat import Heartbeat, HeartbeatFormatError, RunState, read
 from rtool.core.slurm.nodes import NodeState
 from rtool.nodes.node_fault import blamed
 from rtool.nodes.preflight_job import JobInfo
-from rtool.runs import signatures, stacks
+from rtool.runs import flight, signatures, stacks
 from rtool.runs.inplace import RestartRecord
 from rtool.runs.logtail import tail_lines
 
@@ -164,6 +164,7 @@ def record(
     if kind in FAILED_STOPS and abort:  # where each rank was (their stack files)
         where = stacks.summary(stacks.read_stacks(abort, failed.launch))
         detail = f"{detail}; stacks: {where}" if where else detail
+    detail = flight.appended(detail, abort, failed.launch, 500) or detail  # NCCL's dumps
     array, task = env.get("SLURM_ARRAY_JOB_ID"), env.get("SLURM_ARRAY_TASK_ID")
     return RestartRecord(
         job_id=env.get("SLURM_JOB_ID", ""),

@@ -32,7 +32,7 @@ from rtool.core.heartbeat import (
     RunState,
 )
 from rtool.core.slurm.parse import ParseError, expand_hostlist
-from rtool.runs import stacks
+from rtool.runs import flight, stacks
 from rtool.runs.attempt_records import (
     DIGITS,
     HOSTLIST,
@@ -150,10 +150,14 @@ def hung_stacks(hb: Heartbeat, abort: str | None) -> Heartbeat:
     """The heartbeat with `stacks` (`3 ranks in all_reduce at train.py:212; rank 3 on n2 in
     next_batch at ...`) when its launch hung or ended with a peer that did, and the ranks'
     dumps are beside `abort`: what the run's alerts say of a hang that was not restarted in
-    place (the attempt requeued, or the next array task)."""
-    if not abort or hb.state is not RunState.STOPPED or hb.stop_reason not in HUNG:
+    place (the attempt requeued, or the next array task). The launch's NCCL flight recorder
+    dumps (rtool.runs.flight) are said after it, whatever ended the launch (unless it finished)."""
+    if not abort or hb.state is RunState.FINISHED:
         return hb
-    where = stacks.summary(stacks.read_stacks(abort, hb.launch))
+    where = None
+    if hb.state is RunState.STOPPED and hb.stop_reason in HUNG:
+        where = stacks.summary(stacks.read_stacks(abort, hb.launch))
+    where = flight.appended(where, abort, hb.launch, TEXT_LIMIT)  # NCCL's dumps, a timeout's too
     return hb.replace(stacks=where) if where else hb
 
 

@@ -15,6 +15,7 @@ max_requeues = 3           # bound of --auto-requeue
 restarts_in_place = 2      # a crashed or hung training runs again on its allocation (per attempt)
 hang_after = "30m"         # the shim: no step this long = hung (exit 89, restarted); default auto
 save_every = "auto"        # the shim saves this often too (auto: saves take 1% of the time)
+flight_recorder = false    # true: PyTorch's NCCL flight recorder on, its dumps named at a hang
 template_dir = "~/rtool-templates"          # templates here override the shipped ones by name
 extra_lines = ["#SBATCH --qos=high", "module load cuda/12.4"]   # #SBATCH lines, or shell lines
 
@@ -53,6 +54,7 @@ class SubmitConfig(Section):
         "auto"  # the loop's own rhythm (rtool/shim/hang.py); "off" turns it off
     )
     save_every: str | None = None
+    flight_recorder: bool = False
     extra_lines: list[str] = []
     template_dir: str | None = None
 

@@ -232,6 +232,15 @@ class SubmitRequest:
         config="save_every",
         check=lambda v: validate_hang_after(v, "save-every"),
     )
+    flight_recorder: bool = option(
+        "--flight-recorder",
+        help="Turn on PyTorch's NCCL flight recorder (costs memory; never overrides your own "
+        "TORCH_NCCL_* values) and name its dumps when a launch hangs (docs/guide/hangs.md).",
+        default=False,
+        env="RTOOL_FLIGHT_RECORDER",
+        use=Use.ENV,
+        config="flight_recorder",
+    )
     heartbeat: str | None = option("--heartbeat", help="Heartbeat file for the shim.")
     run: str | None = option(
         "--run",

@@ -145,6 +145,11 @@ class TrainingJob(SlurmJob):
         )
 
     @property
+    def flight_recorder(self) -> bool:
+        """PyTorch's NCCL flight recorder is turned on (`--flight-recorder`, rtool.runs.flight)."""
+        return dict(self.more_env).get("RTOOL_FLIGHT_RECORDER") == "1"
+
+    @property
     def requeue_exit_code(self) -> int:
         return REQUEUE_EXIT_CODE
 
