@@ -6,10 +6,11 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import statistics
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -87,6 +88,17 @@ class Bench:
                 subprocess.run(argv, env=env, capture_output=True, check=False)
 
         return median_seconds(run, self.repeat)
+
+    def paired(self, *runs: Callable[[], object]) -> list[float]:
+        """Median seconds of each of `runs`, run in turn in each of --repeat rounds (they see
+        the same load: the shared host's moves within minutes)."""
+        times: list[list[float]] = [[] for _ in runs]
+        for _ in range(self.repeat):
+            for spent, run in zip(times, runs, strict=True):
+                t = time.perf_counter()
+                run()
+                spent.append(time.perf_counter() - t)
+        return [statistics.median(t) for t in times]
 
     def timed(self, *args: str) -> float:
         self.rtool(*args)  # warm-up (and the state dir's first sweep)

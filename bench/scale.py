@@ -50,6 +50,8 @@ FULL = {"nodes": [16, 32, 64], "jobs": [1000, 5000, 10000], "attempts": [50, 200
 QUICK = {"nodes": [16, 32], "jobs": [500, 1000, 2000], "attempts": [20, 50, 100]}
 WATCH = ["watch", "job", *(a for n in WATCHED for a in ("--name", n)), "--no-notify"]
 WATCH1 = ["watch", "job", "--name", WATCHED[0], "--no-notify"]
+#: `watch job` for 20 names with a rejected --timeout: its start-up, no Slurm call
+BAD = [a if a != "--no-notify" else "--timeout=bogus" for a in WATCH] + ["--no-notify"]
 WATCH1_CLI = "rtool watch job (1 name)"
 FLOOR = "rtool --version"
 STARTUP = "start-up (watch job)"
@@ -88,15 +90,17 @@ def queue_point(b: Bench, q: int, out: dict[str, list[float]]) -> list[str]:
     b.rtool(*WATCH)  # a warm state dir: a first lookup on 22.05 asks sacct twice
     calls = b.calls_of(*WATCH)
     counted = lib.count_calls(calls)
-    watch = b.timed(*WATCH)
     b.rtool(*WATCH1)
     counted1 = lib.count_calls(b.calls_of(*WATCH1))
-    watch1 = b.timed(*WATCH1)
+    # start-up and both `watch job` in turn, round after round: one load for all three
+    start, watch, watch1 = b.paired(
+        partial(b.rtool, *BAD, ok=(3,)), partial(b.rtool, *WATCH), partial(b.rtool, *WATCH1)
+    )
+    out.setdefault(STARTUP, []).append(start)
     squeue = b.bare([c for c in calls if c[0] == "squeue"])
     reads = b.bare(calls)
     every = b.bare([["squeue", "-h", "-r"]])
     sw, sw_bare, sw_calls = suspect_sweep(b, f"queue{q}")
-    start = out[STARTUP][-1]
     for key, v in (
         (WATCH_CLI, watch),
         (WATCH1_CLI, watch1),
@@ -128,18 +132,15 @@ def queue_point(b: Bench, q: int, out: dict[str, list[float]]) -> list[str]:
 
 
 def queue_axis(b: Bench, sizes: list[int], out: dict[str, list[float]]) -> list[str]:
-    bad = [a if a != "--no-notify" else "--timeout=bogus" for a in WATCH] + ["--no-notify"]
-    b.rtool(*bad, ok=(3,))
-    start = median_seconds(partial(b.rtool, *bad, ok=(3,)), b.repeat)
-    assert not b.calls_of(*bad, ok=(3,)), "a rejected option must ask Slurm nothing"
+    b.rtool(*BAD, ok=(3,))
+    start = median_seconds(partial(b.rtool, *BAD, ok=(3,)), b.repeat)
+    assert not b.calls_of(*BAD, ok=(3,)), "a rejected option must ask Slurm nothing"
     print(
         f"start-up of `watch job` (20 names, a rejected --timeout: no Slurm call) "
         f"{start * 1000:.1f} ms"
     )
     goals = []
-    for q in sizes:  # start-up again at each size: the shared host's load moves
-        start = median_seconds(partial(b.rtool, *bad, ok=(3,)), b.repeat)
-        out.setdefault(STARTUP, []).append(start)
+    for q in sizes:  # start-up again at each size, beside the timed runs: the load moves
         goals += queue_point(b, q, out)
     at = min(sizes, key=lambda q: abs(q - 10_000))  # the goal's size: 10,000 jobs
     i = sizes.index(at)
