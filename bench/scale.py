@@ -10,8 +10,9 @@ nodes, in turn, and measures in the same run (medians of --repeat runs, whole pr
             start-up + its Slurm calls run bare
   queue     on the largest cluster, 1,000 / 5,000 / 10,000 queued jobs (held single jobs, one
             `sbatch --hold` each, so squeue and `squeue -r` both list every one): the CLI
-            `rtool watch job` for 20 names against start-up (`rtool --version`) + its squeue
-            run bare; `squeue -r` of all jobs; the in-process sweep as above
+            `rtool watch job` for 20 names against start-up (a rejected `--timeout`) + its squeue
+            run bare (start-up and both `watch job` runs timed in turn, round after round, right
+            after the queue is filled); `squeue -r` of all jobs; the in-process sweep as above
   attempts  `rtool history RUN --no-accounting` of a run whose batch-script records hold
             50 / 200 / 500 attempts, against start-up + its squeue run bare
 Slurm calls are counted by a PATH wrapper that logs each call (the CLI) and by `Slurm.calls`

@@ -211,16 +211,8 @@ def up(
     ensure_installed(rel, accounting)
     ensure_munge()
     have = cluster.layout
-    shape = (
-        (len(have.nodes), len(have.simulated), have.accounting, have.extra, have.release)
-        if have
-        else None
-    )
-    if (
-        shape == (nodes, simulated, accounting, list(extra), rel.name)
-        and _current(cluster)
-        and ready(cluster)
-    ):
+    shape = (nodes, simulated, accounting, list(extra), rel.name)
+    if have and _shape(have) == shape and _current(cluster) and ready(cluster):
         return cluster
     problem = ""
     for _attempt in range(3):  # a port taken between picking and binding: new ports, again
@@ -239,6 +231,16 @@ def up(
     logs = sorted((cluster.dir / "log").glob("*.log"))
     down(cluster.dir)
     raise LocalSlurmError(f"local Slurm did not start: {problem}\n" + "".join(map(tail, logs)))
+
+
+def _shape(layout: Layout) -> tuple[int, int, bool, list[str], str]:
+    return (
+        len(layout.nodes),
+        len(layout.simulated),
+        layout.accounting,
+        layout.extra,
+        layout.release,
+    )
 
 
 def _current(cluster: Cluster) -> bool:

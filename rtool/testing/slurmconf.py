@@ -171,6 +171,18 @@ def write_slurm_conf(directory: Path, layout: Layout, slurmd: str) -> Path:
     if layout.fast:
         lines.append("SchedulerParameters=bf_interval=1,sched_interval=2")
     lines += layout.extra
+    lines += _node_lines(layout, host, cpus, mem)
+    lines += partition_lines(layout.node_range, preempt=PREEMPTION[0] in layout.extra)
+    conf = d / "slurm.conf"
+    conf.write_text("\n".join(lines) + "\n")
+    write_gres_conf(d, layout)
+    return conf
+
+
+def _node_lines(layout: Layout, host: str, cpus: str, mem: int) -> list[str]:
+    """One NodeName line per node: each real one on its own port; the simulated ones on n1's
+    (its slurmd answers their pings), picked last by the scheduler (Weight)."""
+    lines = []
     for name in layout.nodes:
         lines.append(
             f"NodeName={name} NodeHostname={host} NodeAddr=127.0.0.1 "
@@ -183,11 +195,7 @@ def write_slurm_conf(directory: Path, layout: Layout, slurmd: str) -> Path:
             f"Port={layout.node_ports[layout.nodes[0]]} CPUs={cpus} RealMemory={mem} "
             f"Gres=gpu:{FAKE_GPUS} State=UNKNOWN Weight=1000"
         )
-    lines += partition_lines(layout.node_range, preempt=PREEMPTION[0] in layout.extra)
-    conf = d / "slurm.conf"
-    conf.write_text("\n".join(lines) + "\n")
-    write_gres_conf(d, layout)
-    return conf
+    return lines
 
 
 #: Preemption (docs/local-slurm.md), given as `extra` lines (`local-slurm up --preempt`, the

@@ -103,6 +103,27 @@ def _task_launches(run: Path, rank: int, task: str) -> dict[str, list[Line]]:
     return {k: got for k, v in by.items() if (got := [ln for ln in v if ln.attempt[0] == task])}
 
 
+def _submit_array(tmp_path: Path, rtool: RtoolRun, job_name: str) -> str:
+    """A 2-node DDP training with one spare node, an array of 2 tasks each stopped by its time
+    limit (the next one resumes), the signal 40 s before it."""
+    (tmp_path / "rtool.toml").write_text(f'[state]\ndir = "{tmp_path / "state"}"\n')
+    run = tmp_path / "run"
+    run.mkdir()
+    launcher = (
+        f"{sys.executable} -m torch.distributed.run --nnodes 2 --nproc-per-node 1 "
+        f"--rdzv-backend c10d --rdzv-endpoint 127.0.0.1:{_free_port()} --rdzv-id {job_name}"
+    )
+    env = {"DDP_DIR": str(run), "DDP_STEPS": "5000", "DDP_CKPT_EVERY": str(CKPT_EVERY)}
+    env |= {"DDP_STEP_SECONDS": "0.1", "OMP_NUM_THREADS": "1"}
+    return rtool(
+        *("submit", str(DDP), "--job-name", job_name, "--nodes", "2", "--spare-nodes", "1"),
+        *("--array", "1-2%1", "--launcher", launcher, "--time", "0:02:00"),
+        *("--signal", "B:USR1@40", "--heartbeat", str(run / "hb.json"), "--parsable"),
+        cwd=tmp_path,
+        env=env,
+    ).stdout.strip()
+
+
 @pytest.mark.slurm
 @pytest.mark.timeout(540)
 def test_the_last_task_of_an_array_restarts_on_its_spare(
@@ -117,22 +138,8 @@ def test_the_last_task_of_an_array_restarts_on_its_spare(
     the array's own job id (Slurm gives the master id to the last task, and `scontrol show job`
     of that id lists every task); a node of its launch fails and the task trains again on its
     spare, looked up as `<array>_2`: the same task, never requeued, from its last checkpoint."""
-    (tmp_path / "rtool.toml").write_text(f'[state]\ndir = "{tmp_path / "state"}"\n')
     run = tmp_path / "run"
-    run.mkdir()
-    launcher = (
-        f"{sys.executable} -m torch.distributed.run --nnodes 2 --nproc-per-node 1 "
-        f"--rdzv-backend c10d --rdzv-endpoint 127.0.0.1:{_free_port()} --rdzv-id {job_name}"
-    )
-    env = {"DDP_DIR": str(run), "DDP_STEPS": "5000", "DDP_CKPT_EVERY": str(CKPT_EVERY)}
-    env |= {"DDP_STEP_SECONDS": "0.1", "OMP_NUM_THREADS": "1"}
-    array = rtool(
-        *("submit", str(DDP), "--job-name", job_name, "--nodes", "2", "--spare-nodes", "1"),
-        *("--array", "1-2%1", "--launcher", launcher, "--time", "0:02:00"),
-        *("--signal", "B:USR1@40", "--heartbeat", str(run / "hb.json"), "--parsable"),
-        cwd=tmp_path,
-        env=env,
-    ).stdout.strip()
+    array = _submit_array(tmp_path, rtool, job_name)
     task2 = partial(_task_launches, run, task="2")
     wait_for(lambda: len(task2(1).get("0", [])) >= 30, 300, 0.2, "task 2: 30 steps")
     (record,) = slurm.show_job(f"{array}_2")
