@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shlex
 from collections import Counter
 from collections.abc import Sequence
@@ -25,6 +26,21 @@ def wrapper_script(real: str, log: Path) -> str:
         f"printf '%s\\n' \"$line\" >> {shlex.quote(str(log))}\n"
         f'exec {shlex.quote(real)} "$@"\n'
     )
+
+
+def node_state_counts(env: dict[str, str]) -> dict[str, int]:
+    """{state: nodes} as `sinfo -N` shows them (each node once: one partition)."""
+    import subprocess
+
+    out = subprocess.run(
+        ["sinfo", "-N", "-h", "-o", "%N %T"],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    ).stdout
+    return dict(Counter(line.split()[1] for line in out.splitlines() if len(line.split()) > 1))
 
 
 def parse_call_log(text: str) -> list[list[str]]:

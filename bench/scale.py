@@ -10,15 +10,19 @@ nodes, in turn, and measures in the same run (medians of --repeat runs, whole pr
             start-up + its Slurm calls run bare
   queue     on the largest cluster, 1,000 / 5,000 / 10,000 queued jobs (held single jobs, one
             `sbatch --hold` each, so squeue and `squeue -r` both list every one): the CLI
-            `rtool watch job` for 20 names against start-up (`rtool --version`) + its squeue
-            run bare; `squeue -r` of all jobs; the in-process sweep as above
+            `rtool watch job` for 20 names against start-up (a rejected `--timeout`) + its squeue
+            run bare (start-up and both `watch job` runs timed in turn, round after round, right
+            after the queue is filled); `squeue -r` of all jobs; the in-process sweep as above
   attempts  `rtool history RUN --no-accounting` of a run whose batch-script records hold
             50 / 200 / 500 attempts, against start-up + its squeue run bare
 Slurm calls are counted by a PATH wrapper that logs each call (the CLI) and by `Slurm.calls`
 (in-process). Prints each figure, its ratio, PASS/FAIL per goal of issues #31 and #38, and draws
 the cost curves into --png. --quick: 16/32 nodes, 500/1,000/2,000 jobs, 20/50/100 attempts.
 
-Issue #38's sizes: `--nodes 64,256 --jobs 1000,10000,100000 --attempts 100,1000` (any lists).
+Issue #38's sizes: `--nodes 64,1000 --jobs 1000,10000,100000 --attempts 100,1000` (any lists).
+Past --real-nodes (default 256, one slurmd each) nodes are simulated: in slurm.conf with the
+first node's port, so its slurmd answers their pings and sinfo/squeue show them idle (the
+queue is held: nothing runs there).
 Past 10,000 the queue is filled with held arrays of up to 10,000 tasks (`sbatch --hold
 --array`, one call each: MaxArraySize is 10,001): `squeue` shows such an array as one line
 until its tasks run, `squeue -r` lists every task. `watch job` is timed for 1 and 20 names; the
@@ -28,16 +32,9 @@ history goal also checks that every attempt is listed (the oldest compacted).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
-import os
-import shutil
-import subprocess
 import sys
 import tempfile
-import time
-from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
 
@@ -47,27 +44,16 @@ sys.path.insert(0, str(ROOT))
 from bench import _scale_lib as lib  # noqa: E402
 from bench._common import median_seconds  # noqa: E402
 from bench._scale_plot import Axis, draw  # noqa: E402
-from devtools.localslurm import control  # noqa: E402
-from rtool.core.selfcmd import rtool_argv  # noqa: E402
-from rtool.core.slurm import Slurm  # noqa: E402
-from rtool.core.slurm.cmd import SLURM_ENV  # noqa: E402
-from rtool.core.state import StateDir  # noqa: E402
-from rtool.nodes.config import NodesConfig  # noqa: E402
-from rtool.nodes.store import Evidence, EvidenceKind, SuspectStore  # noqa: E402
-from rtool.watchdogs.base import ProbeEnv  # noqa: E402
-from rtool.watchdogs.config import JobWatch  # noqa: E402
-from rtool.watchdogs.job import JobWatchdog  # noqa: E402
-from rtool.watchdogs.runner import query_for, sweep  # noqa: E402
+from bench._scale_run import WATCHED, Bench, cluster, suspect_sweep  # noqa: E402
+from devtools.localslurm.slurmconf import MAX_NODES  # noqa: E402
 
-WATCHED = [f"scale-w{i}" for i in range(20)]
 FULL = {"nodes": [16, 32, 64], "jobs": [1000, 5000, 10000], "attempts": [50, 200, 500]}
 QUICK = {"nodes": [16, 32], "jobs": [500, 1000, 2000], "attempts": [20, 50, 100]}
 WATCH = ["watch", "job", *(a for n in WATCHED for a in ("--name", n)), "--no-notify"]
 WATCH1 = ["watch", "job", "--name", WATCHED[0], "--no-notify"]
+#: `watch job` for 20 names with a rejected --timeout: its start-up, no Slurm call
+BAD = [a if a != "--no-notify" else "--timeout=bogus" for a in WATCH] + ["--no-notify"]
 WATCH1_CLI = "rtool watch job (1 name)"
-#: Single held jobs up to this many queued; past it, held arrays (one sbatch per 10,000 tasks).
-SINGLE_MAX = 10_000
-ARRAY_MAX = 10_000
 FLOOR = "rtool --version"
 STARTUP = "start-up (watch job)"
 START_SQ = "start-up + its squeue bare"
@@ -75,129 +61,6 @@ WATCH_CLI = "rtool watch job (20 names)"
 SQUEUE_ALL = "squeue -r (all jobs)"
 SWEEP = "in-process sweep"
 SWEEP_BARE = "the sweep's calls bare"
-
-
-class Bench:
-    """A temp folder with the PATH wrapper, the CLI's state/config dirs, and the helpers."""
-
-    def __init__(self, base: Path, repeat: int) -> None:
-        self.base, self.repeat = base, repeat
-        self.log = base / "slurm-calls.log"
-        self.wrappers = base / "wrappers"
-        self.queued = 0
-        self.floor = 0.0  # `rtool --version`: a process's start-up floor
-
-    def env(self, logged: bool = False) -> dict[str, str]:
-        # logged runs keep their own state dir: rtool remembers per sacct program whether it
-        # has FailedNode, and the wrapper is another program than the real sacct
-        state = self.base / ("state-logged" if logged else "state")
-        env = {**os.environ, "XDG_STATE_HOME": str(state)}
-        env["XDG_CONFIG_HOME"] = str(self.base / "config")
-        if logged:
-            env["PATH"] = f"{self.wrappers}:{env['PATH']}"
-        return env
-
-    def write_wrappers(self) -> None:
-        shutil.rmtree(self.wrappers, ignore_errors=True)
-        self.wrappers.mkdir()
-        for name in lib.CLIENTS:
-            real = shutil.which(name)
-            if real:
-                (self.wrappers / name).write_text(lib.wrapper_script(real, self.log))
-                (self.wrappers / name).chmod(0o755)
-
-    def rtool(self, *args: str, logged: bool = False, ok: Sequence[int] = (0, 1, 2)) -> str:
-        res = subprocess.run(
-            [*rtool_argv(), *args], env=self.env(logged), capture_output=True, text=True
-        )
-        if res.returncode not in ok or (res.returncode and args[0] not in ("watch", "nodes")):
-            raise SystemExit(f"rtool {' '.join(args)}: exit {res.returncode}\n{res.stderr}")
-        return res.stdout
-
-    def calls_of(self, *args: str, ok: Sequence[int] = (0, 1, 2)) -> list[list[str]]:
-        """The Slurm calls one run of `rtool ARGS` makes (logged by the PATH wrapper), after a
-        first run in the same state dir (a warm state dir, as from cron)."""
-        self.rtool(*args, logged=True, ok=ok)
-        self.log.write_text("")
-        self.rtool(*args, logged=True, ok=ok)
-        return lib.parse_call_log(self.log.read_text())
-
-    def bare(self, calls: Sequence[Sequence[str]]) -> float:
-        """Median wall time of running `calls` bare, one after the other."""
-        env = {**os.environ, **SLURM_ENV}
-
-        def run() -> None:
-            for argv in calls:
-                subprocess.run(argv, env=env, capture_output=True, check=False)
-
-        return median_seconds(run, self.repeat)
-
-    def timed(self, *args: str) -> float:
-        self.rtool(*args)  # warm-up (and the state dir's first sweep)
-        return median_seconds(lambda: self.rtool(*args), self.repeat)
-
-    def fill(self, total: int) -> None:
-        """Queue held jobs until `total` are queued (the 20 watched names first)."""
-        names = [*WATCHED, *(f"scale-bg{i % 50}" for i in range(max(0, total - 20)))]
-        todo = names[self.queued : total]
-        env = {**os.environ, **SLURM_ENV}
-
-        def submit(name: str) -> None:
-            argv = ["sbatch", "--hold", "-J", name, "-o", "/dev/null", "--time=10:00"]
-            subprocess.run([*argv, "--wrap", "sleep 1"], env=env, capture_output=True, check=True)
-
-        singles = todo[: max(0, SINGLE_MAX - self.queued)]
-        with ThreadPoolExecutor(4) as pool:
-            list(pool.map(submit, singles))
-        left = len(todo) - len(singles)
-        while left > 0:  # a held array of up to ARRAY_MAX tasks: one sbatch call
-            k = min(left, ARRAY_MAX)
-            argv = ["sbatch", "--hold", f"--array=0-{k - 1}", "-J", "scale-arr", "-o", "/dev/null"]
-            argv += ["--time=10:00", "--wrap", "sleep 1"]
-            subprocess.run(argv, env=env, capture_output=True, check=True)
-            left -= k
-        self.queued = max(self.queued, total)
-
-
-@contextlib.contextmanager
-def cluster(nodes: int) -> Iterator[control.Cluster]:
-    directory = Path(tempfile.mkdtemp(prefix=f"rtool-bench-scale{nodes}-"))
-    saved = dict(os.environ)
-    t = time.perf_counter()
-    try:
-        c = control.up(directory, nodes=nodes, accounting=True)
-        print(f"-- {nodes}-node cluster with accounting up in {time.perf_counter() - t:.1f} s")
-        os.environ.update(c.env)
-        yield c
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
-        control.down(directory)
-        shutil.rmtree(directory, ignore_errors=True)  # its database and spool: ~300 MB
-
-
-def suspect_sweep(b: Bench, tag: str) -> tuple[float, float, dict[str, int]]:
-    """(sweep s, its calls run bare s, its calls) for 20 names with 2 suspects known, after
-    a first sweep that put the exclusions in place: nothing changed since."""
-    state = StateDir(b.base / f"sweep-{tag}")
-    now = time.time()
-    for node, age in (("n5", 60), ("n9", 30)):
-        SuspectStore(state).record(
-            node, Evidence(EvidenceKind.PREFLIGHT, "gpus: 7 of 8", now - age)
-        )
-    wd = JobWatchdog([JobWatch(name=n) for n in WATCHED])
-    wd.nodes_cfg = NodesConfig()
-    last: list[Slurm] = []
-
-    def one() -> None:
-        s = Slurm(timeout=60)
-        sweep([wd], ProbeEnv(s, state, query_for([wd])), 120)
-        last[:] = [s]
-
-    one()  # the first: excludes the suspects from the 20 pending jobs
-    secs = median_seconds(one, b.repeat)
-    calls = last[0].calls
-    return secs, b.bare(calls), dict(lib.count_calls(calls))
 
 
 def nodes_axis(b: Bench, n: int, fill: int, out: dict[str, list[float]]) -> list[str]:
@@ -228,15 +91,17 @@ def queue_point(b: Bench, q: int, out: dict[str, list[float]]) -> list[str]:
     b.rtool(*WATCH)  # a warm state dir: a first lookup on 22.05 asks sacct twice
     calls = b.calls_of(*WATCH)
     counted = lib.count_calls(calls)
-    watch = b.timed(*WATCH)
     b.rtool(*WATCH1)
     counted1 = lib.count_calls(b.calls_of(*WATCH1))
-    watch1 = b.timed(*WATCH1)
+    # start-up and both `watch job` in turn, round after round: one load for all three
+    start, watch, watch1 = b.paired(
+        partial(b.rtool, *BAD, ok=(3,)), partial(b.rtool, *WATCH), partial(b.rtool, *WATCH1)
+    )
+    out.setdefault(STARTUP, []).append(start)
     squeue = b.bare([c for c in calls if c[0] == "squeue"])
     reads = b.bare(calls)
     every = b.bare([["squeue", "-h", "-r"]])
     sw, sw_bare, sw_calls = suspect_sweep(b, f"queue{q}")
-    start = out[STARTUP][-1]
     for key, v in (
         (WATCH_CLI, watch),
         (WATCH1_CLI, watch1),
@@ -268,18 +133,15 @@ def queue_point(b: Bench, q: int, out: dict[str, list[float]]) -> list[str]:
 
 
 def queue_axis(b: Bench, sizes: list[int], out: dict[str, list[float]]) -> list[str]:
-    bad = [a if a != "--no-notify" else "--timeout=bogus" for a in WATCH] + ["--no-notify"]
-    b.rtool(*bad, ok=(3,))
-    start = median_seconds(partial(b.rtool, *bad, ok=(3,)), b.repeat)
-    assert not b.calls_of(*bad, ok=(3,)), "a rejected option must ask Slurm nothing"
+    b.rtool(*BAD, ok=(3,))
+    start = median_seconds(partial(b.rtool, *BAD, ok=(3,)), b.repeat)
+    assert not b.calls_of(*BAD, ok=(3,)), "a rejected option must ask Slurm nothing"
     print(
         f"start-up of `watch job` (20 names, a rejected --timeout: no Slurm call) "
         f"{start * 1000:.1f} ms"
     )
     goals = []
-    for q in sizes:  # start-up again at each size: the shared host's load moves
-        start = median_seconds(partial(b.rtool, *bad, ok=(3,)), b.repeat)
-        out.setdefault(STARTUP, []).append(start)
+    for q in sizes:  # start-up again at each size, beside the timed runs: the load moves
         goals += queue_point(b, q, out)
     at = min(sizes, key=lambda q: abs(q - 10_000))  # the goal's size: 10,000 jobs
     i = sizes.index(at)
@@ -328,7 +190,15 @@ def main() -> int:
     ap.add_argument("--png", type=Path, default=ROOT / "docs" / "scale.png")
     for axis in ("nodes", "jobs", "attempts"):
         ap.add_argument(f"--{axis}", type=lib.parse_sizes, help=f"{axis} to measure: 64,256")
+    ap.add_argument(
+        "--real-nodes",
+        type=int,
+        default=MAX_NODES,
+        help=f"nodes with a slurmd of their own (default {MAX_NODES}); the rest are simulated",
+    )
     args = ap.parse_args()
+    if not 1 <= args.real_nodes <= MAX_NODES:
+        ap.error(f"--real-nodes must be between 1 and {MAX_NODES}")
     sizes = dict(QUICK if args.quick else FULL)
     for axis in ("nodes", "jobs", "attempts"):
         sizes[axis] = getattr(args, axis) or sizes[axis]
@@ -340,7 +210,7 @@ def main() -> int:
         for n in sizes["nodes"]:
             b = Bench(Path(tmp) / f"c{n}", args.repeat)
             b.base.mkdir()
-            with cluster(n):
+            with cluster(n, args.real_nodes):
                 b.write_wrappers()
                 b.floor = median_seconds(partial(b.rtool, "--version"), args.repeat)
                 nodes_out.setdefault(FLOOR, []).append(b.floor)

@@ -62,11 +62,16 @@ def _scontrol(cluster: Cluster, *args: str, check: bool = True) -> str:
 
 
 def wait_ready(cluster: C, timeout: float, ready: Callable[[C], bool]) -> bool:
-    """Wait until `ready(cluster)`; nodes left down or drained by an earlier run are resumed."""
-    deadline = time.monotonic() + timeout
+    """Wait until `ready(cluster)`; nodes left down or drained by an earlier run are resumed, and
+    a slurmd that could not bind its port (taken for a moment by an outgoing connection: seen
+    with 256 slurmd and 1,000 nodes) is started again."""
+    settled, deadline = time.monotonic() + 5, time.monotonic() + timeout
     while time.monotonic() < deadline:
         if ready(cluster):
             return True
+        dead = [n for n in cluster.nodes if not cluster.alive(f"slurmd-{n}")]
+        for node in dead[:8] if time.monotonic() > settled else []:  # pid files written
+            start_slurmd(cluster, node)
         for node, state in node_states(cluster).items():
             if state.startswith(("down", "drain")) and not state.endswith("*"):
                 _scontrol(cluster, "update", f"nodename={node}", "state=resume", check=False)

@@ -27,6 +27,10 @@ DB_NAME = "slurm_acct"
 DB_USER = "slurm"
 #: slurmd processes one host runs for a local cluster (about 5.5 MiB each: docs/local-slurm.md).
 MAX_NODES = 256
+#: Nodes defined in slurm.conf without a slurmd of their own (bench/scale.py's 1,000 nodes): each
+#: has n1's port, so n1's slurmd answers slurmctld's pings and sinfo shows it idle; for queues
+#: of held jobs only (a job started there would run on n1). See docs/local-slurm.md.
+MAX_SIMULATED = 4096
 
 
 @dataclass
@@ -44,6 +48,8 @@ class Layout:
     extra: list[str] = field(default_factory=list)
     #: The Slurm release whose daemons run it (devtools/localslurm/releases.py).
     release: str = DEFAULT_RELEASE
+    #: Nodes in slurm.conf with no slurmd (after `nodes`; see MAX_SIMULATED).
+    simulated: list[str] = field(default_factory=list)
 
     def save(self, directory: Path) -> None:
         (directory / "cluster.json").write_text(json.dumps(asdict(self), indent=1) + "\n")
@@ -64,9 +70,10 @@ class Layout:
         fast: bool = True,
         extra: Sequence[str] = (),
         release: str = DEFAULT_RELEASE,
+        simulated: int = 0,
     ) -> Layout:
-        if not 1 <= nodes <= MAX_NODES:
-            raise ValueError(f"--nodes must be 1..{MAX_NODES}, not {nodes}")
+        if not 1 <= nodes <= MAX_NODES or not 0 <= simulated <= MAX_SIMULATED:
+            raise ValueError(f"--nodes must be 1..{MAX_NODES} (+ 0..{MAX_SIMULATED} simulated)")
         names = [f"n{i}" for i in range(1, nodes + 1)]
         ports = free_ports(nodes + 3)
         return cls(
@@ -79,11 +86,13 @@ class Layout:
             node_ports=dict(zip(names, ports[3:], strict=True)),
             extra=list(extra),
             release=release,
+            simulated=[f"n{i}" for i in range(nodes + 1, nodes + simulated + 1)],
         )
 
     @property
     def node_range(self) -> str:
-        return f"n[1-{len(self.nodes)}]" if len(self.nodes) > 1 else self.nodes[0]
+        n = len(self.nodes) + len(self.simulated)
+        return f"n[1-{n}]" if n > 1 else self.nodes[0]
 
 
 def free_ports(n: int) -> list[int]:
@@ -132,12 +141,7 @@ def write_slurm_conf(directory: Path, layout: Layout, slurmd: str) -> Path:
     if layout.fast:
         lines.append("SchedulerParameters=bf_interval=1,sched_interval=2")
     lines += layout.extra
-    for name in layout.nodes:
-        lines.append(
-            f"NodeName={name} NodeHostname={host} NodeAddr=127.0.0.1 "
-            f"Port={layout.node_ports[name]} CPUs={cpus} RealMemory={mem} "
-            f"Gres=gpu:{FAKE_GPUS} State=UNKNOWN"
-        )
+    lines += _node_lines(layout, host, cpus, mem)
     lines += partition_lines(layout.node_range, preempt=PREEMPTION[0] in layout.extra)
     conf = d / "slurm.conf"
     conf.write_text("\n".join(lines) + "\n")
@@ -178,6 +182,25 @@ def _daemon_lines(d: Path, layout: Layout, host: str) -> list[str]:
         # A requeued job waits cred_expire seconds before it may start again (default 120).
         "AuthInfo=cred_expire=10",
     ]
+
+
+def _node_lines(layout: Layout, host: str, cpus: str, mem: int) -> list[str]:
+    """One NodeName line per node: each real one on its own port; the simulated ones on n1's
+    (its slurmd answers their pings), picked last by the scheduler (Weight)."""
+    lines = []
+    for name in layout.nodes:
+        lines.append(
+            f"NodeName={name} NodeHostname={host} NodeAddr=127.0.0.1 "
+            f"Port={layout.node_ports[name]} CPUs={cpus} RealMemory={mem} "
+            f"Gres=gpu:{FAKE_GPUS} State=UNKNOWN"
+        )
+    for name in layout.simulated:  # no slurmd: n1's answers its pings; picked last (Weight)
+        lines.append(
+            f"NodeName={name} NodeHostname={host} NodeAddr=127.0.0.1 "
+            f"Port={layout.node_ports[layout.nodes[0]]} CPUs={cpus} RealMemory={mem} "
+            f"Gres=gpu:{FAKE_GPUS} State=UNKNOWN Weight=1000"
+        )
+    return lines
 
 
 #: Preemption (docs/local-slurm.md), given as `extra` lines (`local-slurm up --preempt`, the

@@ -134,3 +134,34 @@ def test_drained_node_takes_no_new_job(
     assert slurm_cluster.node_states()["n3"] in ("drained", "draining")
     slurm_cluster.revive_node("n3")
     slurm_cluster.wait_job_state(job, ["COMPLETED"], timeout=60)
+
+
+@pytest.mark.slurm
+@pytest.mark.timeout(240)
+def test_simulated_nodes_show_idle_and_a_dead_slurmd_is_started_again(tmp_path: Path) -> None:
+    """bench/scale.py's 1,000 nodes: 2 slurmd and 30 nodes in slurm.conf without one (they have
+    n1's port, so its slurmd answers their pings): sinfo lists all 32 idle, only the 2 run a
+    slurmd; a slurmd that died at start (its port taken for a moment) is started again."""
+    from devtools.localslurm import nodeops
+    from devtools.localslurm.daemons import stop_pid
+
+    directory = tmp_path / "c"
+    try:
+        cluster = control.up(directory, nodes=2, simulated=30, accounting=False)
+        assert cluster.nodes == ["n1", "n2"] and len(list(directory.glob("slurmd-*.pid"))) == 2
+        names = {f"n{i}" for i in range(1, 33)}
+        assert "Nodes=n[1-32] " in cluster.conf.read_text()
+
+        def all_idle() -> bool:
+            states = cluster.node_states()
+            return set(states) == names and set(states.values()) == {"idle"}
+
+        wait_for(all_idle, 90, 1, "32 idle nodes in sinfo")
+        stop_pid(cluster.pid("slurmd-n2"), "slurmd")
+        assert not cluster.alive("slurmd-n2")
+        every = nodeops.wait_ready(
+            cluster, 60, lambda c: all(c.alive(f"slurmd-{n}") for n in c.nodes)
+        )
+        assert every and cluster.alive("slurmd-n2")
+    finally:
+        control.down(directory)
