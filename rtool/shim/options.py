@@ -1,13 +1,14 @@
 """The shim's settings: one typed `GuardOptions`, from keywords and RTOOL_* variables.
 
 Stdlib + rtool.core.units only. Every bad value raises ShimConfigError (one line naming the
-option): also a signal that cannot be caught (KILL, STOP), a requeue exit code outside 0-255,
-a heartbeat path that is a folder or a FIFO.
+option): also a signal that cannot be caught (KILL, STOP), a requeue exit code outside 0-255.
+A heartbeat path taken on disk by a folder or a FIFO is no setting: one warning, no heartbeat.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 import signal
 import stat
@@ -16,6 +17,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from rtool.core.units import UnitError, parse_duration, parse_percent, parse_size
+
+log = logging.getLogger("rtool.shim")
 
 #: RTOOL_* variable -> Guard keyword (values parsed by Guard like keyword values).
 ENV_OPTIONS = {
@@ -99,7 +102,10 @@ class GuardOptions:
             else:
                 out[name] = _PARSERS.get(name, _keep)(name, value)
         opts = cls(**out)
-        check_heartbeat_path(opts.heartbeat)
+        problem = heartbeat_problem(opts.heartbeat)
+        if problem is not None:  # left on disk, not a setting: never end the training for it
+            log.warning("rtool.shim: heartbeat: %s; training on without a heartbeat", problem)
+            opts = dataclasses.replace(opts, heartbeat=None)
         return opts
 
     @classmethod
@@ -179,18 +185,20 @@ def _signal(item: str | int) -> signal.Signals:
     return sig
 
 
-def check_heartbeat_path(path: str | None) -> None:
-    """Refuse a heartbeat path that is a folder, a FIFO or another non-file (never opened)."""
+def heartbeat_problem(path: str | None) -> str | None:
+    """Why a heartbeat path cannot be written: a folder, a FIFO or another non-file is in its
+    place (never opened); None when it can (missing: made on the first write)."""
     if not path:
-        return
+        return None
     try:
         st = os.lstat(path)
     except OSError:
-        return  # missing (created on the first write) or unreadable (logged when written)
+        return None  # missing (created on the first write) or unreadable (logged when written)
     if stat.S_ISDIR(st.st_mode):
-        raise ShimConfigError(f"rtool.shim: heartbeat: {path} is a folder")
+        return f"{path} is a folder"
     if not (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)):
-        raise ShimConfigError(f"rtool.shim: heartbeat: {path} is not a regular file")
+        return f"{path} is not a regular file"
+    return None
 
 
 def _keep(name: str, value: Any) -> Any:
