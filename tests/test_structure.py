@@ -43,9 +43,11 @@ SHIM_MAY_IMPORT = {"rtool", "rtool.core", "rtool.shim"}
 #: The repository's tooling (local Slurm, fake servers, the demo): not installed, so nothing
 #: under rtool/ may import it; it may import rtool.
 TOOLING = "devtools"
-MAX_MODULE, MAX_CLASS, MAX_FUNCTION = 400, 250, 60
-#: Trees whose sizes are checked (tests and benchmarks too).
-SIZED = (*PACKAGES, TOOLING, "tests", "bench")
+#: Lines per module, class and function: the package and the tooling (issue 40's headroom), and
+#: the tests and benchmarks.
+LIMITS = {"package": (350, 200, 50), "tests": (400, 250, 60)}
+#: Trees whose sizes are checked, and their limits.
+SIZED = {**dict.fromkeys((*PACKAGES, TOOLING), "package"), "tests": "tests", "bench": "tests"}
 
 
 def unit(module: str) -> str:
@@ -328,24 +330,27 @@ def test_the_checker_sees_circles_and_upward_imports() -> None:
 
 
 @cache
-def sizes() -> list[tuple[str, int, int]]:
-    """(what, lines, limit) for every module, class and function of the sized trees."""
+def sizes() -> list[tuple[str, str, int, int]]:
+    """(kind, what, lines, limit) for every module, class and function of the sized trees."""
     out = []
-    for root in SIZED:
+    for root, tree_kind in SIZED.items():
+        max_module, max_class, max_function = LIMITS[tree_kind]
         for _, path in modules(root):
             tree, length = parsed(path)
             rel = path.relative_to(ROOT)
-            out.append((str(rel), length, MAX_MODULE))
+            out.append(("module", str(rel), length, max_module))
             for node in ast.walk(tree):
                 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                    limit = MAX_CLASS if isinstance(node, ast.ClassDef) else MAX_FUNCTION
+                    is_class = isinstance(node, ast.ClassDef)
+                    kind, limit = ("class", max_class) if is_class else ("function", max_function)
                     lines = (node.end_lineno or node.lineno) - node.lineno + 1
-                    out.append((f"{rel}:{node.lineno} {node.name}", lines, limit))
+                    out.append((kind, f"{rel}:{node.lineno} {node.name}", lines, limit))
     return out
 
 
 @pytest.mark.parametrize("kind", ["module", "class", "function"])
 def test_size_limits(kind: str) -> None:
-    limit = {"module": MAX_MODULE, "class": MAX_CLASS, "function": MAX_FUNCTION}[kind]
-    over = [f"{what}: {n} lines" for what, n, lim in sizes() if lim == limit and n > limit]
-    assert not over, f"over {limit} lines:\n" + "\n".join(over)
+    over = [
+        f"{what}: {n} lines (limit {lim})" for k, what, n, lim in sizes() if k == kind and n > lim
+    ]
+    assert not over, f"{kind}s over their limit:\n" + "\n".join(over)
