@@ -246,14 +246,11 @@ def _signature(best: Hit, found: _Scan, nodes: Sequence[str]) -> Signature:
         return Signature("python-exception", best.label, text, rank, node)
     p = best.pattern
     action = p.action_for(best.line)
-    if p.name == "corrupt-checkpoint":
-        path = _checkpoint_path(found.lines, best)
-        action = (
-            action.replace("the checkpoint it resumed from", f"the checkpoint it read ({path})")
-            if path
-            else action
-        )
-    return Signature(p.name, p.label, text, rank, node, action)
+    path = _checkpoint_path(found.lines, best) if p.name == "corrupt-checkpoint" else None
+    if path:
+        read = f"the checkpoint it read ({path})"
+        action = action.replace("the checkpoint it resumed from", read)
+    return Signature(p.name, p.label, text, rank, node, action, checkpoint=path)
 
 
 def _checkpoint_path(lines: Sequence[str], best: Hit) -> str | None:
