@@ -20,7 +20,10 @@ from dataclasses import dataclass, field
 
 from rtool.runs.signatures.base import MAX_LINE, ROOT, SYMPTOM, Pattern, Signature
 
-_HEADER = re.compile(r"^==> .{1,4000} \((?:task (\d{1,6}))?,? ?(?:node ([\w.-]{1,100}))?\) <==$")
+_HEADER = re.compile(
+    r"^==> .{1,4000} \((?:task (\d{1,6}))?,? ?(?:rank (\d{1,6}))?,? ?"
+    r"(?:node ([\w.-]{1,100}))?\) <==$"
+)
 _PREFIX = re.compile(
     r"^(?:\[rank(?P<rank>\d{1,6})\]: ?|\[1,(?P<mpi>\d{1,6})\]<std(?:out|err)>: ?"
     r"|(?P<task>\d{1,6}): |\[default(?P<local>\d{1,4})\]: ?)"
@@ -84,9 +87,11 @@ class _Scan:
     lines: Sequence[str] = ()
 
 
-def origin_of(line: str, file_task: int | None, file_node: str | None) -> tuple[Origin, str]:
+def origin_of(
+    line: str, file_task: int | None, file_node: str | None, file_rank: int | None = None
+) -> tuple[Origin, str]:
     """The origin of a line and its text without the launcher's prefix."""
-    o = Origin(task=file_task, host=file_node)
+    o = Origin(rank=file_rank, task=file_task, host=file_node)
     body = line
     for _ in range(4):  # prefixes nest: "3: 2026-11-23 14:00:00 [rank3]: ..."
         stamp = _STAMP.match(body)
@@ -117,6 +122,7 @@ def scan(lines: Sequence[str], patterns: Sequence[Pattern]) -> _Scan:
     out = _Scan(lines=lines)
     file_task: int | None = None
     file_node: str | None = None
+    file_rank: int | None = None
     in_tb: set[tuple[int | None, int | None]] = set()
     summary_left = 0
     for seq, raw in enumerate(lines):
@@ -124,10 +130,11 @@ def scan(lines: Sequence[str], patterns: Sequence[Pattern]) -> _Scan:
         head = _HEADER.match(line)
         if head:
             file_task = int(head.group(1)) if head.group(1) else None
-            file_node = head.group(2)
+            file_rank = int(head.group(2)) if head.group(2) else None
+            file_node = head.group(3)
             in_tb.clear()
             continue
-        o, body = origin_of(line, file_task, file_node)
+        o, body = origin_of(line, file_task, file_node, file_rank)
         if o.task is not None:
             out.tasks.add(o.task)
         summary_left = _summary(out, body, o, summary_left)
