@@ -8,12 +8,20 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 
-from rtool.runs import launcherlogs, signatures
+import pytest
+
+from rtool.core.slurm import Slurm
+from rtool.core.state import StateDir
+from rtool.runs import launcherlogs, names, signatures
 from rtool.runs.config import RunWatch
 from rtool.runs.model import Attempt
 from rtool.runs.sources import log_reader
+from tests.conftest import CliResult
+
+Cli = Callable[..., CliResult]
 
 OOM = (
     "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total "
@@ -95,3 +103,23 @@ def test_two_torchruns_name_no_rank_and_untrusted_files_are_not_read(tmp_path: P
         assert launcherlogs.read(str(logs), now - 60, now, 64 * 1024) == []
     finally:
         os.chmod(logs, 0o755)
+
+
+@pytest.mark.slurm
+@pytest.mark.timeout(120)
+def test_submit_records_torchruns_log_dir_for_the_runs_watch(
+    cli: Cli, slurm: Slurm, job_name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "train.py").write_text("print('hi')\n")
+    launcher = "torchrun --nproc-per-node 2 --log-dir tl --tee 3"
+    args = ["--job-name", job_name, "--parsable", "--launcher", launcher, "--", "--hold"]
+    res = cli("submit", "train.py", *args)
+    assert res.code == 0, res.err
+    try:
+        sub = names.find(StateDir(), job_name)
+        assert sub is not None and sub.launcher_logs == str(tmp_path / "tl")
+        base = names.watch_base(StateDir(), job_name, [])
+        assert base["launcher_logs"] == str(tmp_path / "tl")
+    finally:
+        slurm.scancel([res.out.strip()])
