@@ -2,12 +2,14 @@
 complete one in its folder, by the checkpoint watchdog's rules (rtool/core/ckptscan.py judged by
 rtool/core/checkpoints.py; `rtool.shim.latest_checkpoint` resumes by the same).
 
-The folder is the one the read path names: the nearest component with a step number
-(`/ckpt/step_300` in `/ckpt/step_300/model.pt`) is the checkpoint, its parent the folder. The
-folder is scanned by the watchdog's child (`python -I -S ckptscan.py scan`, bounded by a
-timeout, walked from / by descriptor: another user's folder or link on the way is refused), once
-per failed attempt (a signed attempt is not signed again). Only your (or root's) checkpoints
-older than the failed one count.
+The folder is the one the read path names (when the log names none: the one
+`rtool.shim.latest_checkpoint` looked in, `checkpoint_folder` in the heartbeat, with the
+checkpoint it chose): the nearest component with a step number (`/ckpt/step_300` in
+`/ckpt/step_300/model.pt`) is the checkpoint, its parent the folder. The folder is scanned by
+the watchdog's child (`python -I -S ckptscan.py scan`, bounded by a timeout, walked from / by
+descriptor: another user's folder or link on the way is refused), once per failed attempt (a
+signed attempt is not signed again). Only your (or root's) checkpoints older than the failed
+one count.
 """
 
 from __future__ import annotations
@@ -76,10 +78,20 @@ def last_complete(folder: str, failed: str) -> str | None:
     return os.fspath(Path(folder) / found.name) if found is not None else ""
 
 
-def complete(sig: Signature | None) -> Signature | None:
+def complete(
+    sig: Signature | None, folder: str | None = None, resumed: str | None = None
+) -> Signature | None:
     """`sig` with the last complete checkpoint named, when it is a corrupt checkpoint whose
-    path the log gave."""
-    if sig is None or sig.name != NAME or not sig.checkpoint:
+    path the log gave, or that `rtool.shim.latest_checkpoint` chose (`resumed` in `folder`,
+    from the attempt's heartbeat) when the log names none."""
+    if sig is None or sig.name != NAME:
+        return sig
+    if not sig.checkpoint and folder and resumed and os.path.isabs(folder):
+        path = os.path.join(folder, resumed)
+        read = f"the checkpoint it read ({path})"
+        action = sig.action.replace("the checkpoint it resumed from", read)
+        sig = replace(sig, checkpoint=path, action=action)
+    if not sig.checkpoint:
         return sig
     found = where(sig.checkpoint)
     last = last_complete(*found) if found is not None else None

@@ -132,7 +132,8 @@ def _signatures(
                 lines = got[1]
                 a = a.with_(log_path=got[0], log_tail=shown(got[1]))
         if a.key in todo:
-            sig = ckptcause.complete(signatures.match(lines, a.state, a.error, extra, a.nodes))
+            sig = signatures.match(lines, a.state, a.error, extra, a.nodes)
+            sig = ckptcause.complete(sig, a.checkpoint_folder, a.resumed_from)
             if sig is not None or a.log_path is not None:
                 a = a.with_(signature=sig)
         out.append(a)

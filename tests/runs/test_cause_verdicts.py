@@ -8,12 +8,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from rtool.core.alert import Status
-from rtool.core.slurm import parse_squeue
-from rtool.runs import ckptcause, describe, signatures
+from rtool.core.heartbeat import Heartbeat, RunState
+from rtool.core.slurm import parse_sacct, parse_squeue
+from rtool.runs import ckptcause, describe, ledger, signatures
 from rtool.runs.config import RunWatch
 from rtool.runs.model import Attempt, Ledger
-from rtool.runs.render import checkpoint_line
+from rtool.runs.render import checkpoint_line, table
 from rtool.runs.signatures.base import Signature
+from rtool.runs.totals import totals
 from rtool.watchdogs.run import RunObservation, check_one
 
 BROKEN = "RuntimeError: PytorchStreamReader failed reading zip archive: failed finding central "
@@ -78,6 +80,29 @@ def test_a_relative_or_stepless_path_leaves_the_action_as_it_was() -> None:
     assert ckptcause.where("/data/model.pt") is None
     assert ckptcause.where("/c/global_step7/mp_rank_00_model_states.pt") == ("/c", "global_step7")
     assert ckptcause.where("/c/epoch=3-step=1200.ckpt") == ("/c", "epoch=3-step=1200.ckpt")
+
+
+def test_the_ledger_names_them_from_the_heartbeat_when_the_log_names_no_path(
+    tmp_path: Path,
+) -> None:
+    """`latest_checkpoint` chose step_300 (no `load=` check) and the load died with a bare
+    EOFError: the heartbeat's folder and choice name both checkpoints."""
+    ckpt = _folder(tmp_path, {"step_100": 1000, "step_200": 1000, "step_300": 1000})
+    start = "2026-11-23T14:00:10"
+    sacct = f"40|40|FAILED|1:0|n1|2026-11-23T14:00:00|{start}|2026-11-23T14:00:30|20|debug|llm\n"
+    hb = Heartbeat(
+        state=RunState.CRASHED, time=NOW, run="llm", job_id="40", step=None,
+        resumed_from="step_300", checkpoint_folder=str(ckpt),
+    )  # fmt: skip
+    inp = ledger.Inputs(run="llm", now=NOW, sacct=parse_sacct(sacct), heartbeat=hb)
+    log = ("Traceback (most recent call last):", "EOFError: Ran out of input")
+    led = ledger.build(None, inp, lambda a: ("log", log))
+    sig = led.attempts[0].signature
+    assert sig is not None and sig.name == "corrupt-checkpoint"
+    assert sig.checkpoint == f"{ckpt}/step_300" and sig.last_complete == f"{ckpt}/step_200"
+    assert sig.action.startswith(f"the checkpoint it read ({ckpt}/step_300) is damaged")
+    page = table(led, totals(led, NOW), NOW)
+    assert f"↳ failed to load {ckpt}/step_300; last complete checkpoint: {ckpt}/step_200" in page
 
 
 def _att(n: int, sig: Signature, node: str = "n1") -> Attempt:
