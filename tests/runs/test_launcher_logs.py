@@ -7,6 +7,8 @@ ranks labelled."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -54,6 +56,39 @@ def test_the_log_dir_is_read_from_torchruns_words() -> None:
     assert launcherlogs.log_dir_of(words, cwd) == "/work/run/x"
     assert launcherlogs.log_dir_of(["torchrun", "--nproc-per-node", "8"], cwd) is None
     assert launcherlogs.log_dir_of(["srun", "--log-dir", "x"], cwd) is None
+
+
+WORKER = """\
+import os, sys, time
+rank = int(os.environ["RANK"])
+print(f"rank {rank} up", flush=True)
+if rank == 1:
+    print("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB", file=sys.stderr)
+    sys.exit(1)
+time.sleep(60)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(180)
+def test_a_real_torchrun_log_dir_names_the_failed_rank(tmp_path: Path) -> None:
+    """torchrun 2 ranks on CPU, `--log-dir tl --tee 3`: rank 1 dies; its own stderr.log under
+    the layout torchrun really writes names it."""
+    (tmp_path / "w.py").write_text(WORKER)
+    launcher = ["torchrun", "--standalone", "--nproc-per-node", "2", "--log-dir", "tl"]
+    launcher += ["--tee", "3", "--max-restarts", "0"]
+    logs = launcherlogs.log_dir_of(launcher, str(tmp_path))
+    assert logs == str(tmp_path / "tl")
+    started = time.time()
+    argv = [sys.executable, "-m", "torch.distributed.run", *launcher[1:], "w.py"]
+    done = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=150)
+    assert done.returncode == 1, done.stderr[-2000:]
+    lines = launcherlogs.read(logs, started, time.time(), 64 * 1024)
+    (run,) = [p for p in Path(logs).iterdir()]  # <run id>_<random>
+    assert f"==> {run}/attempt_0/1/stderr.log (rank 1) <==" in lines, lines
+    assert "rank 0 up" in lines and "rank 1 up" in lines
+    sig = signatures.match(lines, "FAILED", nodes=("n1",))
+    assert sig is not None and sig.name == "cuda-oom" and sig.rank == 1
 
 
 def test_the_rank_that_failed_is_named_from_its_own_log(tmp_path: Path) -> None:
