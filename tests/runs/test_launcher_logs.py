@@ -158,3 +158,25 @@ def test_submit_records_torchruns_log_dir_for_the_runs_watch(
         assert base["launcher_logs"] == str(tmp_path / "tl")
     finally:
         slurm.scancel([res.out.strip()])
+
+
+def test_a_hang_across_rank_logs_is_the_rank_not_waiting_in_a_collective(tmp_path: Path) -> None:
+    """Rank 1's shim fired (its stacks are in the backward's allreduce: waiting); rank 0 ended
+    with it, stuck in its own code: each in its own stderr.log, the hang is rank 0's."""
+    logs = tmp_path / "tl"
+    _rank(logs / "r_a", 0, 0, (
+        "rtool.shim: PEER_FAILED at step 20: rank 1 hung: no step for 4.1s after step 20 "
+        "(hang_after 4s); this rank ended with it; the stacks of all threads:\n"
+        "Thread 0x00007f2e93fff640 (most recent call first):\n"
+        '  File "/w/ddp_toy.py", line 50 in fault\n'
+    ))  # fmt: skip
+    _rank(logs / "r_a", 0, 1, (
+        "rtool.shim: HUNG at step 20: no step for 4.1s after step 20 (hang_after 4s); the "
+        "stacks of all threads:\n"
+        "Thread 0x00007f2e93fff640 (most recent call first):\n"
+        '  File "/v/lib/python3.11/site-packages/torch/autograd/graph.py", line 829 in '
+        "_engine_run_backward\n"
+    ))  # fmt: skip
+    now = time.time()
+    sig = signatures.match(launcherlogs.read(str(logs), now - 60, now, 1 << 16), "FAILED")
+    assert sig is not None and sig.name == "hang" and sig.rank == 0, sig

@@ -233,10 +233,15 @@ def _hung(lines: Sequence[str], found: _Scan, best: Hit) -> Hit:
 
 
 def _waiting(lines: Sequence[str], hit: Hit) -> bool:
-    """The stacks dumped after `hit` by the same rank show a collective."""
+    """The stacks dumped after `hit` by the same rank show a collective (in the same file:
+    a rank its file's header names owns that file's lines)."""
     key = (hit.origin.rank, hit.origin.task)
+    own, _ = origin_of(hit.line[:MAX_LINE], hit.origin.task, None)
+    file_rank = hit.origin.rank if own.rank is None else None
     for raw in lines[hit.seq + 1 : hit.seq + 1 + _STACK_LINES]:
-        o, body = origin_of(raw[:MAX_LINE], hit.origin.task, None)
+        if _HEADER.match(raw[:MAX_LINE]):
+            break
+        o, body = origin_of(raw[:MAX_LINE], hit.origin.task, None, file_rank)
         if (o.rank, o.task) == key and _WAITING.search(body):
             return True
     return False
