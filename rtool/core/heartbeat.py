@@ -159,6 +159,7 @@ class Heartbeat:
     exit_code: int | None = None
     error: ErrorInfo | None = None
     resumed_from: str | None = None  # the checkpoint rtool.shim.latest_checkpoint chose
+    checkpoint_folder: str | None = None  # the folder it looked in (absolute)
     set_aside: str | None = None  # what it set aside: "step_300 (incomplete: ...) -> ...; ..."
     code_version: str | None = None  # the script's git revision: "1a2b3c4d5e6f (dirty)"
     packages: str | None = None  # the imported distributions: "numpy==2.1.0 torch==2.13.0"

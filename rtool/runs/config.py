@@ -92,6 +92,9 @@ class RunWatch(Section):
     log: str | None = setting(
         None, "The attempt's log, Slurm-style: logs/train-%A_%a.out (%j %A %a %x %%)."
     )
+    launcher_logs: str | None = setting(
+        None, "The launcher's per-rank log folder (torchrun --log-dir), read for the root cause."
+    )
     total_steps: int | None = setting(None, "The steps the run needs; enables the budget check.")
     crash_loop: int = setting(2, "Bad attempts in a row that make a crash loop -> CRITICAL.")
     short: Duration = setting(

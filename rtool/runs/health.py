@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from rtool.core.slurm import QUEUED_STATES, RUNNING_STATES, SqueueJob
 from rtool.runs.inplace import InPlaceRestart
 from rtool.runs.model import LIMIT_STATES, Attempt, Ledger
+from rtool.runs.signatures import NODE_LEVEL
 
 
 @dataclass(frozen=True)
@@ -142,6 +143,24 @@ def same_cause(tail: list[Try]) -> bool:
     if first is None or first.name in NOT_CRASHES:
         return False
     return all(s is not None and (s.name, s.label) == (first.name, first.label) for s in sigs)
+
+
+def shared_cause(attempts: Sequence[Attempt]) -> str | None:
+    """What the ended `attempts` (two or more) all died of, when it is one root cause: the
+    checkpoint every launch failed to load, or a node-level fault on one node, or the cause."""
+    sigs = [a.signature for a in attempts]
+    first = sigs[0] if len(sigs) >= 2 else None
+    if first is None or first.name in NOT_CRASHES:
+        return None
+    if any(s is None or (s.name, s.label) != (first.name, first.label) for s in sigs):
+        return None
+    if first.checkpoint and all(s is not None and s.checkpoint == first.checkpoint for s in sigs):
+        last = f" (last complete: {first.last_complete})" if first.last_complete else ""
+        return f"every launch dies loading {first.checkpoint}{last}"
+    nodes = {s.node if s is not None else None for s in sigs}
+    if first.name in NODE_LEVEL and len(nodes) == 1 and first.node:
+        return f"every launch died of {first.label} on node {first.node}"
+    return f"every launch died of {first.label}"
 
 
 def crash_loop(ledger: Ledger, k: int, short: float) -> list[Try] | None:

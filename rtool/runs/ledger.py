@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from rtool import __version__
 from rtool.core.heartbeat import Heartbeat
 from rtool.core.slurm import SqueueJob
-from rtool.runs import inplace, signatures, slurm_facts, steps
+from rtool.runs import ckptcause, inplace, signatures, slurm_facts, steps
 from rtool.runs.attempt_records import BatchRecord
 from rtool.runs.beats import apply_beats
 from rtool.runs.finish import Claim
@@ -133,6 +133,7 @@ def _signatures(
                 a = a.with_(log_path=got[0], log_tail=shown(got[1]))
         if a.key in todo:
             sig = signatures.match(lines, a.state, a.error, extra, a.nodes)
+            sig = ckptcause.complete(sig, a.checkpoint_folder, a.resumed_from)
             if sig is not None or a.log_path is not None:
                 a = a.with_(signature=sig)
         out.append(a)

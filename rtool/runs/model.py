@@ -41,7 +41,7 @@ class Source(str, enum.Enum):
 
 #: Attempt fields copied as they are from the heartbeat of its last launch (rtool.shim).
 FROM_HEARTBEAT = (
-    *("resumed_from", "set_aside", "code_version", "packages", "inputs"),
+    *("resumed_from", "checkpoint_folder", "set_aside", "code_version", "packages", "inputs"),
     "save_over_grace",
     *("step_recent", "step_baseline", "stacks"),
 )
@@ -73,6 +73,7 @@ class Attempt:
     error: str | None = None  # "RuntimeError: CUDA out of memory ..." from the shim
     finished: bool = False  # the run called finished() in this attempt
     resumed_from: str | None = None  # the checkpoint rtool.shim.latest_checkpoint chose
+    checkpoint_folder: str | None = None  # the folder it looked in (absolute)
     set_aside: str | None = None  # the checkpoints it set aside (incomplete, failed to load)
     code_version: str | None = None  # provenance (rtool.shim.provenance): git revision, state
     packages: str | None = None  # "name==version ..." the training imported

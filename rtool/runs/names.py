@@ -43,6 +43,8 @@ class Submission:
     #: The attempts' log, as Slurm names it (`/runs/llama-%A_%a.out`: %j %A %a %x).
     log: str | None = None
     submitted: float = 0.0
+    #: The launcher's per-rank log folder (torchrun --log-dir), absolute.
+    launcher_logs: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -149,7 +151,7 @@ def watch_base(state: StateDir, name: str, entries: list[Any]) -> dict[str, Any]
     if sub is None:
         return base
     found = {"name": sub.run, "job_name": sub.job_name if sub.job_name != sub.run else None}
-    found |= {"heartbeat": sub.heartbeat, "log": sub.log}
+    found |= {"heartbeat": sub.heartbeat, "log": sub.log, "launcher_logs": sub.launcher_logs}
     return {**{k: v for k, v in found.items() if v is not None}, **_set(base)}
 
 

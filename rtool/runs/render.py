@@ -11,6 +11,7 @@ from rtool.runs.compact import rows_as_attempts
 from rtool.runs.describe import exit_text
 from rtool.runs.inplace import InPlaceRestart
 from rtool.runs.model import Attempt, Ledger, Totals
+from rtool.runs.signatures.base import Signature
 
 COLUMNS = (
     ("#", 3),
@@ -84,6 +85,13 @@ def compacted_line(led: Ledger, shown: int) -> str:
     return line
 
 
+def checkpoint_line(sig: Signature) -> str:
+    """Under a corrupt checkpoint's attempt: what it read, and the last complete one."""
+    last = sig.last_complete
+    said = "unknown" if last is None else (last or "none older")
+    return f"    ↳ failed to load {sig.checkpoint}; last complete checkpoint: {said}"
+
+
 def table(led: Ledger, tot: Totals, now: float) -> str:
     head = [h.ljust(w) for h, w in COLUMNS] + ["signature"]
     lines = ["  ".join(head).rstrip()]
@@ -101,6 +109,8 @@ def table(led: Ledger, tot: Totals, now: float) -> str:
             line = a.signature.line[:80]
             sig = line if line.startswith(a.signature.label) else f"{sig}: {line}"
         lines.append("  ".join([*cells, sig]).rstrip())
+        if a.signature and a.signature.checkpoint:
+            lines.append(checkpoint_line(a.signature))
         lines += [restart_line(r) for r in led.restarts_of(a)]
         if a.number in changed:
             lines.append(provenance.line(*changed[a.number]))

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from collections.abc import Sequence
 
 from rtool.core.heartbeat import Heartbeat, HeartbeatFormatError, read_heartbeat
 from rtool.core.identity import is_mine
 from rtool.core.slurm import AccountingDisabled, SacctRecord, Slurm, SlurmError, SqueueJob
 from rtool.core.state import StateDir
-from rtool.runs import finish, store
+from rtool.runs import finish, launcherlogs, store
 from rtool.runs import ledger as ledger_mod
 from rtool.runs.attempt_records import BatchRecord, read_records, records_path
 from rtool.runs.config import RunsConfig, RunWatch
@@ -45,21 +46,33 @@ def log_path(pattern: str, a: Attempt, job_name: str) -> str:
 
 
 def log_reader(spec: RunWatch, limit: int) -> ledger_mod.LogReader | None:
-    pattern = spec.log
-    if not pattern:
+    pattern, ranks = spec.log, spec.launcher_logs
+    if not pattern and not ranks:
         return None
 
     def read(a: Attempt) -> tuple[str, tuple[str, ...]] | None:
-        path = log_path(pattern, a, spec.slurm_name)
-        try:  # the per-task logs too when the pattern has %t or %N
-            return read_logs(path, a.nodes, limit)
-        except FileNotFoundError:
-            return None
-        except (UntrustedFile, OSError) as exc:
-            log.info("run %s: not reading %s: %s", spec.name, path, exc)
-            return None
+        got = _read_log(spec, pattern, a, limit) if pattern else None
+        if not ranks or a.started is None:
+            return got
+        more = launcherlogs.read(ranks, a.started, a.ended or time.time(), 64 * 1024)
+        if not more:
+            return got
+        return (got[0] if got else ranks), (*(got[1] if got else ()), *more)
 
     return read
+
+
+def _read_log(
+    spec: RunWatch, pattern: str, a: Attempt, limit: int
+) -> tuple[str, tuple[str, ...]] | None:
+    path = log_path(pattern, a, spec.slurm_name)
+    try:  # the per-task logs too when the pattern has %t or %N
+        return read_logs(path, a.nodes, limit)
+    except FileNotFoundError:
+        return None
+    except (UntrustedFile, OSError) as exc:
+        log.info("run %s: not reading %s: %s", spec.name, path, exc)
+        return None
 
 
 def _sacct(spec: RunWatch, slurm: Slurm, prev: Ledger | None, now: float) -> list[SacctRecord]:

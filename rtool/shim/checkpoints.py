@@ -61,6 +61,7 @@ class Resume:
     def heartbeat_fields(self) -> dict[str, Any]:
         return {
             "resumed_from": self.path.name if self.path is not None else None,
+            "checkpoint_folder": os.path.abspath(self.folder),
             "set_aside": "; ".join(str(s) for s in self.set_aside) or None,
         }
 

@@ -204,7 +204,9 @@ def _not_moving(
             f"stalled: {len(launches)} launches in a row resumed at step {at}, no checkpoint "
             f"kept in between ({', '.join(launches)})"
         )
-        return _result(obs, Status.CRITICAL, text + last)
+        nums = {int(n.split()[1]) for n in launches}
+        cause = health.shared_cause([a for a in led.attempts if a.number in nums and a.is_over])
+        return _result(obs, Status.CRITICAL, text + (f"; {cause}" if cause else "") + last)
     if health.exhausted(led, queue):
         step = f" at step {led.best_step}" if led.best_step is not None else ""
         text = f"exhausted without finished(){step}: last {last.removeprefix('; ')}"
@@ -293,8 +295,11 @@ def _ok_text(led: Ledger, queue: health.Queue) -> str:
 
 def _crash_loop(obs: RunObservation, loop: list[health.Try], queue: health.Queue) -> CheckResult:
     spec, last = obs.spec, loop[-1]
-    text = f"crash loop: {_launches(loop)} made no progress or died early; last "
-    text += describe.phrase(last.attempt)
+    text = f"crash loop: {_launches(loop)} made no progress or died early; "
+    if all(t.restart is None for t in loop):
+        cause = health.shared_cause([t.attempt for t in loop])
+        text += f"{cause}; " if cause else ""
+    text += "last " + describe.phrase(last.attempt)
     if last.restart is not None:
         text += f", restarted in place after {last.restart.cause}: {last.restart.detail[:120]}"
     targets = queue.hold_targets()

@@ -139,6 +139,7 @@ def test_the_heartbeat_names_both(tmp_path: Path, make_guard: Callable[..., Guar
     guard.close()
     hb = read_heartbeat(hb_path)
     assert hb is not None and hb.resumed_from == "step_000100"
+    assert hb.checkpoint_folder == str(folder)  # where a failed load's cause looks (runs)
     assert hb.set_aside is not None
     assert hb.set_aside.startswith("step_000200 (incomplete: missing step_000200/COMPLETE) -> ")
 

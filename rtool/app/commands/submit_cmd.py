@@ -25,7 +25,7 @@ from rtool.nodes.blame import record_node_fails
 from rtool.nodes.exclude import Cap, partition_nodes, plan
 from rtool.nodes.preflight.registry import NodeContext, Settings, applies
 from rtool.nodes.store import SuspectStore
-from rtool.runs import names
+from rtool.runs import launcherlogs, names
 from rtool.slurm_templates import TemplateError, render_job
 from rtool.slurm_templates.batchfile import override, sbatch_option
 from rtool.slurm_templates.renderer import ShellCode, template_dirs
@@ -266,6 +266,7 @@ def send(app_ctx: AppContext, job: TrainingJob, text: str, extra: list[str]) -> 
         heartbeat=job.heartbeat,
         log=str(cwd / job.output) if job.output else None,
         submitted=time.time(),
+        launcher_logs=launcherlogs.log_dir_of(job.launcher, str(cwd)),
     )
     try:
         names.save(app_ctx.state, record)

@@ -37,6 +37,8 @@ class Signature:
     rank: int | None = None  # the rank (or srun task) that printed it, when the log says
     node: str | None = None  # the node that printed it (or that it names), when known
     action: str = ""  # what the user needs to do ("free space on /scratch ...")
+    checkpoint: str | None = None  # corrupt-checkpoint: the checkpoint the failed load read
+    last_complete: str | None = None  # ... and the last complete one ("": none; None: unknown)
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,10 @@ from dataclasses import dataclass, field
 
 from rtool.runs.signatures.base import MAX_LINE, ROOT, SYMPTOM, Pattern, Signature
 
-_HEADER = re.compile(r"^==> .{1,4000} \((?:task (\d{1,6}))?,? ?(?:node ([\w.-]{1,100}))?\) <==$")
+_HEADER = re.compile(
+    r"^==> .{1,4000} \((?:task (\d{1,6}))?,? ?(?:rank (\d{1,6}))?,? ?"
+    r"(?:node ([\w.-]{1,100}))?\) <==$"
+)
 _PREFIX = re.compile(
     r"^(?:\[rank(?P<rank>\d{1,6})\]: ?|\[1,(?P<mpi>\d{1,6})\]<std(?:out|err)>: ?"
     r"|(?P<task>\d{1,6}): |\[default(?P<local>\d{1,4})\]: ?)"
@@ -84,9 +87,11 @@ class _Scan:
     lines: Sequence[str] = ()
 
 
-def origin_of(line: str, file_task: int | None, file_node: str | None) -> tuple[Origin, str]:
+def origin_of(
+    line: str, file_task: int | None, file_node: str | None, file_rank: int | None = None
+) -> tuple[Origin, str]:
     """The origin of a line and its text without the launcher's prefix."""
-    o = Origin(task=file_task, host=file_node)
+    o = Origin(rank=file_rank, task=file_task, host=file_node)
     body = line
     for _ in range(4):  # prefixes nest: "3: 2026-11-23 14:00:00 [rank3]: ..."
         stamp = _STAMP.match(body)
@@ -117,6 +122,7 @@ def scan(lines: Sequence[str], patterns: Sequence[Pattern]) -> _Scan:
     out = _Scan(lines=lines)
     file_task: int | None = None
     file_node: str | None = None
+    file_rank: int | None = None
     in_tb: set[tuple[int | None, int | None]] = set()
     summary_left = 0
     for seq, raw in enumerate(lines):
@@ -124,10 +130,11 @@ def scan(lines: Sequence[str], patterns: Sequence[Pattern]) -> _Scan:
         head = _HEADER.match(line)
         if head:
             file_task = int(head.group(1)) if head.group(1) else None
-            file_node = head.group(2)
+            file_rank = int(head.group(2)) if head.group(2) else None
+            file_node = head.group(3)
             in_tb.clear()
             continue
-        o, body = origin_of(line, file_task, file_node)
+        o, body = origin_of(line, file_task, file_node, file_rank)
         if o.task is not None:
             out.tasks.add(o.task)
         summary_left = _summary(out, body, o, summary_left)
@@ -226,10 +233,15 @@ def _hung(lines: Sequence[str], found: _Scan, best: Hit) -> Hit:
 
 
 def _waiting(lines: Sequence[str], hit: Hit) -> bool:
-    """The stacks dumped after `hit` by the same rank show a collective."""
+    """The stacks dumped after `hit` by the same rank show a collective (in the same file:
+    a rank its file's header names owns that file's lines)."""
     key = (hit.origin.rank, hit.origin.task)
+    own, _ = origin_of(hit.line[:MAX_LINE], hit.origin.task, None)
+    file_rank = hit.origin.rank if own.rank is None else None
     for raw in lines[hit.seq + 1 : hit.seq + 1 + _STACK_LINES]:
-        o, body = origin_of(raw[:MAX_LINE], hit.origin.task, None)
+        if _HEADER.match(raw[:MAX_LINE]):
+            break
+        o, body = origin_of(raw[:MAX_LINE], hit.origin.task, None, file_rank)
         if (o.rank, o.task) == key and _WAITING.search(body):
             return True
     return False
@@ -246,14 +258,11 @@ def _signature(best: Hit, found: _Scan, nodes: Sequence[str]) -> Signature:
         return Signature("python-exception", best.label, text, rank, node)
     p = best.pattern
     action = p.action_for(best.line)
-    if p.name == "corrupt-checkpoint":
-        path = _checkpoint_path(found.lines, best)
-        action = (
-            action.replace("the checkpoint it resumed from", f"the checkpoint it read ({path})")
-            if path
-            else action
-        )
-    return Signature(p.name, p.label, text, rank, node, action)
+    path = _checkpoint_path(found.lines, best) if p.name == "corrupt-checkpoint" else None
+    if path:
+        read = f"the checkpoint it read ({path})"
+        action = action.replace("the checkpoint it resumed from", read)
+    return Signature(p.name, p.label, text, rank, node, action, checkpoint=path)
 
 
 def _checkpoint_path(lines: Sequence[str], best: Hit) -> str | None:
