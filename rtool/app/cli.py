@@ -17,6 +17,7 @@ import typer
 
 from rtool.app.plumbing import errors
 from rtool.app.plumbing.context import AppContext
+from rtool.app.plumbing.helptext import HELP_NAMES
 from rtool.app.plumbing.lazy import LazyGroup
 from rtool.core import redact
 from rtool.core.errors import UsageError
@@ -31,7 +32,7 @@ cli = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
-    context_settings={"help_option_names": ["-h", "--help"]},
+    context_settings={"help_option_names": HELP_NAMES},
 )
 
 _DEBUG = False
