@@ -15,6 +15,7 @@ from typing import NoReturn
 
 import typer
 
+import rtool
 from rtool.app.plumbing import errors
 from rtool.app.plumbing.context import AppContext
 from rtool.app.plumbing.helptext import HELP_NAMES
@@ -40,7 +41,6 @@ _DEBUG = False
 
 def version_line() -> str:
     """`rtool 0.2.0 from /venv/.../site-packages/rtool (Python 3.11.7)`: which rtool runs."""
-    import rtool
 
     where = Path(rtool.__file__).resolve().parent
     return f"rtool {rtool.__version__} from {where} (Python {sys.version.split()[0]})"

@@ -9,7 +9,9 @@ one with In-Reply-To / References.
 from __future__ import annotations
 
 import email.utils
-from typing import TYPE_CHECKING
+import smtplib
+import ssl
+from email.message import EmailMessage
 
 from rtool.core.config.fields import setting
 from rtool.notify.channels.base import (
@@ -23,10 +25,6 @@ from rtool.notify.channels.base import (
 )
 from rtool.notify.channels.notification import Notification, body, subject
 
-if TYPE_CHECKING:
-    import smtplib
-    from email.message import EmailMessage
-
 
 def message_id(nid: str, sender: str) -> str:
     domain = sender.rpartition("@")[2] or "rtool.invalid"
@@ -34,7 +32,6 @@ def message_id(nid: str, sender: str) -> str:
 
 
 def build_message(cfg: EmailConfig, env: Envelope) -> EmailMessage:
-    from email.message import EmailMessage
 
     n: Notification = env.notification
     msg = EmailMessage()
@@ -78,7 +75,6 @@ class EmailChannel:
         return channel_secret(self.cfg.password_env, self.cfg.password_file, "email password")
 
     def send(self, envelope: Envelope) -> Receipt:
-        import smtplib
 
         password = self._password()
         msg = build_message(self.cfg, envelope)
@@ -104,8 +100,6 @@ class EmailChannel:
         return Receipt(ref=msg["Message-Id"], detail=detail)
 
     def _connect(self) -> smtplib.SMTP:
-        import smtplib
-        import ssl
 
         cfg = self.cfg
         if cfg.ssl:
