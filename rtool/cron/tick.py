@@ -18,8 +18,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-import requests
-
 from rtool.core.alert import Alert, AlertKey, Status
 from rtool.core.slurm import Slurm, SlurmError
 from rtool.cron import chain, crontab, outcomes, slots
@@ -27,7 +25,6 @@ from rtool.cron.cleanup import remove_old_logs
 from rtool.cron.jobs import Job, Refused, Scan, scan
 from rtool.cron.runner import JobResult, run_job
 from rtool.cron.store import CronStore
-from rtool.notify.engine import process
 
 if TYPE_CHECKING:
     from rtool.core.state import StateDir
@@ -298,6 +295,8 @@ def write_heartbeat(store: CronStore, report: TickReport, period: float) -> None
 def send_alerts(alerts: list[Alert], env: TickEnv) -> None:
     """Hand alerts to notify (dedup, repeat, resolve; also flushes the outbox)."""
     try:
+        from rtool.notify.engine import process
+
         process(alerts, env.config.notify, env.state)
     except Exception as exc:  # a notify problem must never break the chain
         log.error("notify failed: %s", exc)
@@ -310,6 +309,7 @@ def ping(env: TickEnv, failed: bool) -> None:
         url = os.environ.get(env.cron.ping_url_env) or url
     if not url:
         return
+    import requests
 
     target = url.rstrip("/") + "/fail" if failed else url
     try:

@@ -18,9 +18,6 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-import jinja2
-from jinja2.sandbox import SandboxedEnvironment, SecurityError
-
 from rtool.core.safeio import trust_problem
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -68,6 +65,8 @@ def _finalize(value: Any) -> Any:
 
 @lru_cache(maxsize=16)
 def _environment(dirs: tuple[str, ...]) -> Any:
+    import jinja2
+    from jinja2.sandbox import SandboxedEnvironment
 
     # Sandboxed: a template (user folders may be shared) cannot reach Python internals
     # (`''.__class__.__mro__`, `os.system`); unsafe attribute access raises SecurityError.
@@ -92,6 +91,8 @@ def template_dirs(dirs: Iterable[str | Path | None]) -> tuple[str, ...]:
 
 def render(template_name: str, template_dirs: Sequence[str] = (), **values: Any) -> str:
     """Render a template by name (user folders first, then `rtool/slurm_templates/`)."""
+    import jinja2
+    from jinja2.sandbox import SecurityError
 
     env = _environment(tuple(template_dirs))
     try:

@@ -9,9 +9,8 @@ one with In-Reply-To / References.
 from __future__ import annotations
 
 import email.utils
-import smtplib
-import ssl
 from email.message import EmailMessage
+from typing import TYPE_CHECKING
 
 from rtool.core.config.fields import setting
 from rtool.notify.channels.base import (
@@ -25,6 +24,9 @@ from rtool.notify.channels.base import (
 )
 from rtool.notify.channels.notification import Notification, body, subject
 
+if TYPE_CHECKING:
+    import smtplib
+
 
 def message_id(nid: str, sender: str) -> str:
     domain = sender.rpartition("@")[2] or "rtool.invalid"
@@ -32,7 +34,6 @@ def message_id(nid: str, sender: str) -> str:
 
 
 def build_message(cfg: EmailConfig, env: Envelope) -> EmailMessage:
-
     n: Notification = env.notification
     msg = EmailMessage()
     msg["Subject"] = subject(n)
@@ -75,6 +76,7 @@ class EmailChannel:
         return channel_secret(self.cfg.password_env, self.cfg.password_file, "email password")
 
     def send(self, envelope: Envelope) -> Receipt:
+        import smtplib
 
         password = self._password()
         msg = build_message(self.cfg, envelope)
@@ -100,6 +102,8 @@ class EmailChannel:
         return Receipt(ref=msg["Message-Id"], detail=detail)
 
     def _connect(self) -> smtplib.SMTP:
+        import smtplib
+        import ssl
 
         cfg = self.cfg
         if cfg.ssl:

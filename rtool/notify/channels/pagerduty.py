@@ -18,7 +18,6 @@ import time
 from datetime import datetime, timezone
 from typing import Any
 
-import requests
 from pydantic import model_validator
 
 from rtool.core.config.fields import setting
@@ -135,6 +134,7 @@ class PagerDutyChannel:
         raise last
 
     def _once(self, doc: dict[str, Any], key: str) -> Receipt:
+        import requests
 
         try:
             resp = requests.post(self.cfg.url, json=doc, timeout=self.cfg.timeout)

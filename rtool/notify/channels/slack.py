@@ -13,17 +13,6 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from pydantic import model_validator
-from slack_sdk import WebClient
-from slack_sdk.errors import SlackApiError
-from slack_sdk.http_retry.builtin_handlers import (
-    ConnectionErrorRetryHandler,
-    RateLimitErrorRetryHandler,
-    ServerErrorRetryHandler,
-)
-from slack_sdk.http_retry.builtin_interval_calculators import (
-    FixedValueRetryIntervalCalculator,
-)
-from slack_sdk.webhook import WebhookClient
 
 from rtool.core.config.fields import setting
 from rtool.core.config.types import Duration
@@ -86,6 +75,14 @@ def blocks(env: Envelope) -> list[dict[str, Any]]:
 
 
 def retry_handlers(cfg: SlackConfig) -> list[RetryHandler]:
+    from slack_sdk.http_retry.builtin_handlers import (
+        ConnectionErrorRetryHandler,
+        RateLimitErrorRetryHandler,
+        ServerErrorRetryHandler,
+    )
+    from slack_sdk.http_retry.builtin_interval_calculators import (
+        FixedValueRetryIntervalCalculator,
+    )
 
     class BoundedRateLimit(RateLimitErrorRetryHandler):
         """Honour Retry-After only when it is short; a long wait goes back to the outbox."""
@@ -180,6 +177,8 @@ class SlackChannel:
                 raise DeliveryError(reason[:300], permanent=False) from None
 
     def _webhook(self, url: str, env: Envelope, logger: Any) -> Receipt:
+        from slack_sdk.webhook import WebhookClient
+
         client = WebhookClient(
             url, timeout=int(max(1, self.cfg.timeout)), logger=logger,
             retry_handlers=retry_handlers(self.cfg),
@@ -190,6 +189,9 @@ class SlackChannel:
         return self._fail(resp.status_code, resp.body.strip()[:100], resp.headers)
 
     def _api(self, token: str, env: Envelope, logger: Any) -> Receipt:
+        from slack_sdk import WebClient
+        from slack_sdk.errors import SlackApiError
+
         client = WebClient(
             token=token, base_url=self.cfg.api_url, timeout=int(max(1, self.cfg.timeout)),
             logger=logger, retry_handlers=retry_handlers(self.cfg),

@@ -15,10 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import requests
 from pydantic import model_validator
-from requests.adapters import HTTPAdapter
-from urllib3.util.retry import Retry
 
 from rtool.core.config.fields import setting
 from rtool.core.config.types import Duration
@@ -100,6 +97,9 @@ class WebhookChannel:
         raise http_refused(reason, resp, temporary=temporary)
 
     def _session(self) -> Any:
+        import requests
+        from requests.adapters import HTTPAdapter
+        from urllib3.util.retry import Retry
 
         retry = Retry(
             total=self.cfg.retries,
