@@ -15,8 +15,10 @@ from typing import NoReturn
 
 import typer
 
+import rtool
 from rtool.app.plumbing import errors
 from rtool.app.plumbing.context import AppContext
+from rtool.app.plumbing.helptext import HELP_NAMES
 from rtool.app.plumbing.lazy import LazyGroup
 from rtool.core import redact
 from rtool.core.errors import UsageError
@@ -31,7 +33,7 @@ cli = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
-    context_settings={"help_option_names": ["-h", "--help"]},
+    context_settings={"help_option_names": HELP_NAMES},
 )
 
 _DEBUG = False
@@ -39,7 +41,6 @@ _DEBUG = False
 
 def version_line() -> str:
     """`rtool 0.2.0 from /venv/.../site-packages/rtool (Python 3.11.7)`: which rtool runs."""
-    import rtool
 
     where = Path(rtool.__file__).resolve().parent
     return f"rtool {rtool.__version__} from {where} (Python {sys.version.split()[0]})"

@@ -22,6 +22,7 @@ import string
 import threading
 from dataclasses import replace
 from typing import Any
+from urllib.parse import urlsplit
 
 from rtool.core.alert import Alert
 
@@ -77,8 +78,6 @@ def register_secret(value: str | None) -> None:
         return
     parts = {value}
     if "://" in value:  # a URL secret: error texts often quote only its path or query
-        from urllib.parse import urlsplit
-
         url = urlsplit(value)
         parts |= {p for p in (url.path, url.query, url.password or "") if len(p) >= 8}
     with _lock:

@@ -33,7 +33,13 @@ from typing import Any
 
 from rtool import __version__
 from rtool.core.errors import RtoolError
-from rtool.core.safeio import DEFAULT_LIMIT, move_aside, read_json_file
+from rtool.core.safeio import (
+    DEFAULT_LIMIT,
+    UnsafeFileError,
+    move_aside,
+    read_bounded,
+    read_json_file,
+)
 
 log = logging.getLogger(__name__)
 #: Write errors that mean "the disk cannot take it", not a bug: recorded, never raised.
@@ -189,7 +195,6 @@ class StateDir:
             self.write_failed(target, exc)
 
     def read_text(self, rel: str, default: str | None = None) -> str | None:
-        from rtool.core.safeio import UnsafeFileError, move_aside, read_bounded
 
         if rel in self.overlay:
             return self.overlay[rel]

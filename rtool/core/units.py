@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import re
 import time
+from decimal import Decimal
 
 _DURATION_UNITS = {
     "ms": 0.001,
@@ -167,7 +168,6 @@ def exact_percent(value: float) -> str:
 
 def _plain(value: float) -> str:
     """The shortest decimal that reads back as `value`, never in exponent form."""
-    from decimal import Decimal
 
     if value == int(value):
         return str(int(value))

@@ -14,6 +14,7 @@ from rtool.core.selfcmd import console_script, rtool_argv
 from rtool.core.slurm import ACTIVE_STATES, Slurm, SqueueJob
 from rtool.cron.config import CronConfig
 from rtool.cron.slots import begin_arg
+from rtool.slurm_templates import render_cron_scheduler
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +53,6 @@ def job_env(config_files: Sequence[Path] = ()) -> dict[str, str]:
 def tick_script(argv: list[str], name: str) -> str:
     """The sbatch script of one tick (every value shell-quoted), from the
     `cron_scheduler.slurm.j2` template; the resources go on sbatch's command line."""
-    from rtool.slurm_templates import render_cron_scheduler
 
     return str(render_cron_scheduler(command=argv, job_name=name))
 

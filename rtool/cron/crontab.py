@@ -8,6 +8,9 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass, field
+from datetime import datetime
+
+from croniter import croniter
 
 _ENV_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*)$")
 _NICKNAMES = {"@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly"}
@@ -45,7 +48,6 @@ def parse_cron_file(name: str, text: str) -> tuple[list[CronLine], list[LineProb
     Blank lines and `#` comments are ignored; `NAME=value` lines set the environment of the
     lines that follow.
     """
-    from croniter import croniter
 
     lines: list[CronLine] = []
     problems: list[LineProblem] = []
@@ -90,9 +92,6 @@ def _unquote(value: str) -> str:
 
 def next_fire(expr: str, after: float) -> float:
     """The first time strictly after `after` (epoch seconds, local time zone) `expr` fires."""
-    from datetime import datetime
-
-    from croniter import croniter
 
     start = datetime.fromtimestamp(after).astimezone()
     return float(croniter(expr, start).get_next(float))

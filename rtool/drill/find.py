@@ -19,8 +19,10 @@ from rtool.core.proc import ProcError
 from rtool.core.slurm import RUNNING_STATES, Slurm, SqueueJob, parse_slurm_timestamp
 from rtool.core.slurm.parse import ParseError, expand_hostlist
 from rtool.core.slurm.partition import partition
+from rtool.drill.drive import drive
 from rtool.drill.model import Mode, Plan, Preempt, Report, Target
 from rtool.drill.script import ScriptFacts, read_script
+from rtool.drill.verdict import judge
 from rtool.runs.attempt_records import records_path
 from rtool.slurm_templates.specs import SignalSpec
 
@@ -181,8 +183,6 @@ def preemption(slurm: Slurm, target: Target, grace: float | None) -> Preempt:
 
 def drill(slurm: Slurm, want: Wanted, say: Callable[[str], None]) -> Report:
     """Find the attempt, read its stop path, drill it, judge it."""
-    from rtool.drill.drive import drive
-    from rtool.drill.verdict import judge
 
     plan = make_plan(slurm, find_target(slurm, want), want)
     return judge(plan, drive(slurm, plan, say))

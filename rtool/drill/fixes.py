@@ -8,6 +8,7 @@ from __future__ import annotations
 import signal as _signal
 
 from rtool.drill.model import Plan
+from rtool.drill.preempt import preempt_hint
 
 #: What a batch script that passes the signal on looks like (docs/drill.md).
 TRAP = "trap 'kill -{sig} $pid' {sig}; python train.py & pid=$!; wait $pid; wait $pid"
@@ -25,8 +26,6 @@ def reach_hint(plan: Plan) -> str:
     """What to change when the signal never reached the training."""
     f, spec = plan.facts, plan.signal
     if plan.preempt is not None:
-        from rtool.drill.preempt import preempt_hint
-
         return preempt_hint()
     if spec is not None and not spec.batch:
         if f.uses_srun and not f.rtool_template:

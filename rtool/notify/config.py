@@ -11,8 +11,10 @@ from typing import TYPE_CHECKING, Any
 from pydantic import Field, create_model, field_validator, model_validator
 
 from rtool.core.config.types import Duration, PositiveDuration, Section
+from rtool.core.errors import UsageError
 from rtool.notify import channels
 from rtool.notify.channels.base import BAD, ChannelSection, StatusName
+from rtool.notify.silence_store import parse_matcher
 
 __all__ = [
     "BAD",
@@ -52,8 +54,6 @@ class EscalationRule(Section):
     @field_validator("match")
     @classmethod
     def _matchers(cls, value: list[str]) -> list[str]:
-        from rtool.core.errors import UsageError
-        from rtool.notify.silence_store import parse_matcher
 
         for text in value:
             try:
@@ -63,7 +63,6 @@ class EscalationRule(Section):
         return value
 
     def matches(self, labels: dict[str, str]) -> bool:
-        from rtool.notify.silence_store import parse_matcher
 
         return all(parse_matcher(t).matches(labels) for t in self.match)
 

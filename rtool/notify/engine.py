@@ -12,7 +12,7 @@ from rtool.core.alert import Alert, Status
 from rtool.core.redact import redact_alert
 from rtool.core.state import StateDir
 from rtool.notify import fold, silence_escalate
-from rtool.notify.channels import DeliveryError
+from rtool.notify.channels import DeliveryError, Envelope, build
 from rtool.notify.channels.notification import Notification
 from rtool.notify.config import NotifyConfig
 from rtool.notify.decide import Decision, KeyState, decide
@@ -178,7 +178,6 @@ def key_states(state: StateDir) -> dict[str, KeyState]:
 def send_test(cfg: NotifyConfig, names: list[str], now: float | None = None) -> list[Delivery]:
     """Send a test notification straight through each channel in `names` (no outbox, no state);
     one Delivery per channel: outcome `sent` or `failed` with the reason."""
-    from rtool.notify.channels import Envelope, build
 
     now = time.time() if now is None else now
     nid = f"test-{uuid.uuid4().hex[:12]}"

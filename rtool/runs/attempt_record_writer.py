@@ -31,6 +31,7 @@ from rtool.core.heartbeat import (
     HeartbeatFormatError,
     RunState,
 )
+from rtool.core.safeio import UnsafeFileError, open_regular
 from rtool.core.slurm.parse import ParseError, expand_hostlist
 from rtool.runs import flight, stacks
 from rtool.runs.attempt_records import (
@@ -111,14 +112,12 @@ def clipped(hb: Heartbeat) -> Heartbeat:
 def read_own_heartbeat(path: str) -> Heartbeat | None:
     """The heartbeat at `path` when it is a regular file owned by you (never a symlink, a FIFO
     or another user's file), None otherwise."""
-    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
     try:
-        fd = os.open(path, flags)
-    except OSError:
+        fd, st = open_regular(path, os.O_NOFOLLOW)
+    except (OSError, UnsafeFileError):
         return None
     try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid():
+        if st.st_uid != os.getuid():
             return None
         raw = os.read(fd, MAX_HEARTBEAT_BYTES + 1)
     except OSError:

@@ -13,11 +13,10 @@ from __future__ import annotations
 import glob
 import os
 import re
-import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from rtool.core.safeio import trust_problem
+from rtool.core.safeio import UnsafeFileError, open_regular, trust_problem
 
 #: One dump is at most this large; at most MAX_RANKS dumps are read.
 MAX_BYTES = 256 * 1024
@@ -89,14 +88,12 @@ def read_stacks(abort_file: str, launch: int) -> list[RankStack]:
 
 
 def _read_trusted(path: str) -> str | None:
-    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
     try:
-        fd = os.open(path, flags)
-    except OSError:
+        fd, st = open_regular(path, os.O_NOFOLLOW)
+    except (OSError, UnsafeFileError):
         return None
     try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or trust_problem(path, st) is not None:
+        if trust_problem(path, st) is not None:
             return None
         return os.read(fd, MAX_BYTES).decode("utf-8", errors="replace")
     except OSError:

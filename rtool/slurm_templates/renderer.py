@@ -18,6 +18,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from rtool.core.safeio import trust_problem
+
 PACKAGE_DIR = Path(__file__).resolve().parent
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
@@ -116,7 +118,6 @@ def render(template_name: str, template_dirs: Sequence[str] = (), **values: Any)
 
 def _check_template_dirs(dirs: Sequence[str]) -> None:
     """Template folders must be the user's (or root's) and not writable by group or others."""
-    from rtool.core.safeio import trust_problem
 
     for d in dirs:
         try:

@@ -292,7 +292,6 @@ def validate_count(value: int, what: str, maximum: int = 10**6) -> int:
 
 def validate_hang_after(value: str, what: str = "hang-after") -> str:
     """A shim duration (RTOOL_HANG_AFTER, RTOOL_SAVE_EVERY): `auto`, `off` or above 0."""
-    from rtool.core.units import UnitError, parse_duration
 
     text = value.strip().lower()
     if text in ("auto", "off"):

@@ -21,6 +21,7 @@ from rtool.core.slurm import Slurm
 from rtool.core.slurm.cmd import check_records
 from rtool.core.state import StateDir
 from rtool.watchdogs.base import Action, ActionKind, CheckResult
+from rtool.watchdogs.probes import child
 
 log = logging.getLogger(__name__)
 
@@ -124,7 +125,6 @@ def delete(action: Action, timeout: float) -> str:
     """Remove the checkpoints `action.names` of the folder `action.path` in an abandonable
     child (a hung filesystem never hangs rtool), each only if it is not a symlink and all of
     it is yours (rtool/core/ckptscan.py); what it did, in one line."""
-    from rtool.watchdogs.probes import child
 
     request = json.dumps({"folder": action.path, "names": list(action.names)})
     proc = child.start("prune", request, script=child.CKPT_CHILD)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import shlex
 from typing import TYPE_CHECKING, Any
 
+from rtool.notify.preview import preview
 from rtool.watchdogs.base import CheckResult
 
 if TYPE_CHECKING:
@@ -57,8 +58,6 @@ def _alerts(
     results: list[CheckResult], cfg: NotifyConfig, state: StateDir, now: float
 ) -> list[str]:
     try:
-        from rtool.notify.preview import preview
-
         return [w.line() for w in preview([r.to_alert(now) for r in results], cfg, state, now)]
     except Exception as exc:  # the preview never fails the sweep
         return [f"cannot tell which notifications would be sent: {exc}"]

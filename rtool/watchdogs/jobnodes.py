@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 from rtool.core.alert import Cause, Status
 from rtool.core.errors import RtoolError
 from rtool.core.proc import ProcError
-from rtool.core.slurm import RUNNING_STATES, SqueueJob
+from rtool.core.slurm import RUNNING_STATES, Slurm, SqueueJob
 from rtool.core.slurm.hostlist import compress_hostlist
 from rtool.core.slurm.nodes import (
     NodeState,
@@ -44,14 +44,16 @@ from rtool.core.slurm.reservations import (
     parse_reservations,
     reservation_wait,
 )
+from rtool.nodes.blame import refresh
 from rtool.nodes.config import NodesConfig
+from rtool.nodes.exclude import Cap
 from rtool.nodes.node_fault import blamed
 from rtool.nodes.store import Evidence, EvidenceKind, SuspectStore
+from rtool.nodes.upkeep import keep_off
 from rtool.watchdogs.base import CheckResult
 from rtool.watchdogs.config import JobWatch
 
 if TYPE_CHECKING:
-    from rtool.core.slurm import Slurm
     from rtool.core.state import StateDir
     from rtool.runs.model import Attempt
 
@@ -115,7 +117,6 @@ def start_lookup(
     slurm: object, state: StateDir | None, names: list[str], cfg: NodesConfig
 ) -> FailLookup | None:
     """Start the NODE_FAIL lookup of `names` (None when there is nothing to look up)."""
-    from rtool.core.slurm import Slurm
 
     if not names or state is None or not isinstance(slurm, Slurm):
         return None
@@ -131,7 +132,6 @@ def observe(
     """Probe (I/O): the node states (when a watched job is queued; `nodes`: the sweep's sinfo,
     else one call), the nodes or reservation each pending job waits for, and the failed nodes
     of the sweep's NODE_FAIL lookup."""
-    from rtool.core.slurm import Slurm
 
     view = NodeView()
     if jobs and isinstance(slurm, Slurm):
@@ -227,7 +227,6 @@ def _node_fails(
     slurm: Slurm, state: StateDir, names: list[str], cfg: NodesConfig
 ) -> list[FailedNode]:
     """The kept NODE_FAIL verdicts of the watched names (new attempts judged first)."""
-    from rtool.nodes.blame import refresh
 
     try:
         lookup = refresh(slurm, state, names, cfg.expiry)
@@ -279,7 +278,6 @@ def act(
 ) -> None:
     """Record the evidence (one read of the store, a write only when something is new) and keep
     each run's pending jobs off its suspects (a Slurm call only where something changed)."""
-    from rtool.core.slurm import Slurm
 
     now = time.time()
     evidence = record_signatures(attempts or [])
@@ -293,8 +291,6 @@ def act(
     store.record_many(evidence + _drains(jobs, view, now))
     if not (jobs and cfg.exclude and isinstance(slurm, Slurm) and view.lines):
         return
-    from rtool.nodes.exclude import Cap
-    from rtool.nodes.upkeep import keep_off
 
     suspects = [s.node for s in store.suspects(now)]
     cap = Cap(cfg.max_excluded, cfg.min_left)

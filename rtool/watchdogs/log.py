@@ -32,6 +32,7 @@ from rtool.runs import describe, store
 from rtool.runs.model import Ledger
 from rtool.watchdogs.base import Action, CheckResult, ProbeEnv, SpecWatchdog, SqueueQuery
 from rtool.watchdogs.config import LogWatch
+from rtool.watchdogs.history import slug
 from rtool.watchdogs.job import nodes_of, own_job_ids
 from rtool.watchdogs.jobnodes import job_nodes
 from rtool.watchdogs.probes import child
@@ -145,7 +146,6 @@ def _fixed_prefix(pattern: str) -> str:
 
 
 def _observe(env: ProbeEnv, o: LogObservation, data: dict[str, Any]) -> None:
-    from rtool.watchdogs.history import slug
 
     now = time.time()
     o.path, o.size, o.done = data.get("path"), data.get("size"), bool(data.get("done"))

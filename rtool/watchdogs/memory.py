@@ -13,6 +13,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+import psutil
+
 from rtool.core import cgroup, gpu
 from rtool.core.alert import Status
 from rtool.core.units import format_size
@@ -23,7 +25,6 @@ from rtool.watchdogs.config import MemoryWatch
 
 def _psutil() -> Any:
     """psutil, imported when memory is probed (not when the registry is loaded)."""
-    import psutil
 
     return psutil
 

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from rtool.watchdogs.base import CheckResult
+from rtool.watchdogs.disk import inodes, space
 from rtool.watchdogs.metrics import Measure, Metric
 
 if TYPE_CHECKING:
@@ -20,7 +21,6 @@ ByWhat = dict[str, list[Measure]]
 
 
 def disk(obs: list[Any], now: float) -> ByWhat:
-    from rtool.watchdogs.disk import inodes, space
 
     out: ByWhat = {}
     for o in obs:

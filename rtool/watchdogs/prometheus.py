@@ -30,6 +30,10 @@ from prometheus_client import CollectorRegistry, Gauge, generate_latest
 
 from rtool.core.errors import RtoolError
 from rtool.core.state import StateDir, atomic_write
+from rtool.notify.outbox import Outbox
+from rtool.notify.silence_store import Silences
+from rtool.runs.model import Ledger
+from rtool.runs.totals import totals
 from rtool.watchdogs.base import CheckResult
 from rtool.watchdogs.metrics import Metric
 
@@ -134,8 +138,6 @@ def state_registry(state: StateDir, now: float) -> CollectorRegistry:
 
 def run_samples(state: StateDir, now: float) -> list[RunSample]:
     """Attempts and goodput of every run whose ledger (rtool/runs/store.py) is in the state dir."""
-    from rtool.runs.model import Ledger
-    from rtool.runs.totals import totals
 
     out = []
     for path in sorted((state.path / "runs").glob("*.json")):
@@ -151,7 +153,6 @@ def run_samples(state: StateDir, now: float) -> list[RunSample]:
 
 
 def _outbox(state: StateDir, now: float, reg: CollectorRegistry) -> None:
-    from rtool.notify.outbox import Outbox
 
     items = Gauge(
         "rtool_outbox_items",
@@ -212,10 +213,6 @@ def _cron(state: StateDir, reg: CollectorRegistry) -> None:
 
 
 def _silences(state: StateDir, now: float, reg: CollectorRegistry) -> None:
-    try:
-        from rtool.notify.silence_store import Silences
-    except ImportError:  # pragma: no cover - silences ship with notify
-        return
     active = Gauge("rtool_silences_active", "Silences in force now.", registry=reg)
     held = Gauge("rtool_silenced_notifications", "Notifications held by silences.", registry=reg)
     store = Silences(state)

@@ -14,6 +14,7 @@ same-named job of another user is neither counted nor held).
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,9 +23,13 @@ from rtool.core.identity import is_mine
 from rtool.core.proc import ProcError
 from rtool.core.slurm import SqueueJob
 from rtool.core.units import format_duration
-from rtool.runs import describe, health
+from rtool.nodes.store import Evidence, EvidenceKind, SuspectStore
+from rtool.runs import describe, health, straggler
 from rtool.runs.config import RunsConfig, RunWatch
 from rtool.runs.model import Attempt, Ledger
+from rtool.runs.names import watch_base
+from rtool.runs.sources import refresh  # sacct, logs and heartbeats: loaded when used
+from rtool.runs.straggler import suspicions
 from rtool.watchdogs.base import Action, CheckResult, ProbeEnv, SpecWatchdog, SqueueQuery
 from rtool.watchdogs.job import nodes_of
 from rtool.watchdogs.jobnodes import job_nodes
@@ -66,7 +71,6 @@ class RunWatchdog(SpecWatchdog[RunWatch]):
     @classmethod
     def command_base(cls, config: Any, state: Any, given: dict[str, Any]) -> dict[str, Any]:
         """The [[watch.run]] entry of that run or job name, else the recorded submission."""
-        from rtool.runs.names import watch_base
 
         return watch_base(state, given["name"], config.watch.run)
 
@@ -84,9 +88,6 @@ class RunWatchdog(SpecWatchdog[RunWatch]):
         return SqueueQuery(names=frozenset(s.slurm_name for s in self.specs))
 
     def probe(self, env: ProbeEnv) -> list[RunObservation]:
-        import time
-
-        from rtool.runs.sources import refresh  # sacct, logs and heartbeats: loaded when used
 
         out = []
         try:
@@ -119,10 +120,6 @@ class RunWatchdog(SpecWatchdog[RunWatch]):
 def suspect_slow(env: ProbeEnv, spec: RunWatch, led: Ledger, expiry: float = 86400.0) -> None:
     """A node consistently the slowest in two attempts on different peers becomes a suspect
     (rtool nodes: "slow in attempts 2 and 3")."""
-    import time
-
-    from rtool.nodes.store import Evidence, EvidenceKind, SuspectStore
-    from rtool.runs.straggler import suspicions
 
     found = suspicions(led.attempts, spec.slow_limits())
     if not found:
@@ -272,7 +269,6 @@ def _attempt_warning(led: Ledger) -> str | None:
 def _slow_warning(led: Ledger, spec: RunWatch) -> str | None:
     """The step time regressed against the run's median, or a node consistently slowest, in
     the running attempt (rtool.runs.straggler)."""
-    from rtool.runs import straggler
 
     last = led.last
     if last is None or last.is_over:

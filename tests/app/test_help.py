@@ -47,3 +47,15 @@ def test_a_docstring_paragraph_is_not_broken_where_the_source_line_was(cli, monk
     monkeypatch.setenv("COLUMNS", "250")
     page = cli("cron", "--help").out
     assert "run what is due, write the heartbeat. This is what the chain's Slurm job runs" in page
+
+
+@pytest.mark.parametrize(("path", "cmd"), PAGES, ids=[" ".join(p) or "rtool" for p, _ in PAGES])
+def test_help_tidying_patches_no_method_on_typers_objects(path: list[str], cmd: Any) -> None:
+    """helptext.tidy sets values (help, metavar) and remakes arguments; it assigns no method on
+    a command or a parameter (typer's own methods stay what they are)."""
+    import typer
+
+    help_option = cmd.get_help_option(typer.Context(cmd))
+    objects = [cmd, *cmd.params, *([help_option] if help_option is not None else [])]
+    patched = [(o, n) for o in objects for n in vars(o) if callable(getattr(type(o), n, None))]
+    assert not patched

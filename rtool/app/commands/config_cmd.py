@@ -7,8 +7,13 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from rtool import __version__
+from rtool.app.commands.notify_cmd import send_tests
 from rtool.app.plumbing import errors
 from rtool.app.plumbing.context import AppContext, get_context
+from rtool.core.config.render import effective, masked, origin_of, origins_map, to_toml
+from rtool.core.config.secrets import problems
+from rtool.core.errors import ConfigError
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -43,8 +48,6 @@ def check(
 
     Example: rtool config check --send-test
     """
-    from rtool.core.config.secrets import problems
-    from rtool.core.errors import ConfigError
 
     actx = get_context(ctx)
     config = actx.config  # the whole schema, defaults too; raises listing every problem
@@ -53,8 +56,6 @@ def check(
         raise ConfigError(found, _files(actx.config_files))
     typer.echo(f"config OK: {_files(actx.config_files)}")
     if send_test:
-        from rtool.app.commands.notify_cmd import send_tests
-
         return send_tests(config.notify, config.notify.configured())
     return 0
 
@@ -72,8 +73,6 @@ def show(
 
     Example: rtool config show --origin
     """
-    from rtool import __version__
-    from rtool.core.config.render import effective, masked, origin_of, origins_map, to_toml
 
     actx = get_context(ctx)
     data = masked(effective(actx.config, actx.layered))

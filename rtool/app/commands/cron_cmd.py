@@ -3,9 +3,9 @@ emulator."""
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import typer
 
@@ -13,9 +13,13 @@ from rtool.app.plumbing import errors
 from rtool.app.plumbing.context import get_context
 from rtool.app.plumbing.fromspec import default_note
 from rtool.core.errors import UsageError
-
-if TYPE_CHECKING:
-    from rtool.cron.tick import TickEnv
+from rtool.core.redact import redact_data
+from rtool.cron import manage
+from rtool.cron.install import install, uninstall
+from rtool.cron.listing import chains, render
+from rtool.cron.scron import Backend
+from rtool.cron.store import dir_problem, resolve_dir
+from rtool.cron.tick import TickEnv, tick
 
 app = errors.group(
     errors.DEFAULT,
@@ -29,8 +33,6 @@ _DIR_HELP = f"The cron folder {default_note('cron.dir')}."
 
 
 def _env(ctx: typer.Context, directory: Path | None) -> TickEnv:
-    from rtool.cron.store import dir_problem, resolve_dir
-    from rtool.cron.tick import TickEnv
 
     app_ctx = get_context(ctx)
     cfg = app_ctx.config
@@ -52,7 +54,6 @@ def init_cmd(
 
     Example: rtool cron init ~/rtool-cron
     """
-    from rtool.cron import manage
 
     env = _env(ctx, directory)
     created = manage.init(env.root)
@@ -74,7 +75,6 @@ def start_cmd(
 
     Example: rtool cron start --dir ~/rtool-cron
     """
-    from rtool.cron import manage
 
     typer.echo(manage.start(_env(ctx, directory)))
     return 0
@@ -89,7 +89,6 @@ def stop_cmd(
 
     Example: rtool cron stop --dir ~/rtool-cron
     """
-    from rtool.cron import manage
 
     typer.echo(manage.stop(_env(ctx, directory)))
     return 0
@@ -105,7 +104,6 @@ def status_cmd(
 
     Example: rtool cron status
     """
-    from rtool.cron import manage
 
     for line in manage.status(_env(ctx, directory)):
         typer.echo(line)
@@ -121,15 +119,10 @@ def list_cmd(
 
     Example: rtool cron list --json
     """
-    import json
-
-    from rtool.cron.listing import chains, render
 
     app_ctx = get_context(ctx)
     found, error = chains(app_ctx.state, app_ctx.slurm)
     if as_json:
-        from rtool.core.redact import redact_data
-
         doc = {"chains": [c.to_json() for c in found], "squeue_error": error}
         typer.echo(json.dumps(redact_data(doc), indent=2))
         return 0
@@ -148,7 +141,6 @@ def run_cmd(
 
     Example: rtool cron run cron.hourly/check-disk.sh
     """
-    from rtool.cron import manage
 
     result = manage.run_one(_env(ctx, directory), name)
     typer.echo(f"{result.name}: {result.message or result.status}")
@@ -173,9 +165,6 @@ def install_cmd(
 
     Example: rtool cron install --dir ~/rtool-cron --backend auto
     """
-    from rtool.core.errors import UsageError
-    from rtool.cron.install import install
-    from rtool.cron.scron import Backend
 
     try:
         chosen = Backend(backend)
@@ -195,7 +184,6 @@ def uninstall_cmd(
 
     Example: rtool cron uninstall --dir ~/rtool-cron
     """
-    from rtool.cron.install import uninstall
 
     for line in uninstall(_env(ctx, directory)):
         typer.echo(line)
@@ -221,8 +209,6 @@ def tick_cmd(
 
     Example: rtool cron tick --dir ~/rtool-cron
     """
-    from rtool.cron import manage
-    from rtool.cron.tick import tick
 
     if slot is not None and not (math.isfinite(slot) and 0 < slot < MAX_SLOT):
         raise UsageError(f"--slot {slot!r}: expected a time in epoch seconds, e.g. 1767225600")

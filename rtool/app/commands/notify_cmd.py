@@ -12,6 +12,9 @@ from rtool.app.plumbing import errors
 from rtool.app.plumbing.context import get_context
 from rtool.core.errors import UsageError
 from rtool.notify import channels
+from rtool.notify.deliver import flush as do_flush
+from rtool.notify.engine import send_test
+from rtool.notify.status import collect, render
 
 if TYPE_CHECKING:
     from rtool.notify.config import NotifyConfig
@@ -52,7 +55,6 @@ def send_tests(cfg: NotifyConfig, names: list[str]) -> int:
     """Send one test alert through each channel in `names` (no outbox, no alert state) and
     print whether its server accepted it; 1 when one did not (`rtool config check
     --send-test` too)."""
-    from rtool.notify.engine import send_test
 
     results = send_test(cfg, names)
     for d in results:
@@ -75,7 +77,6 @@ def flush(
 
     Example: rtool notify flush
     """
-    from rtool.notify.deliver import flush as do_flush
 
     actx = get_context(ctx)
     report = do_flush(actx.config.notify, actx.state, force=not respect_backoff)
@@ -94,7 +95,6 @@ def status(
 
     Example: rtool notify status --json
     """
-    from rtool.notify.status import collect, render
 
     actx = get_context(ctx)
     data = collect(actx.config.notify, actx.state, time.time())

@@ -27,7 +27,7 @@ from rtool.nodes import restart
 from rtool.nodes.exclude import Cap
 from rtool.nodes.preflight.base import NodeReport, Outcome
 from rtool.nodes.preflight.registry import applies
-from rtool.nodes.preflight.spares import Spares
+from rtool.nodes.preflight.spares import Spares, launch_line
 from rtool.notify.engine import process
 from rtool.runs.inplace import append, read_restarts, restarts_path
 from rtool.runs.logtail import read_tail
@@ -73,8 +73,6 @@ def restart_check(app_ctx: AppContext, node_ctx: Any, node_argv: list[str], rc: 
     _write(env, info, failed, path)
     _say(f"restarting the training in place (launch {failed.launch + 1}) after {kind}: {detail}")
     if nodes is not None:
-        from rtool.nodes.preflight.spares import launch_line
-
         typer.echo(launch_line(nodes))
     return job.OK
 

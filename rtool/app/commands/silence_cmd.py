@@ -10,6 +10,10 @@ import typer
 from rtool.app.plumbing import errors
 from rtool.app.plumbing.context import get_context
 from rtool.core.errors import UsageError
+from rtool.core.units import UnitError, format_when, parse_duration
+from rtool.notify.deliver import flush
+from rtool.notify.engine import queue
+from rtool.notify.silence_store import Silences, parse_matcher
 
 app = errors.group(
     errors.DEFAULT,
@@ -38,8 +42,6 @@ def add_cmd(
 
     Example: rtool silence add check=disk 'what=~/scratch.*' --for 2h --reason maintenance
     """
-    from rtool.core.units import UnitError, format_when, parse_duration
-    from rtool.notify.silence_store import Silences, parse_matcher
 
     try:
         seconds = parse_duration(duration)
@@ -62,8 +64,6 @@ def list_cmd(
 
     Example: rtool silence list --all
     """
-    from rtool.core.units import format_when
-    from rtool.notify.silence_store import Silences
 
     now = time.time()
     rows = [s for s in Silences(get_context(ctx).state).load() if show_all or not s.summarized]
@@ -93,9 +93,6 @@ def remove_cmd(
 
     Example: rtool silence remove 3f9c2a1b
     """
-    from rtool.notify.deliver import flush
-    from rtool.notify.engine import queue
-    from rtool.notify.silence_store import Silences
 
     actx = get_context(ctx)
     now = time.time()

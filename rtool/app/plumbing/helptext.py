@@ -7,12 +7,21 @@ a help text as a rich markup tag (so "default: [submit] max_requeues" came out a
 used: flags show no value, an option's value is named like click does (TEXT, INTEGER, PATH),
 arguments read `PATHS...`, square brackets in help texts are shown as written, and a
 docstring's paragraphs are not broken where the source lines were.
+
+Nothing is patched on typer's objects: an argument is remade as `Argument` (typer's class with
+its public `get_usage_pieces` and `display_type_rich` overridden), options get a `metavar`, and
+the help option click makes on demand is made once here (`get_help_option`, which caches it)
+and given an empty `metavar`.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import typer
+
+#: The help option's names (the root's context_settings; a command made on its own gets them too).
+HELP_NAMES = ["-h", "--help"]
 #: typer's type label -> the value name shown in help (click's names).
 _VALUE_NAMES = {"str": "TEXT", "int": "INTEGER", "float": "NUMBER", "path": "PATH", "bool": ""}
 
@@ -48,16 +57,47 @@ def _value_name(param: Any) -> str:
     return _VALUE_NAMES.get(bare, "TEXT")
 
 
-def _tidy_param(param: Any) -> None:
+class Argument(typer.core.TyperArgument):
+    """typer's argument shown like click's: `PATHS...` in the usage line, no `<path>` label."""
+
+    def get_usage_pieces(self, ctx: Any) -> list[str]:
+        name = self.metavar or ""
+        dots = "..." if self.nargs != 1 else ""
+        return [name + dots if self.required else f"[{name}]{dots}"]
+
+    def display_type_rich(self, ctx: Any) -> str | None:
+        return ""
+
+
+def _argument(param: Any) -> Argument:
+    """`param` (a typer argument) remade as `Argument`, named in capitals (no completion:
+    rtool's commands offer none)."""
+    return Argument(
+        param_decls=[param.name],
+        type_descriptor=param.type_descriptor,
+        required=param.required,
+        default=param.default,
+        callback=param.callback,
+        nargs=param.nargs,
+        metavar=(param.metavar or param.name or "ARG").upper(),
+        expose_value=param.expose_value,
+        is_eager=param.is_eager,
+        envvar=param.envvar,
+        show_default=param.show_default,
+        show_choices=param.show_choices,
+        show_envvar=param.show_envvar,
+        help=param.help,
+        hidden=param.hidden,
+        min=param.min,
+        max=param.max,
+        rich_help_panel=param.rich_help_panel,
+    )
+
+
+def _tidy_param(param: Any) -> Any:
     param.help = _escape(getattr(param, "help", None))
     if param.param_type_name == "argument":
-        name = (param.metavar or param.name or "ARG").upper()
-        dots = "..." if param.nargs != 1 else ""
-        usage = name + dots if param.required else f"[{name}]{dots}"
-        param.metavar = name
-        param._usage_display_name = lambda: usage
-        param.display_type_rich = lambda ctx: ""
-        return
+        return param if isinstance(param, Argument) else _argument(param)
     if param.is_flag or param.count:
         param.metavar = ""
         if param.secondary_opts:  # `[default: --preflight]`, not `preflight`; none if unset
@@ -67,6 +107,7 @@ def _tidy_param(param: Any) -> None:
             param.show_default = False
     elif param.metavar is None:
         param.metavar = _value_name(param)
+    return param
 
 
 def tidy(command: Any) -> Any:
@@ -78,17 +119,11 @@ def tidy(command: Any) -> Any:
     # a sub-app built on its own gets typer's shell-completion options: they belong to none
     command.params = [p for p in command.params if p.name not in _COMPLETION]
     command.short_help = _escape(command.short_help)
-    for param in command.params:
-        _tidy_param(param)
-    show_help = command.get_help_option
-
-    def help_option(ctx: Any) -> Any:  # click makes `-h/--help` on demand: no `<bool>` either
-        option = show_help(ctx)
-        if option is not None:
-            option.metavar = ""
-        return option
-
-    command.get_help_option = help_option
+    command.params = [_tidy_param(param) for param in command.params]
+    # click makes `-h/--help` on first use and keeps it: made here, it shows no `<bool>` either
+    option = command.get_help_option(typer.Context(command, help_option_names=HELP_NAMES))
+    if option is not None:
+        option.metavar = ""
     for sub in getattr(command, "commands", {}).values():
         tidy(sub)
     return command

@@ -17,6 +17,12 @@ from typing import TYPE_CHECKING, Any
 import psutil
 
 from rtool.core.alert import Status
+from rtool.nodes.store import SuspectStore
+from rtool.notify.status import collect
+from rtool.runs.names import submissions
+from rtool.slurm_templates.submit import switch_path
+from rtool.watchdogs import history
+from rtool.watchdogs.probes import child
 
 if TYPE_CHECKING:
     from rtool.app.plumbing.appconfig import Config
@@ -38,7 +44,6 @@ def _severity(name: str | None) -> int:
 def notify_sections(cfg: Config, state: StateDir, now: float) -> tuple[dict[str, Any], ...]:
     """(alerts, outbox) from `rtool.notify.status.collect` (one read of the outbox and alert
     state)."""
-    from rtool.notify.status import collect
 
     data = collect(cfg.notify, state, now)
     open_alerts = [
@@ -80,7 +85,6 @@ def notify_sections(cfg: Config, state: StateDir, now: float) -> tuple[dict[str,
 # -- disks: runway from the disk watchdog's history ----------------------------------------------
 def nodes_section(cfg: Config, state: StateDir, now: float) -> dict[str, Any]:
     """The suspect nodes (rtool nodes): informational, they do not change the overall status."""
-    from rtool.nodes.store import SuspectStore
 
     suspects = SuspectStore(state, cfg.nodes.expiry).suspects(now)
     return {
@@ -91,7 +95,6 @@ def nodes_section(cfg: Config, state: StateDir, now: float) -> dict[str, Any]:
 
 def disk_section(cfg: Config, state: StateDir, alert_status: dict[str, str], now: float) -> Any:
     """One entry per partition watched in the config or with a recorded history."""
-    from rtool.watchdogs import history
 
     histories = history.read_all(state, "disk")
     specs = {d.path: d for d in cfg.watch.disk}
@@ -117,7 +120,6 @@ def disk_entry(
     now: float,
 ) -> dict[str, Any]:
     """Pure: usage and runway of one partition from its history samples."""
-    from rtool.watchdogs import history
 
     entry: dict[str, Any] = {"path": path, "samples": len(samples), "status": None}
     if not samples:
@@ -174,8 +176,6 @@ def memory_section(cfg: Config) -> dict[str, Any]:
 def switch_targets(cfg: Config, state: StateDir, cwd: Path) -> list[dict[str, Any]]:
     """A `[switches]` path shared by every run (when configured so), then the switches of
     recent submissions (each run has its own by default); each lists the runs that use it."""
-    from rtool.runs.names import submissions
-    from rtool.slurm_templates.submit import switch_path
 
     out: dict[tuple[str, str], dict[str, Any]] = {}
     for which in ("kill", "save"):
@@ -198,7 +198,6 @@ def switch_targets(cfg: Config, state: StateDir, cwd: Path) -> list[dict[str, An
 
 def probe_switches(items: list[dict[str, Any]], timeout: float) -> list[dict[str, Any]]:
     """Add `present` (True/False, None when the probe failed or hung) to each switch."""
-    from rtool.watchdogs.probes import child
 
     deadline = time.monotonic() + timeout
     procs = [child.start("logstat", glob.escape(item["path"])) for item in items]

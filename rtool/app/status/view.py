@@ -16,12 +16,18 @@ from rtool.app.status import sections as status_sections
 from rtool.core.alert import Status
 from rtool.core.identity import current_user
 from rtool.core.proc import ProcError
+from rtool.cron.chain import active_jobs
+from rtool.cron.store import CronStore, resolve_dir
+from rtool.watchdogs.base import ProbeEnv, Watchdog
+from rtool.watchdogs.config import JobWatch
+from rtool.watchdogs.cron_chain import ChainObservation, CronWatch, CronWatchdog, check_cron
+from rtool.watchdogs.job import JobWatchdog, check_one, matching
+from rtool.watchdogs.runner import query_for
 
 if TYPE_CHECKING:
     from rtool.app.plumbing.appconfig import Config
     from rtool.core.slurm import Slurm, SqueueJob
     from rtool.core.state import StateDir
-    from rtool.watchdogs.config import JobWatch
 
 SCHEMA = "rtool.status/1"
 SECTIONS = ("jobs", "cron", "alerts", "disks", "memory", "switches", "outbox", "nodes")
@@ -72,7 +78,6 @@ def overall(data: dict[str, Any]) -> str:
 
 def job_specs(cfg: Config) -> list[JobWatch]:
     """[[watch.job]] entries plus the job names of [[watch.log]] entries not already listed."""
-    from rtool.watchdogs.config import JobWatch
 
     specs = list(cfg.watch.job)
     names = {s.name for s in specs if not s.regex}
@@ -87,11 +92,6 @@ def slurm_sections(
     cfg: Config, state: StateDir, slurm: Slurm, cron_dir: Path | None, now: float
 ) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
     """(jobs, cron, slurm) sections from one squeue call shared by both."""
-    from rtool.cron.store import CronStore, resolve_dir
-    from rtool.watchdogs.base import ProbeEnv, Watchdog
-    from rtool.watchdogs.cron_chain import CronWatch, CronWatchdog
-    from rtool.watchdogs.job import JobWatchdog
-    from rtool.watchdogs.runner import query_for
 
     job_wd = JobWatchdog(job_specs(cfg), cfg.watch.timeout)
     job_wd.nodes_cfg, job_wd.act = cfg.nodes, False  # look at nodes; record nothing
@@ -148,7 +148,6 @@ def _job_row(j: SqueueJob) -> dict[str, Any]:
 
 
 def jobs_section(job_wd: Any, obs: Any, now: float) -> dict[str, Any]:
-    from rtool.watchdogs.job import check_one, matching
 
     entries = []
     for spec in job_wd.specs:
@@ -198,8 +197,6 @@ def failing_cron_jobs(records: dict[str, dict[str, Any]]) -> list[dict[str, Any]
 def cron_section(
     cfg: Config, store: Any, beat: dict[str, Any] | None, obs: Any, now: float
 ) -> dict[str, Any]:
-    from rtool.cron.chain import active_jobs
-    from rtool.watchdogs.cron_chain import ChainObservation, check_cron
 
     base: dict[str, Any] = {"dir": str(store.root), "chain_name": store.name}
     failing = failing_cron_jobs(store.load()["jobs"])

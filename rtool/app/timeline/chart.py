@@ -106,17 +106,21 @@ def _mark(cause: Cause, x: float, y: float, colour: str, tip: str, n: int, k: fl
     a = f'class="end" data-attempt="{n}" data-cause="{esc(cause.value)}"'
     t = f"<title>{tip}</title>"
     u = 5 * k
+
+    def stroke(d: str) -> str:
+        return f'<path {a} d="{d}" stroke="{colour}" stroke-width="3" fill="none">{t}</path>'
+
     if cause is Cause.CRASH:
         w = 2 * u
         d = f"M{x - u:.1f},{y - u:.1f}l{w:.1f},{w:.1f}m{-w:.1f},0l{w:.1f},{-w:.1f}"
-        return f'<path {a} d="{d}" stroke="{colour}" stroke-width="3" fill="none">{t}</path>'
+        return stroke(d)
     if cause is Cause.NODE_FAILURE:
         pts = f"{x:.1f},{y - 1.4 * u:.1f} {x + 1.2 * u:.1f},{y:.1f} {x:.1f},{y + 1.4 * u:.1f} "
         pts += f"{x - 1.2 * u:.1f},{y:.1f}"
         return f'<polygon {a} points="{pts}" fill="{colour}" stroke="#222">{t}</polygon>'
     if cause is Cause.HANG:
         d = f"M{x - 0.6 * u:.1f},{y - 1.2 * u:.1f}v{2.4 * u:.1f}m{1.2 * u:.1f},0v{-2.4 * u:.1f}"
-        return f'<path {a} d="{d}" stroke="{colour}" stroke-width="3" fill="none">{t}</path>'
+        return stroke(d)
     if cause is Cause.PREEMPTED:
         pts = f"{x - 1.2 * u:.1f},{y - u:.1f} {x + 1.2 * u:.1f},{y - u:.1f} "
         pts += f"{x:.1f},{y + 1.2 * u:.1f}"

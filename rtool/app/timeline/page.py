@@ -13,6 +13,9 @@ import time
 from pathlib import Path
 
 from rtool import __version__
+from rtool.core.errors import UsageError
+from rtool.core.redact import redact
+from rtool.core.state import atomic_write
 from rtool.runs.endings import Cause
 
 #: What the page may load: nothing but its own inline style and script.
@@ -72,7 +75,6 @@ SCRIPT = """
 def esc(value: object) -> str:
     """Text for the page, redacted as alerts are (a token the training printed in its log tail
     never reaches the file), then escaped (quotes too: safe in an attribute)."""
-    from rtool.core.redact import redact
 
     return html.escape(redact(str(value)), quote=True)
 
@@ -83,7 +85,6 @@ PAGE_MODE = 0o600
 
 def parse_mode(text: str | None) -> int:
     """`--mode 0644` (octal, at most 0777; no setuid, setgid or sticky bits) -> 0o644."""
-    from rtool.core.errors import UsageError
 
     if text is None:
         return PAGE_MODE
@@ -123,8 +124,6 @@ def write(path: Path, text: str, mode: int = PAGE_MODE) -> None:
     """Write the page to `path` atomically (a temp file beside it, then rename: a symlink at
     `path` is replaced, never followed); a missing folder or a folder at `path` is a usage
     error (one line)."""
-    from rtool.core.errors import UsageError
-    from rtool.core.state import atomic_write
 
     target = path.expanduser()
     if not target.parent.is_dir():

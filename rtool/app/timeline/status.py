@@ -11,6 +11,7 @@ from rtool.app.status import render as text
 from rtool.app.timeline.page import document, esc, stamp
 from rtool.app.timeline.run import run_section
 from rtool.core.redact import redact
+from rtool.runs import store
 
 if TYPE_CHECKING:
     from rtool.app.plumbing.appconfig import Config
@@ -48,7 +49,6 @@ def _section(title: str, lines: list[str]) -> str:
 
 def watched_runs(cfg: Config, state: StateDir) -> list[Ledger]:
     """The stored ledgers: runs of the config's entries first, then the rest, newest first."""
-    from rtool.runs import store
 
     named = [r.name for r in cfg.watch.run] + [j.run or j.name for j in cfg.watch.job]
     names = list(dict.fromkeys(n for n in named if n))

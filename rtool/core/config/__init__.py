@@ -7,14 +7,20 @@ none, built-in defaults. Every error is reported at once with its key path, file
 
 from __future__ import annotations
 
+import os
+import stat
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from pydantic import ValidationError
+
 from rtool.core.config.layers import DEFAULT, Layer, Layered, Origin, config_files, locate
 from rtool.core.config.render import MASK  # what `config show` prints for a secret
 from rtool.core.errors import ConfigError
+from rtool.core.identity import trusted_uid
+from rtool.core.safeio import UnsafeFileError, open_regular, trust_problem
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -107,7 +113,6 @@ def read_trusted_config(found: Path) -> str:
     The owner and mode are judged on the descriptor that is then read (a file swapped in
     between a check and a read never counts).
     """
-    from rtool.core.safeio import UnsafeFileError
 
     try:
         raw = _read_checked_config(found)
@@ -126,12 +131,8 @@ def read_trusted_config(found: Path) -> str:
 
 
 def _read_checked_config(found: Path) -> bytes:
-    import os
-    import stat
 
     from rtool.core.fdwalk import read_fd
-    from rtool.core.identity import trusted_uid
-    from rtool.core.safeio import UnsafeFileError, open_regular, trust_problem
 
     fd, st = open_regular(found)
     try:
@@ -154,7 +155,6 @@ def load_config_text(schema: type[M], text: str, source: str = "<config>") -> M:
 
 def validate_layered(schema: type[M], layered: Layered) -> M:
     """The merged data validated into `schema`; every problem at once, with where it is."""
-    from pydantic import ValidationError
 
     source = _names([layer.path for layer in layered.layers]) or None
     masked = _masked(layered, layered.data, ())

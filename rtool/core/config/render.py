@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from rtool.core.config.layers import KeyPath, Layered
+from rtool.core.redact import redact
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -50,7 +51,6 @@ def _pick(dumped: Any, raw: Any) -> Any:
 def masked(data: Any, at: KeyPath = ()) -> Any:
     """`data` with every secret value masked: keys that hold one, header values, and whatever
     `rtool.core.redact` finds in a string (tokens in URLs, known secrets)."""
-    from rtool.core.redact import redact
 
     if isinstance(data, dict):
         return {k: _mask_value(k, v, (*at, k)) for k, v in data.items()}

@@ -10,6 +10,7 @@ no code of its own. Secrets never appear in a problem's text.
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -47,7 +48,6 @@ def _inside(value: Any, at: str) -> list[str]:
 
 def _secret(env: str | None, file: str | None, base: str) -> list[str]:
     """Problems of the secret `base`, each naming the key that names it (`..._env`/`_file`)."""
-    import os
 
     from_env = bool(env and os.environ.get(env))
     what = f"{base}_env" if from_env or not file else f"{base}_file"

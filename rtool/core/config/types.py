@@ -10,6 +10,8 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, PlainSerializer
 
 from rtool.core.errors import SecretError
+from rtool.core.redact import register_secret
+from rtool.core.safeio import UnsafeFileError, read_bounded
 from rtool.core.units import (
     UnitError,
     exact_duration,
@@ -73,7 +75,6 @@ def resolve_secret(env: str | None, file: str | None, what: str) -> str | None:
 
     Returns None when neither is set. Never puts the secret itself in an error message.
     """
-    from rtool.core.redact import register_secret
 
     if env:
         value = os.environ.get(env)
@@ -98,7 +99,6 @@ def resolve_secret(env: str | None, file: str | None, what: str) -> str | None:
                 f"{what}: secret file {path} is readable by others "
                 f"(mode {stat.S_IMODE(st.st_mode):04o}); run: chmod 600 {path}"
             )
-        from rtool.core.safeio import UnsafeFileError, read_bounded
 
         try:
             value = read_bounded(path, 64 * 1024).strip()

@@ -11,6 +11,7 @@ from typing import Any, ClassVar, Literal, Protocol
 from rtool.core.config.fields import setting
 from rtool.core.config.types import PositiveDuration, Section, resolve_secret
 from rtool.core.errors import SecretError
+from rtool.core.redact import redact
 from rtool.notify.channels.notification import Notification
 
 StatusName = Literal["OK", "WARNING", "CRITICAL", "UNKNOWN"]
@@ -28,7 +29,6 @@ class DeliveryError(Exception):
     """
 
     def __init__(self, reason: str, *, permanent: bool, retry_after: float | None = None):
-        from rtool.core.redact import redact
 
         reason = redact(reason)  # a requests error may quote the webhook URL
         super().__init__(reason)

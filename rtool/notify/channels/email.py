@@ -9,6 +9,7 @@ one with In-Reply-To / References.
 from __future__ import annotations
 
 import email.utils
+from email.message import EmailMessage
 from typing import TYPE_CHECKING
 
 from rtool.core.config.fields import setting
@@ -25,7 +26,6 @@ from rtool.notify.channels.notification import Notification, body, subject
 
 if TYPE_CHECKING:
     import smtplib
-    from email.message import EmailMessage
 
 
 def message_id(nid: str, sender: str) -> str:
@@ -34,8 +34,6 @@ def message_id(nid: str, sender: str) -> str:
 
 
 def build_message(cfg: EmailConfig, env: Envelope) -> EmailMessage:
-    from email.message import EmailMessage
-
     n: Notification = env.notification
     msg = EmailMessage()
     msg["Subject"] = subject(n)

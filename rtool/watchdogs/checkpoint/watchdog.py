@@ -21,6 +21,7 @@ from rtool.watchdogs.base import Action, CheckResult, ProbeEnv, SpecWatchdog
 from rtool.watchdogs.checkpoint import verdict
 from rtool.watchdogs.checkpoint.model import Observation
 from rtool.watchdogs.checkpoint.spec import CheckpointWatch
+from rtool.watchdogs.disk import read_quota
 from rtool.watchdogs.history import slug
 from rtool.watchdogs.probe_failure import probe_failure
 from rtool.watchdogs.probes import child
@@ -47,7 +48,6 @@ class CheckpointWatchdog(SpecWatchdog[CheckpointWatch]):
     def probe(self, env: ProbeEnv) -> list[Observation]:
         """One child per folder, all started at once, each bounded by its timeout; the
         quota commands run after (each bounded too)."""
-        from rtool.watchdogs.disk import read_quota
 
         mounts = child.read_mounts()
         stuck = child.StuckProbes(env.state)
