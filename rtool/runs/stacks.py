@@ -26,8 +26,11 @@ _HEAD = re.compile(
 )
 _THREAD = re.compile(r"(?:Current thread|Thread) 0x[0-9a-f]{1,16} \(most recent call first\):")
 _FRAME = re.compile(r'  File "([^"\n]{1,4096})", line ([0-9]{1,9}) in (\S{1,512})')
-#: Frames in these folders are libraries: the place is the innermost frame outside them.
-_LIBRARY = ("site-packages", "dist-packages", "/lib/python3")
+#: Frames in these folders are libraries: the place is the innermost frame outside them. The
+#: shim's own frames count too: a rank whose main thread writes the dump itself (its signal
+#: handler, inside the collective) is where the handler interrupted it, not in `_dump_to`.
+_SHIM = "/rtool/shim/"
+_LIBRARY = ("site-packages", "dist-packages", "/lib/python3", _SHIM)
 
 #: Decorators' frames: the name shown is the function they wrap (torch's c10d `wrapper`).
 _WRAPPERS = frozenset({"wrapper", "inner", "wrapped", "_fn", "decorate_context", "_call_impl"})
@@ -41,6 +44,15 @@ class RankStack:
     host: str
     frames: tuple[Frame, ...]  # the main thread's, innermost first
     launch: int = 0
+
+    @property
+    def own(self) -> tuple[Frame, ...]:
+        """The frames without the shim's own innermost ones (a rank that wrote its dump from its
+        handler groups with the ranks interrupted at the same place)."""
+        skip = 0
+        while skip < len(self.frames) and _SHIM in self.frames[skip][0]:
+            skip += 1
+        return self.frames[skip:]
 
     @property
     def where(self) -> str:
@@ -109,7 +121,7 @@ def summary(stacks: Sequence[RankStack], most: int = 4) -> str | None:
         return None
     groups: dict[tuple[Frame, ...], list[RankStack]] = {}
     for s in stacks:
-        groups.setdefault(s.frames, []).append(s)
+        groups.setdefault(s.own, []).append(s)
     ordered = sorted(groups.values(), key=lambda g: (-len(g), g[0].rank))
     big = ordered[0]
     head = [f"{len(big)} ranks in {big[0].where}"] if len(big) > 1 else []

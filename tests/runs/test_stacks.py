@@ -29,6 +29,18 @@ IN_LOADER = """Current thread 0x00007f0000000003 (most recent call first):
 """
 
 
+#: The main thread writing the dump itself, from the shim's handler inside the collective (an
+#: editable install: the shim is not under site-packages).
+DUMPING = f"""Current thread 0x00007f0000000004 (most recent call first):
+  File "/home/me/src/rtool/rtool/shim/hang.py", line 164 in _dump_to
+  File "/home/me/src/rtool/rtool/shim/watch.py", line 90 in round
+  File "{LIB}/distributed_c10d.py", line 2050 in all_reduce
+  File "{LIB}/c10d_logger.py", line 81 in wrapper
+  File "/home/me/train.py", line 212 in main
+  File "/home/me/train.py", line 300 in <module>
+"""
+
+
 def _dump(rank: int, host: str, body: str, launch: int = 0) -> str:
     return f"rtool-stacks rank={rank} host={host} pid={100 + rank} launch={launch}\n{body}"
 
@@ -48,6 +60,12 @@ def test_the_largest_group_then_every_odd_rank() -> None:
     assert text is not None and text.startswith("6 ranks in all_reduce at train.py:212; rank 1 on")
     assert text.endswith("; 2 more ranks elsewhere"), text
     assert parse("not a dump\n" + IN_LOADER) is None and summary([]) is None
+
+
+def test_a_rank_writing_its_own_dump_is_where_the_shim_interrupted_it() -> None:
+    stacks = [parse(_dump(r, "n1", DUMPING if r == 2 else IN_COLLECTIVE)) for r in range(3)]
+    got = summary([s for s in stacks if s is not None])
+    assert got == "3 ranks in all_reduce at train.py:212"
 
 
 def test_only_trusted_files_of_the_launch_are_read(tmp_path: Path) -> None:
