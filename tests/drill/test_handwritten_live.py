@@ -5,12 +5,14 @@ CRITICAL with what to change (B:, a trap, exec, rtool submit)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 
 from devtools.demo.observe import parse_steps
@@ -35,6 +37,17 @@ CASES = {
     ),
     "wrapper-execs": ("B:USR1@30", TRAP.format(cmd=f'bash -c "exec {TRAIN}"'), True, ()),
 }
+
+
+@pytest.fixture(autouse=True)
+def _no_toy_left(tmp_path: Path) -> Iterator[None]:
+    """A script that does not exec the training leaves the toy behind when its shell dies:
+    the local cluster's proctrack/linuxproc loses a child reparented to init. End it."""
+    yield
+    for proc in psutil.process_iter(["cwd"]):
+        if str(proc.info.get("cwd") or "").startswith(str(tmp_path)):
+            with contextlib.suppress(psutil.Error):
+                proc.kill()
 
 
 def steps(out: str) -> dict[str, str]:
