@@ -12,6 +12,7 @@ and the srun-native mode on 2 nodes with 2 processes each, the three jobs at onc
 
 from __future__ import annotations
 
+import getpass
 import json
 import sys
 from dataclasses import dataclass
@@ -21,6 +22,8 @@ from typing import Any
 
 import pytest
 
+from devtools.localslurm import control, nodeops
+from devtools.localslurm.daemons import sh
 from rtool.core.slurm import Slurm
 from tests.e2e.conftest import RtoolRun
 from tests.helpers import wait_for
@@ -101,11 +104,22 @@ def _ended(slurm: Slurm, job: str) -> tuple[str, int | None] | None:
     return (recs[0].state, recs[0].exit_code) if recs else None
 
 
+def _whole_cluster(cluster: control.Cluster) -> None:
+    """The three jobs need every core of every node at once: no job an earlier test left on
+    the session's cluster, and every node back (a node-failure test may have left one down)."""
+    sh(["scancel", f"--user={getpass.getuser()}"], env=cluster.env, check=False)
+    wait_for(lambda: not sh(["squeue", "-h"], env=cluster.env).stdout.strip(), 120, 1, "no job")
+    for node in cluster.nodes:
+        if cluster.node_states().get(node) not in control.READY:
+            nodeops.revive_node(cluster, node)
+
+
 @pytest.mark.slurm
-@pytest.mark.timeout(400)
+@pytest.mark.timeout(700)
 def test_launchers_form_one_world_across_nodes_and_stop_together(
-    rtool: RtoolRun, slurm: Slurm, job_name: str, tmp_path: Path
+    rtool: RtoolRun, slurm: Slurm, slurm_cluster: control.Cluster, job_name: str, tmp_path: Path
 ) -> None:
+    _whole_cluster(slurm_cluster)
     (tmp_path / "rtool.toml").write_text(f'[state]\ndir = "{tmp_path / "state"}"\n')
     runs = {c.kind: f"{job_name}-{c.kind}" for c in CASES}
     jobs = {c.kind: _submit(rtool, tmp_path, c, runs[c.kind]) for c in CASES}
@@ -116,7 +130,7 @@ def test_launchers_form_one_world_across_nodes_and_stop_together(
         for c in CASES:  # what Slurm does with --signal=B:USR1@...: the batch shell only
             slurm.scancel([jobs[c.kind][1]], signal="USR1", batch=True)
         for c in CASES:
-            _wait_events(jobs[c.kind][0], "signal", c.world, 60)
+            _wait_events(jobs[c.kind][0], "signal", c.world, 120)
             rtool("stop", "--run", runs[c.kind])
         for c in CASES:
             job = jobs[c.kind][1]
