@@ -44,8 +44,9 @@ def _no_toy_left(tmp_path: Path) -> Iterator[None]:
     """A script that does not exec the training leaves the toy behind when its shell dies:
     the local cluster's proctrack/linuxproc loses a child reparented to init. End it."""
     yield
-    for proc in psutil.process_iter(["cwd"]):
-        if str(proc.info.get("cwd") or "").startswith(str(tmp_path)):
+    for proc in psutil.process_iter(["cwd", "cmdline"]):
+        toy = str(TOY) in (proc.info.get("cmdline") or [])
+        if toy and str(proc.info.get("cwd") or "").startswith(str(tmp_path)):
             with contextlib.suppress(psutil.Error):
                 proc.kill()
 
