@@ -1,10 +1,11 @@
-"""One registry for every kind of plug-in: watchdog, pre-flight check, failure signature,
-channel, config section.
+"""One registry for every kind of plug-in: watchdog, pre-flight check, failure signature, channel,
+config section, command.
 
-A kind lists its plug-ins in one table, one line each, in order: `name: "module:attribute"`
-(or `name: "module"`, for a plug-in that is a module). A plug-in is imported when it is first
-asked for, so `rtool watch disk` imports the disk watchdog alone; `all()` imports every one.
-A plug-in that carries its own name (`name` or `NAME`) must carry its line's name.
+A kind lists its plug-ins in one table, one line each, in order: `name: "module:attribute"` (or
+`name: "module"`, for a plug-in that is a module), or `name: Line("module", "summary")` where a
+listing shows a one-line summary without importing the plug-in (commands). A plug-in is imported
+when it is first asked for, so `rtool watch disk` imports the disk watchdog alone; `all()` imports
+every one. A plug-in that carries its own name (`name` or `NAME`) must carry its line's name.
 
     LINES: dict[str, str] = {
         "email": "rtool.notify.channels.email:EmailChannel",
@@ -20,9 +21,17 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Iterator, Mapping
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 T = TypeVar("T")
+
+
+class Line(NamedTuple):
+    """A registry line with a summary a listing shows without importing the plug-in."""
+
+    where: str
+    summary: str = ""
+    hidden: bool = False  # left out of listings (a plug-in rtool runs itself)
 
 
 def load(where: str) -> Any:
@@ -36,19 +45,22 @@ class Registry(Mapping[str, T]):
     """The plug-ins of one kind: `name -> "module[:attribute]"`, each imported when first
     looked up (`registry[name]`, `registry.get(name)`); `names()` imports nothing."""
 
-    def __init__(self, kind: str, lines: Mapping[str, str]) -> None:
+    def __init__(self, kind: str, lines: Mapping[str, str | Line]) -> None:
         self.kind = kind
-        self.lines: dict[str, str] = dict(lines)
+        self.lines: dict[str, Line] = {
+            name: line if isinstance(line, Line) else Line(line) for name, line in lines.items()
+        }
         self._loaded: dict[str, T] = {}
 
     def __getitem__(self, name: str) -> T:
         """The plug-in `name`; imports its module (alone) the first time. KeyError: no such
         line; ValueError: the plug-in calls itself by another name."""
         if name not in self._loaded:
-            found = load(self.lines[name])
+            where = self.lines[name].where
+            found = load(where)
             own = getattr(found, "name", None) or getattr(found, "NAME", None)
             if isinstance(own, str) and own != name:
-                raise ValueError(f"{self.kind} line {name!r} loads {own!r} ({self.lines[name]})")
+                raise ValueError(f"{self.kind} line {name!r} loads {own!r} ({where})")
             self._loaded[name] = found
         return self._loaded[name]
 
@@ -64,10 +76,14 @@ class Registry(Mapping[str, T]):
     def names(self) -> list[str]:
         return list(self.lines)
 
+    def line(self, name: str) -> Line:
+        """The line of `name` (its summary, whether hidden), without importing it."""
+        return self.lines[name]
+
     def all(self) -> tuple[T, ...]:
         """Every plug-in, in the order of the lines (imports them all)."""
         return tuple(self[name] for name in self.lines)
 
-    def plus(self, lines: Mapping[str, str]) -> Registry[T]:
+    def plus(self, lines: Mapping[str, str | Line]) -> Registry[T]:
         """A registry of these lines and `lines` after them (a test's extra plug-in)."""
         return Registry(self.kind, {**self.lines, **lines})

@@ -141,7 +141,7 @@ def commands(_: str | None = None) -> str:
     from rtool.app.plumbing.lazy import COMMANDS
 
     rows = ["| command | what it does |", "|---|---|"]
-    rows += [f"| `rtool {name}` | {_cell(c.summary)} |" for name, c in COMMANDS.items()]
+    rows += [f"| `rtool {name}` | {_cell(COMMANDS.line(name).summary)} |" for name in COMMANDS]
     return "\n".join(rows)
 
 

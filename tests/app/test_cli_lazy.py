@@ -31,7 +31,7 @@ def test_each_summary_is_written_once_and_opens_its_page(name: str) -> None:
     """The summary lives in lazy.COMMANDS alone: `rtool --help` lists it without importing
     the module, and the command's own page starts with it (the module does not repeat it)."""
     cmd = lazy.load(name)
-    summary = lazy.COMMANDS[name].summary
+    summary = lazy.COMMANDS.line(name).summary
     paragraphs = [" ".join(p.split()) for p in (cmd.help or "").split("\n\n")]
     assert paragraphs[0] == summary and summary not in paragraphs[1:], paragraphs
     assert cmd.name == name

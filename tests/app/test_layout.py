@@ -45,7 +45,8 @@ def test_plumbing_imports_no_command() -> None:
 
 def test_one_command_per_module() -> None:
     """Each top-level command has a module of its own, named after it."""
-    for name, lazy in COMMANDS.items():
-        assert lazy.module == f"{APP}.commands.{name}_cmd", name
-        path = ROOT / Path(*lazy.module.split(".")).with_suffix(".py")
+    for name in COMMANDS:
+        module = COMMANDS.line(name).where
+        assert module == f"{APP}.commands.{name}_cmd", name
+        path = ROOT / Path(*module.split(".")).with_suffix(".py")
         assert path.is_file(), path

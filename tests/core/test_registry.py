@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from rtool.core.registry import Registry, load
+from rtool.core.registry import Line, Registry, load
 
 
 def test_a_line_is_imported_when_first_looked_up() -> None:
@@ -44,3 +44,17 @@ def test_load_names_an_attribute_or_a_module() -> None:
     assert load("os.path:join") is os.path.join and load("os.path") is os.path
     with pytest.raises(ModuleNotFoundError):
         load("no_such_module_here:x")
+
+
+def test_a_line_with_a_summary_is_listed_without_importing_its_plugin() -> None:
+    """Commands: `rtool --help` shows each summary, and hides a hidden one, importing nothing."""
+    sys.modules.pop("json.tool", None)
+    reg: Registry[object] = Registry(
+        "command", {"tool": Line("json.tool", "Pretty-print JSON."), "raw": "json"}
+    )
+    assert reg.line("tool") == Line("json.tool", "Pretty-print JSON.", hidden=False)
+    assert reg.line("raw") == Line("json") and "json.tool" not in sys.modules
+    import json.tool
+
+    assert reg["tool"] is json.tool
+    assert Registry("command", {"rec": Line("json", "x", hidden=True)}).line("rec").hidden

@@ -149,7 +149,7 @@ def command(name: str) -> list[str]:
     """A top-level command (rtool/app/plumbing/lazy.py COMMANDS)."""
     from rtool.app.plumbing.lazy import COMMANDS
 
-    summary = COMMANDS[name].summary
+    summary = COMMANDS.line(name).summary
     out = [] if summary.endswith((".", "?", ")")) else [f"rtool {name}: summary is not a sentence"]
     return out + help_page([name])
 

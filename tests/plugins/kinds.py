@@ -249,8 +249,8 @@ def kinds() -> dict[str, Kind]:
         "command": Kind(
             "command",
             "rtool/app/plumbing/lazy.py",
-            "COMMANDS",
-            '"where": Lazy("plugs.where", "Where rtool finds its config and keeps its state."),',
+            "LINES",
+            '"where": Line("plugs.where", "Where rtool finds its config and keeps its state."),',
             "plugs/where.py",
             COMMAND,
         ),

@@ -1,16 +1,14 @@
 """The top-level group loads a command's module only when that command runs.
 
-A command is a module and one line in `COMMANDS` below: its name, its module and its one-line
-summary. The summary is written only there: `rtool --help` lists it without importing any
-command module (so it starts like a bare typer app), and the command's own help page starts
-with it (the module's help text and docstrings go on from there). `rtool watch disk ...`
-imports `watch_cmd` alone, not sbatch templates or notify channels.
+A command is a module and one line in `LINES` below: its name, its module and its one-line summary
+(a registry like every plug-in kind's, rtool/core/registry.py). The summary is written only there:
+`rtool --help` lists it without importing any command module (so it starts like a bare typer app),
+and the command's own help page starts with it (the module's help text and docstrings go on from
+there). `rtool watch disk ...` imports `watch_cmd` alone, not sbatch templates or notify channels.
 """
 
 from __future__ import annotations
 
-import importlib
-from dataclasses import dataclass
 from difflib import get_close_matches
 from typing import Any
 
@@ -18,77 +16,69 @@ import typer
 
 from rtool.app.plumbing.errors import CLICK_USAGE, DEFAULT, PolicyGroup
 from rtool.app.plumbing.helptext import tidy
-
-
-@dataclass(frozen=True)
-class Lazy:
-    """A top-level command: the module that defines it and its one-line summary."""
-
-    module: str
-    summary: str
-    hidden: bool = False  # run by rtool itself (the batch script), not listed in help
-
+from rtool.core.registry import Line, Registry
 
 _M = "rtool.app.commands."
 #: name -> where it lives and its summary. Order = order in `rtool --help`. A module with
 #: `register(cli)` adds its command to `cli`, one with `command()` makes it (from declarations:
 #: rtool/app/plumbing/params.py); one with only an `app` is that group.
-COMMANDS: dict[str, Lazy] = {
-    "submit": Lazy(
+LINES: dict[str, str | Line] = {
+    "submit": Line(
         _M + "submit_cmd",
         "Submit a training run as a job array with signals, switches and requeue.",
     ),
-    "stop": Lazy(
+    "stop": Line(
         _M + "stop_cmd",
         "Touch the run's kill switch: it saves and stops, queued tasks exit at once.",
     ),
-    "save": Lazy(
+    "save": Line(
         _M + "save_cmd", "Touch the run's save switch: it saves a checkpoint and goes on."
     ),
-    "status": Lazy(
+    "status": Line(
         _M + "status_cmd",
         "Show jobs, cron chain, open alerts, disk runway, memory, switches and outbox at once.",
     ),
-    "history": Lazy(
+    "history": Line(
         _M + "history_cmd",
         "Every attempt of a run (array tasks, requeues, chained jobs) and where the time went.",
     ),
-    "drill": Lazy(
+    "drill": Line(
         _M + "drill_cmd",
         "Preemption drill: stop the run the way Slurm would and check save, exit, requeue, resume.",
     ),
-    "watch": Lazy(
+    "watch": Line(
         _M + "watch_cmd",
         "Watchdogs for a training run, one command each, or all of the config's in one sweep.",
     ),
-    "cron": Lazy(
+    "cron": Line(
         _M + "cron_cmd",
         "A crontab for Slurm clusters: a self-resubmitting scheduler job that runs "
         "cron.hourly/, cron.daily/, cron.weekly/ and cron.d/ without drift or duplicates.",
     ),
-    "nodes": Lazy(_M + "nodes_cmd", "Suspect nodes: which nodes hurt your runs, why, since when."),
-    "preflight": Lazy(
+    "nodes": Line(_M + "nodes_cmd", "Suspect nodes: which nodes hurt your runs, why, since when."),
+    "preflight": Line(
         _M + "preflight_cmd",
         "Pre-flight check of every node before training (docs/nodes.md).",
     ),
-    "notify": Lazy(
+    "notify": Line(
         _M + "notify_cmd", "Alert channels and the outbox: test them, deliver, show their state."
     ),
-    "silence": Lazy(
+    "silence": Line(
         _M + "silence_cmd", "Silences: hold matching alerts during maintenance, then summarise."
     ),
-    "config": Lazy(_M + "config_cmd", "Check and show the config file."),
-    "record": Lazy(
+    "config": Line(_M + "config_cmd", "Check and show the config file."),
+    "record": Line(
         _M + "record_cmd",
         "Append this attempt's start or end record to $RTOOL_RUN_RECORDS (batch scripts only).",
-        hidden=True,
+        hidden=True,  # run by rtool itself (the batch script), not listed in help
     ),
 }
+COMMANDS: Registry[Any] = Registry("command", LINES)
 
 
 def load(name: str) -> Any:
     """The real click command `name` (imports its module)."""
-    module = importlib.import_module(COMMANDS[name].module)
+    module = COMMANDS[name]
     if hasattr(module, "command"):  # made from declarations (rtool/app/plumbing/params.py)
         cmd = module.command()
     elif hasattr(module, "register"):
@@ -99,7 +89,7 @@ def load(name: str) -> Any:
     else:
         cmd = typer.main.get_command(module.app)
     cmd.name = name
-    cmd.help = _with_summary(COMMANDS[name].summary, cmd.help)
+    cmd.help = _with_summary(COMMANDS.line(name).summary, cmd.help)
     return tidy(cmd)
 
 
@@ -122,10 +112,10 @@ class LazyGroup(PolicyGroup):
         if cmd_name in self.commands or cmd_name not in COMMANDS:
             return self.commands.get(cmd_name)
         if self._listing:  # the root help: a summary, no import
-            lazy = COMMANDS[cmd_name]
-            text = lazy.summary
+            line = COMMANDS.line(cmd_name)
+            text, hidden = line.summary, line.hidden
             return tidy(
-                typer.core.TyperCommand(cmd_name, help=text, short_help=text, hidden=lazy.hidden)
+                typer.core.TyperCommand(cmd_name, help=text, short_help=text, hidden=hidden)
             )
         self.commands[cmd_name] = load(cmd_name)
         return self.commands[cmd_name]
