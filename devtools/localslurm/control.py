@@ -34,6 +34,7 @@ from devtools.localslurm.cluster import ClusterFiles
 from devtools.localslurm.daemons import LocalSlurmError, read_pid, sh, stop_pid, stop_pids, tail
 from devtools.localslurm.slurmconf import (
     MAX_NODES,
+    MAX_SIMULATED,
     PREEMPTION,
     Layout,
     system_program,
@@ -288,6 +289,7 @@ def parser() -> argparse.ArgumentParser:
         help=f"the Slurm release (default ${releases.ENV}, else {releases.DEFAULT})",
     )
     p.add_argument("--nodes", type=int, default=3, help="number of slurmd nodes n1..nN (3)")
+    p.add_argument("--simulated", type=int, default=0, help="more nodes, without a slurmd (0)")
     p.add_argument(
         "--accounting",
         action=argparse.BooleanOptionalAction,
@@ -313,6 +315,8 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if not 1 <= args.nodes <= MAX_NODES:
         p.error(f"--nodes must be between 1 and {MAX_NODES}")
+    if not 0 <= args.simulated <= MAX_SIMULATED:
+        p.error(f"--simulated must be between 0 and {MAX_SIMULATED}")
     try:
         if args.action == "up":
             start = time.monotonic()
@@ -323,6 +327,7 @@ def main(argv: list[str] | None = None) -> int:
                 fast=not args.slow,
                 release=args.slurm,
                 extra=PREEMPTION if args.preempt else (),
+                simulated=args.simulated,
             )
             print(f"# up in {time.monotonic() - start:.1f}s: {status(cluster)}", file=sys.stderr)
             print(f"export SLURM_CONF={shlex.quote(str(cluster.conf))}")
