@@ -52,6 +52,14 @@ def shown_id(job_id: str | None, array_job_id: str | None, task: object) -> str 
     return job_id
 
 
+def heartbeat_key(hb: Heartbeat | None) -> tuple[str, int] | None:
+    """The attempt a heartbeat is of: (its shown id, its restart count); None without a job id."""
+    if hb is None:
+        return None
+    job = shown_id(hb.job_id, hb.array_job_id, hb.array_task_id)
+    return (job, hb.restart_count) if job else None
+
+
 class RecordError(ValueError):
     """A record line that rtool did not write (one line naming the problem)."""
 
@@ -82,18 +90,7 @@ class BatchRecord:
         return (self.node,) if self.node else ()
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "event": self.event,
-            "job_id": self.job_id,
-            "array_job_id": self.array_job_id,
-            "array_task_id": self.array_task_id,
-            "restart": self.restart,
-            "node": self.node,
-            "nodelist": self.nodelist,
-            "time": self.time,
-            "rc": self.rc,
-            "heartbeat": self.heartbeat.to_dict() if self.heartbeat else None,
-        }
+        return {**self.__dict__, "heartbeat": self.heartbeat.to_dict() if self.heartbeat else None}
 
     def to_line(self) -> str:
         """The record as one line (ASCII JSON, no newline inside); raises RecordError when it
@@ -151,7 +148,7 @@ def _int(d: dict[str, Any], key: str, low: int, high: int) -> int | None:
     return v
 
 
-def _digits(d: dict[str, Any], key: str) -> str | None:
+def opt_digits(d: dict[str, Any], key: str) -> str | None:
     """An optional id: digits, or "" / null for none (the first prelude wrote "")."""
     v = d.get(key)
     if v is None or v == "":
@@ -216,13 +213,13 @@ def parse_record(line: str) -> BatchRecord:
     event = d.get("event")
     if event not in ("start", "end"):
         raise RecordError("event: expected start or end")
-    job = _digits(d, "job_id")
+    job = opt_digits(d, "job_id")
     if job is None:
         raise RecordError("job_id: missing")
     t = d.get("time")
     if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t) or t <= 0:
         raise RecordError("time: expected seconds since the epoch")
-    array, task = _digits(d, "array_job_id"), _digits(d, "array_task_id")
+    array, task = opt_digits(d, "array_job_id"), opt_digits(d, "array_task_id")
     rc = _int(d, "rc", 0, 255)
     if event == "start" and (rc is not None or d.get("heartbeat") is not None):
         raise RecordError("a start record with an exit code or a heartbeat")

@@ -7,18 +7,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rtool.core.heartbeat import Heartbeat, RunState
-from rtool.runs.attempt_records import BatchRecord, shown_id
+from rtool.runs.attempt_records import BatchRecord, heartbeat_key
 from rtool.runs.finish import Claim
 from rtool.runs.inplace import RestartRecord
 from rtool.runs.model import FROM_HEARTBEAT, Attempt
 from rtool.runs.stops import own_stop
 
 Attempts = dict[tuple[str, int], Attempt]
-
-
-def heartbeat_key(hb: Heartbeat) -> tuple[str, int] | None:
-    job = shown_id(hb.job_id, hb.array_job_id, hb.array_task_id)
-    return (job, hb.restart_count) if job else None
 
 
 def lowest(*values: int | None) -> int | None:
@@ -71,7 +66,7 @@ def apply_beats(
         if r.heartbeat is not None and (r.shown_id, r.restart) in attempts:
             ended = (r.shown_id, r.restart)
             attempts[ended] = apply_heartbeat(attempts[ended], r.heartbeat)
-    key = heartbeat_key(hb) if hb is not None else None
+    key = heartbeat_key(hb)
     if hb is not None and key is not None and key in attempts:
         attempts[key] = apply_heartbeat(attempts[key], hb)
     if claim is not None and claim.key in attempts:

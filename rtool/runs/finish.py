@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from rtool.core.heartbeat import Heartbeat, HeartbeatFormatError, RunState, read_heartbeat
 from rtool.core.slurm import AccountingDisabled, Slurm, SlurmError
 from rtool.core.slurm.parse import ParseError
+from rtool.runs.attempt_records import heartbeat_key
 
 DONE_SUFFIX = ".done"
 
@@ -28,14 +29,6 @@ class Claim:
 
     key: tuple[str, int] | None
     marker: bool  # the done marker exists (else: the heartbeat says finished)
-
-
-def attempt_key(hb: Heartbeat | None) -> tuple[str, int] | None:
-    if hb is None:
-        return None
-    if hb.array_job_id and hb.array_task_id not in (None, ""):
-        return (f"{hb.array_job_id}_{hb.array_task_id}", hb.restart_count)
-    return (hb.job_id, hb.restart_count) if hb.job_id else None
 
 
 def _read(path: str) -> tuple[bool, Heartbeat | None]:
@@ -56,9 +49,9 @@ def claim(heartbeat: str | None) -> Claim | None:
     marker, done = _read(path + DONE_SUFFIX)
     _, hb = _read(path)
     if marker:
-        return Claim(attempt_key(done) or attempt_key(hb), True)
+        return Claim(heartbeat_key(done) or heartbeat_key(hb), True)
     if hb is not None and hb.state is RunState.FINISHED:
-        return Claim(attempt_key(hb), False)
+        return Claim(heartbeat_key(hb), False)
     return None
 
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import stat
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, fields
@@ -30,14 +29,11 @@ from typing import Any
 from rtool.core.heartbeat import Heartbeat, HeartbeatFormatError
 from rtool.core.slurm import expand_hostlist
 from rtool.core.slurm.parse import ParseError
-from rtool.runs.attempt_records import shown_id
+from rtool.runs.attempt_records import HOSTLIST, MAX_LINE, opt_digits, shown_id
 from rtool.runs.logtail import read_tail
 
 RESTARTS_BYTES = 256 * 1024
-MAX_LINE = 16 * 1024
 CAUSES = ("hung", "peer_failed", "crashed", "oom_kill", "signal", "exit", "node_failure")
-_DIGITS = re.compile(r"[0-9]{1,12}")
-_NODES = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-\[\],]{0,4095}")
 
 
 @dataclass(frozen=True)
@@ -155,16 +151,6 @@ def restarts_path(records: str) -> str:
     return f"{base}.restarts"
 
 
-def _opt_digits(d: Mapping[str, Any], key: str) -> str | None:
-    v = d.get(key)
-    if v in (None, ""):
-        return None
-    v = str(v) if isinstance(v, int) and not isinstance(v, bool) else v
-    if not isinstance(v, str) or not _DIGITS.fullmatch(v):
-        raise ValueError(key)
-    return v
-
-
 def _int(d: Mapping[str, Any], key: str, low: int, high: int) -> int:
     v = d.get(key)
     if isinstance(v, bool) or not isinstance(v, int) or not low <= v <= high:
@@ -180,20 +166,20 @@ def parse_line(line: str) -> RestartRecord | None:
         d = json.loads(line)
         if not isinstance(d, dict) or d.get("event") != "restart":
             return None
-        job = _opt_digits(d, "job_id")
-        task = _opt_digits(d, "array_task_id")
+        job = opt_digits(d, "job_id")
+        task = opt_digits(d, "array_task_id")
         t, cause = d.get("time"), d.get("cause")
         node, nodelist = d.get("node") or "", d.get("nodelist") or ""
         if job is None or isinstance(t, bool) or not isinstance(t, (int, float)) or t <= 0:
             return None
         if cause not in CAUSES or not isinstance(node, str) or not isinstance(nodelist, str):
             return None
-        if (node and not _NODES.fullmatch(node)) or (nodelist and not _NODES.fullmatch(nodelist)):
+        if any(x and not HOSTLIST.fullmatch(x) for x in (node, nodelist)):
             return None
         hb = Heartbeat.from_dict(d["heartbeat"]) if d.get("heartbeat") is not None else None
         return RestartRecord(
             job_id=job,
-            array_job_id=_opt_digits(d, "array_job_id"),
+            array_job_id=opt_digits(d, "array_job_id"),
             array_task_id=int(task) if task is not None else None,
             restart=_int(d, "restart", 0, 1_000_000),
             node=node,
@@ -239,7 +225,7 @@ def entries(
     heartbeats (`beats`: every heartbeat known: live, attempt records, restart records)."""
     launches: dict[tuple[str | None, int, int], Heartbeat] = {}
     for hb in beats:
-        key = (_shown(hb), hb.restart_count, hb.launch)
+        key = (shown_id(hb.job_id, hb.array_job_id, hb.array_task_id), hb.restart_count, hb.launch)
         if key not in launches or hb.time >= launches[key].time:
             launches[key] = hb
     out = {}
@@ -266,12 +252,6 @@ def entries(
         )
         out[entry.key] = entry
     return sorted(out.values(), key=lambda r: (r.time, r.launch))
-
-
-def _shown(hb: Heartbeat) -> str | None:
-    if hb.array_job_id and hb.array_task_id not in (None, ""):
-        return f"{hb.array_job_id}_{hb.array_task_id}"
-    return hb.job_id
 
 
 def merge(old: Iterable[InPlaceRestart], new: Iterable[InPlaceRestart]) -> list[InPlaceRestart]:

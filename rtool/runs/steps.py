@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rtool.core.heartbeat import Heartbeat, RunState
-from rtool.runs.attempt_records import shown_id
+from rtool.runs.attempt_records import heartbeat_key
 from rtool.runs.model import Attempt, Ledger
 
 #: A heartbeat in one of these states is of a launch still running: its step counts.
@@ -77,7 +77,12 @@ def best_step(ledger: Ledger, prev: Ledger | None, hb: Heartbeat | None, now: fl
     last grew; the live heartbeat's step counts while its launch runs."""
     kept = [k for k in (highest_kept(ledger.attempts),) if k is not None]
     over = {a.key for a in ledger.attempts if a.is_over}
-    if hb is not None and hb.step is not None and hb.state in LIVE and _key(hb) not in over:
+    if (
+        hb is not None
+        and hb.step is not None
+        and hb.state in LIVE
+        and heartbeat_key(hb) not in over
+    ):
         kept.append(hb.step)
     best = max(kept) if kept else None
     before = prev.best_step if prev else None
@@ -90,7 +95,3 @@ def best_step(ledger: Ledger, prev: Ledger | None, hb: Heartbeat | None, now: fl
     else:  # no growth (a loss found since lowers it): since when it last grew
         ledger.best_step = best
         ledger.best_step_at = prev.best_step_at if prev and prev.best_step_at else now
-
-
-def _key(hb: Heartbeat) -> tuple[str, int]:
-    return shown_id(hb.job_id, hb.array_job_id, hb.array_task_id) or "", hb.restart_count
