@@ -10,10 +10,31 @@ from rtool.core.heartbeat import Heartbeat, RunState
 from rtool.runs.attempt_records import BatchRecord, heartbeat_key
 from rtool.runs.finish import Claim
 from rtool.runs.inplace import RestartRecord
-from rtool.runs.model import FROM_HEARTBEAT, Attempt
-from rtool.runs.stops import own_stop
+from rtool.runs.model import FROM_HEARTBEAT, Attempt, Source
 
 Attempts = dict[tuple[str, int], Attempt]
+
+
+def own_stop(hb: Heartbeat) -> bool:
+    """Whether the heartbeat's stop fields are its own launch's (docs/runs.md, "stop" column):
+    the shim carries the previous job's stop fields over until this job stops, so a heartbeat of
+    an attempt that finished, or is still running, may name the stop of the attempt before it.
+    Its own: `stop_job_id` is this job and the stop came after this launch started (a heartbeat
+    without `stop_job_id`, from an older shim: only its own STOPPED state)."""
+    if hb.stop_job_id is None:
+        return hb.state is RunState.STOPPED
+    if hb.stop_job_id != hb.job_id:
+        return False
+    return hb.started is None or hb.stop_time is None or hb.stop_time >= hb.started
+
+
+def degraded_state(a: Attempt) -> Attempt:
+    """Without accounting an attempt's state comes from its exit code (0: COMPLETED); one the
+    shim stopped for the time limit (its own stop) ended on the time limit: TIMEOUT."""
+    limited = a.stop_reason == "time_limit" and not a.finished
+    if a.source is Source.RECORDS and a.state == "COMPLETED" and limited:
+        return a.with_(state="TIMEOUT")
+    return a
 
 
 def lowest(*values: int | None) -> int | None:

@@ -16,6 +16,7 @@ else `==> PATH () <==` with the local rank in the path.
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import stat
@@ -63,12 +64,7 @@ def _subdir(fd: int, name: str) -> int | None:
 
 def _names(fd: int) -> list[str]:
     with os.scandir(fd) as it:
-        out = []
-        for e in it:
-            out.append(e.name)
-            if len(out) >= MAX_ENTRIES:
-                break
-    return out
+        return [e.name for e in itertools.islice(it, MAX_ENTRIES)]
 
 
 def _runs(top: int, since: float, until: float) -> Iterator[tuple[str, int]]:

@@ -16,12 +16,11 @@ from rtool.core.heartbeat import Heartbeat
 from rtool.core.slurm import SqueueJob
 from rtool.runs import ckptcause, inplace, signatures, slurm_facts, steps
 from rtool.runs.attempt_records import BatchRecord
-from rtool.runs.beats import apply_beats
+from rtool.runs.beats import apply_beats, degraded_state
 from rtool.runs.finish import Claim
 from rtool.runs.inplace import RestartRecord
 from rtool.runs.logtail import shown
 from rtool.runs.model import FROM_HEARTBEAT, Attempt, Ledger
-from rtool.runs.stops import degraded_state
 from rtool.runs.totals import fold
 
 if TYPE_CHECKING:

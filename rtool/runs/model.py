@@ -272,20 +272,10 @@ class Ledger:
 
     def to_json(self, compact: bool = False) -> dict[str, Any]:
         """`compact`: the stored form (node lists compressed), else `rtool history --json`'s."""
+        plain = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in _LISTS}
         return {
             "format": LEDGER_FORMAT,
-            "run": self.run,
-            "accounting": self.accounting,
-            "note": self.note,
-            "finished": self.finished,
-            "total_steps": self.total_steps,
-            "best_step": self.best_step,
-            "best_step_at": self.best_step_at,
-            "step_seconds": self.step_seconds,
-            "updated": self.updated,
-            "crash_loop_at": self.crash_loop_at,
-            "rtool_version": self.rtool_version,
-            "shim_version": self.shim_version,
+            **plain,
             "folded": self.folded.to_json() if self.folded else None,
             "attempts": [a.to_json(compact) for a in self.attempts],
             "restarts": [r.to_json() for r in self.restarts],
@@ -299,19 +289,19 @@ class Ledger:
             accounting=bool(d.get("accounting", True)),
             note=str(d.get("note") or ""),
             finished=bool(d.get("finished", False)),
-            total_steps=d.get("total_steps"),
-            best_step=d.get("best_step"),
-            best_step_at=d.get("best_step_at"),
-            step_seconds=d.get("step_seconds"),
-            updated=d.get("updated"),
-            crash_loop_at=d.get("crash_loop_at"),
             rtool_version=_opt_str(d.get("rtool_version")),
             shim_version=_opt_str(d.get("shim_version")),
             folded=Folded.from_json(d.get("folded")),
             restarts=[
                 InPlaceRestart.from_json(r) for r in d.get("restarts") or [] if isinstance(r, dict)
             ],
+            **{k: d.get(k) for k in _NUMBERS},
         )
+
+
+#: The Ledger's lists (written item by item) and its numbers (read back as stored).
+_LISTS = ("attempts", "restarts")
+_NUMBERS = ("total_steps", "best_step", "best_step_at", "step_seconds", "updated", "crash_loop_at")
 
 
 def _opt_str(value: Any) -> str | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import time
 from collections.abc import Sequence
 
@@ -33,16 +34,7 @@ def log_path(pattern: str, a: Attempt, job_name: str) -> str:
     array = a.array_job_id or a.job_id.split("_")[0]
     task = str(a.array_task_id) if a.array_task_id is not None else "4294967294"
     subs = {"j": a.job_id_raw or a.job_id, "A": array, "a": task, "x": job_name, "%": "%"}
-    out, i = [], 0
-    while i < len(pattern):
-        c = pattern[i]
-        if c == "%" and i + 1 < len(pattern) and pattern[i + 1] in subs:
-            out.append(subs[pattern[i + 1]])
-            i += 2
-        else:
-            out.append(c)
-            i += 1
-    return os.path.expanduser("".join(out))
+    return os.path.expanduser(re.sub(r"%([jAax%])", lambda m: subs[m.group(1)], pattern))
 
 
 def log_reader(spec: RunWatch, limit: int) -> ledger_mod.LogReader | None:
