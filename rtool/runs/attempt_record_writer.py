@@ -23,6 +23,7 @@ import stat
 import time
 from collections.abc import Mapping
 
+from rtool.core.alert import clip
 from rtool.core.errors import RtoolError
 from rtool.core.heartbeat import (
     MAX_HEARTBEAT_BYTES,
@@ -89,9 +90,7 @@ def from_env(event: str, env: Mapping[str, str], rc: int | None, now: float) -> 
 
 
 def _clip(text: str | None) -> str | None:
-    if text is None or len(text) <= TEXT_LIMIT:
-        return text
-    return text[: TEXT_LIMIT - 1] + "…"
+    return None if text is None else clip(text, TEXT_LIMIT)
 
 
 def clipped(hb: Heartbeat) -> Heartbeat:

@@ -16,6 +16,8 @@ import re
 import stat
 from collections.abc import Sequence
 
+from rtool.core.alert import clip
+
 #: Default bytes read from the end of a log.
 TAIL_BYTES = 64 * 1024
 #: Lines of a log tail kept in an attempt and shown in alerts, and their width.
@@ -62,11 +64,8 @@ def read_tail_cut(path: str, limit: int = TAIL_BYTES) -> tuple[str, int]:
 def tail_lines(text: str, n: int = TAIL_LINES, width: int = LINE_WIDTH) -> tuple[str, ...]:
     """The last `n` non-empty lines, each cut to `width` characters, control chars removed."""
     lines = [ln.rstrip() for ln in text.replace("\r", "\n").split("\n") if ln.strip()]
-    out = []
-    for ln in lines[-n:]:
-        clean = "".join(c if c.isprintable() or c == "\t" else "?" for c in ln)
-        out.append(clean if len(clean) <= width else clean[: width - 1] + "…")
-    return tuple(out)
+    clean = ("".join(c if c.isprintable() or c == "\t" else "?" for c in ln) for ln in lines[-n:])
+    return tuple(clip(ln, width) for ln in clean)
 
 
 def cause_lines(text: str) -> tuple[str, ...]:
@@ -78,9 +77,7 @@ def shown(lines: Sequence[str]) -> tuple[str, ...]:
     """The lines an attempt keeps and an alert shows: the last `TAIL_LINES`, `LINE_WIDTH` wide
     (the per-task headers left out)."""
     kept = [ln for ln in lines if not (ln.startswith("==> ") and ln.endswith(" <=="))]
-    return tuple(
-        ln if len(ln) <= LINE_WIDTH else ln[: LINE_WIDTH - 1] + "…" for ln in kept[-TAIL_LINES:]
-    )
+    return tuple(clip(ln, LINE_WIDTH) for ln in kept[-TAIL_LINES:])
 
 
 def expand(path: str, nodes: Sequence[str]) -> list[tuple[str, int | None, str | None]]:

@@ -57,12 +57,7 @@ def breakdown(ledger: Ledger, tot: Totals, now: float) -> Breakdown:
         stalled = 0.0
         if cause is Cause.HANG and a.started is not None and a.number in ended:
             stalled = max(0.0, ended[a.number] - a.started - (a.progress or 0) * step)
-        row = by.setdefault(cause, [0, 0, 0.0, 0.0, 0.0])
-        row[0] += 1
-        row[1] += a.steps_lost or 0
-        row[2] += (a.steps_lost or 0) * step
-        row[3] += wait
-        row[4] += stalled
+        _add(by, cause, (1, a.steps_lost or 0, (a.steps_lost or 0) * step, wait, stalled))
     _add_folded(by, ledger, step)
     losses = [Loss(c, int(r[0]), int(r[1]), r[2], r[3], r[4]) for c, r in by.items()]
     losses.sort(key=lambda x: -x.total_s)
@@ -79,10 +74,12 @@ def _add_folded(by: dict[Cause, list[float]], ledger: Ledger, step: float) -> No
             cause = Cause(name)
         except ValueError:
             continue
-        row = by.setdefault(cause, [0, 0, 0.0, 0.0, 0.0])
-        row[0] += int(n)
-        row[1] += int(lost)
-        row[2] += lost * step
-        row[3] += wait
-        if cause is Cause.HANG:
-            row[4] += max(0.0, ran - progress * step)
+        stalled = max(0.0, ran - progress * step) if cause is Cause.HANG else 0.0
+        _add(by, cause, (int(n), int(lost), lost * step, wait, stalled))
+
+
+def _add(by: dict[Cause, list[float]], cause: Cause, values: tuple[float, ...]) -> None:
+    """Add one attempt's (or tally's) attempts, steps lost, redone, waiting, stalled."""
+    row = by.setdefault(cause, [0.0] * len(values))
+    for i, x in enumerate(values):
+        row[i] += x

@@ -18,7 +18,7 @@ rule (rtool/core/linear.py).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 #: Tiers: how specific a signature is (the root cause over an attempt is the lowest tier,
 #: then the earliest line).
@@ -80,13 +80,6 @@ class Declared:
     why: str = ""  # why it is (or is not) node-level, for docs/runs.md
 
     def compiled(self) -> Pattern:
-        flags = re.IGNORECASE if self.ignore_case else 0
-        return Pattern(
-            self.name,
-            self.label,
-            re.compile(self.pattern, flags),
-            self.node_level,
-            self.tier,
-            self.action,
-            self.what_default,
-        )
+        regex = re.compile(self.pattern, re.IGNORECASE if self.ignore_case else 0)
+        same = {f.name: getattr(self, f.name) for f in fields(Pattern) if f.name != "regex"}
+        return Pattern(regex=regex, **same)

@@ -18,6 +18,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from rtool.core import alert
 from rtool.runs.signatures.base import MAX_LINE, ROOT, SYMPTOM, Pattern, Signature
 
 _HEADER = re.compile(
@@ -301,5 +302,4 @@ def _known(host: str | None, nodes: Sequence[str]) -> str | None:
 
 
 def clip(line: str, limit: int = 300) -> str:
-    line = line.strip()
-    return line if len(line) <= limit else line[: limit - 1] + "…"
+    return alert.clip(line.strip(), limit)
