@@ -16,7 +16,6 @@ import dataclasses
 import json
 import logging
 import math
-import os
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -268,7 +267,3 @@ def read_records(path: str, limit: int = RECORDS_BYTES) -> Records:
     got = parse_records(text, path)
     got.cut = cut
     return got
-
-
-def exists(path: str | None) -> bool:
-    return bool(path) and os.path.lexists(path or "")

@@ -60,22 +60,19 @@ class Inputs:
     restarts: list[RestartRecord] = field(default_factory=list)
 
 
+#: Attempt fields a new source may not know again: the previous ledger's value is kept.
+_CARRIED = (
+    *("step_start", "step_end", "last_saved_step", "stop_reason", "error", "signature"),
+    *("log_path", "queued_at", *FROM_HEARTBEAT),
+)
+
+
 def _carry(new: Attempt, old: Attempt | None) -> Attempt:
     """Keep what the previous ledger knew and the new source cannot tell."""
     if old is None:
         return new
     keep = {}
-    for name in (
-        "step_start",
-        "step_end",
-        "last_saved_step",
-        "stop_reason",
-        "error",
-        "signature",
-        "log_path",
-        "queued_at",
-        *FROM_HEARTBEAT,
-    ):
+    for name in _CARRIED:
         if getattr(new, name) in (None, ()) and getattr(old, name) not in (None, ()):
             keep[name] = getattr(old, name)
     if not new.log_tail and old.log_tail:

@@ -145,10 +145,9 @@ def from_records_and_queue(
         )
     out = []
     for a in by_key.values():
-        if not a.is_over and a.job_id not in running and a.source is not Source.RECORDS:
-            a = a.with_(state="GONE", ended=now)
-        elif not a.is_over and a.job_id not in running and a.started is not None:
-            # a start record without an end: it left the queue unseen (node failure, kill)
+        # (a start record without an end: it left the queue unseen, a node failure, a kill)
+        seen = a.source is not Source.RECORDS or a.started is not None
+        if not a.is_over and a.job_id not in running and seen:
             a = a.with_(state="GONE", ended=now)
         out.append(a)
     return out
