@@ -219,11 +219,7 @@ def _hung(lines: Sequence[str], found: _Scan, best: Hit) -> Hit:
     stuck = [h for h in found.hits if h.pattern is not None and h.pattern.name in _STUCK]
     keyed = [h for h in stuck if h.origin.rank is not None or h.origin.task is not None]
     keys = {(h.origin.rank, h.origin.task) for h in keyed}
-    waiting = {
-        k
-        for k in keys
-        if any(_waiting(lines, h) for h in keyed if (h.origin.rank, h.origin.task) == k)
-    }
+    waiting = {(h.origin.rank, h.origin.task) for h in keyed if _waiting(lines, h)}
     if len(keys) < 2 or not waiting or waiting == keys:
         return best
     hung = [h for h in keyed if (h.origin.rank, h.origin.task) not in waiting]
