@@ -1,4 +1,5 @@
-"""[runs] config section (owned by the runs package), and one `[[watch.run]]` entry.
+"""[runs] config section (owned by the runs package), and one `[[watch.run]]` entry (its keys
+and their help are the `setting`s of `RunWatch`, listed in docs/watchdogs.md).
 
 ```toml
 [runs]
@@ -9,20 +10,6 @@ keep_attempts = 100                 # attempts kept in full; older ones summed u
 name = "disk-full"
 label = "disk full"
 pattern = "No space left on device"
-
-[[watch.run]]
-name = "llama-7b"                   # the run (rtool submit --run; default the job name)
-heartbeat = "ckpt/heartbeat.json"   # the shim's heartbeat (steps, stop reasons, errors)
-log = "logs/llama-7b-%A_%a.out"     # the attempt's log (%j %A %a %x %%; %t %N: per task/node)
-total_steps = 100000                # enables the budget check
-crash_loop = 2                      # K bad launches in a row (in-place restarts too) -> CRITICAL
-on_crash_loop = "hold"              # hold the rest of the array (scontrol hold)
-stalled = "2h"                      # highest step not grown while attempts run -> CRITICAL
-no_progress = 3                     # N launches in a row resumed at the same step -> CRITICAL
-restart_storm = 6                   # more attempts than this in an hour -> WARNING
-slow_ratio = 1.15                   # recent median step time over the run's median -> WARNING
-slow_share = 0.9                    # a rank or node slowest in 90 % of the recent checks ...
-slow_lag = 0.05                     # ... by 5 % or more is named (and a suspect after 2 attempts)
 ```
 """
 
