@@ -76,13 +76,8 @@ def best_step(ledger: Ledger, prev: Ledger | None, hb: Heartbeat | None, now: fl
     """The highest kept step (rtool.runs.steps: never a step done again later) and when it
     last grew; the live heartbeat's step counts while its launch runs."""
     kept = [k for k in (highest_kept(ledger.attempts),) if k is not None]
-    over = {a.key for a in ledger.attempts if a.is_over}
-    if (
-        hb is not None
-        and hb.step is not None
-        and hb.state in LIVE
-        and heartbeat_key(hb) not in over
-    ):
+    running = heartbeat_key(hb) not in {a.key for a in ledger.attempts if a.is_over}
+    if hb is not None and hb.step is not None and hb.state in LIVE and running:
         kept.append(hb.step)
     best = max(kept) if kept else None
     before = prev.best_step if prev else None
