@@ -135,19 +135,10 @@ NOT_CRASHES = frozenset(
 )
 
 
-def same_cause(tail: list[Try]) -> bool:
-    """Every launch of `tail` is an attempt that died of the same root cause (its signature's
-    name and label), whatever follower lines each printed."""
-    sigs = [t.attempt.signature if t.restart is None else None for t in tail]
-    first = sigs[0]
-    if first is None or first.name in NOT_CRASHES:
-        return False
-    return all(s is not None and (s.name, s.label) == (first.name, first.label) for s in sigs)
-
-
 def shared_cause(attempts: Sequence[Attempt]) -> str | None:
-    """What the ended `attempts` (two or more) all died of, when it is one root cause: the
-    checkpoint every launch failed to load, or a node-level fault on one node, or the cause."""
+    """What the ended `attempts` (two or more) all died of, when it is one root cause (their
+    signatures' name and label, whatever follower lines each printed): the checkpoint every
+    launch failed to load, or a node-level fault on one node, or the cause."""
     sigs = [a.signature for a in attempts]
     first = sigs[0] if len(sigs) >= 2 else None
     if first is None or first.name in NOT_CRASHES:
@@ -171,7 +162,8 @@ def crash_loop(ledger: Ledger, k: int, short: float) -> list[Try] | None:
     tail = tries(ledger, short)[-k:]
     if len(tail) < k:
         return None
-    if all(t.bad for t in tail) or (k >= 2 and same_cause(tail)):
+    same = all(t.restart is None for t in tail) and shared_cause([t.attempt for t in tail])
+    if all(t.bad for t in tail) or (k >= 2 and same):
         return tail
     return None
 
