@@ -38,10 +38,11 @@ def _opt(x: object) -> str:
 
 
 def row(a: Attempt, now: float) -> list[str]:
+    """The attempt's cells, each padded to its column's width."""
     ran = a.duration if a.ended is not None else (now - a.started if a.started else None)
     started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(a.started)) if a.started else "-"
     steps = "-" if a.step_end is None else f"{_opt(a.step_start)}→{a.step_end}"
-    return [
+    cells = [
         str(a.number),
         a.job_id + (f"+{a.restart}" if a.restart else ""),
         compress_hostlist(a.nodes) or "-",
@@ -55,6 +56,7 @@ def row(a: Attempt, now: float) -> list[str]:
         _opt(a.steps_lost),
         a.stop_reason or "-",
     ]
+    return [c.ljust(w) for c, (_, w) in zip(cells, COLUMNS, strict=True)]
 
 
 def queued(tot: Totals) -> str:
@@ -96,19 +98,16 @@ def table(led: Ledger, tot: Totals, now: float) -> str:
     head = [h.ljust(w) for h, w in COLUMNS] + ["signature"]
     lines = ["  ".join(head).rstrip()]
     short = rows_as_attempts(led.run, led.folded)
-    for a in short:
-        cells = [c.ljust(w) for c, (_, w) in zip(row(a, now), COLUMNS, strict=True)]
-        lines.append("  ".join(cells).rstrip())
+    lines += ["  ".join(row(a, now)).rstrip() for a in short]
     if led.folded and led.folded.attempts:
         lines.append(compacted_line(led, len(short)))
     changed = provenance.changed(led.attempts)
     for a in led.attempts:
-        cells = [c.ljust(w) for c, (_, w) in zip(row(a, now), COLUMNS, strict=True)]
         sig = a.signature.label if a.signature else (a.error or "")
         if a.signature and a.signature.line:
             line = a.signature.line[:80]
             sig = line if line.startswith(a.signature.label) else f"{sig}: {line}"
-        lines.append("  ".join([*cells, sig]).rstrip())
+        lines.append("  ".join([*row(a, now), sig]).rstrip())
         if a.signature and a.signature.checkpoint:
             lines.append(checkpoint_line(a.signature))
         lines += [restart_line(r) for r in led.restarts_of(a)]
