@@ -15,8 +15,7 @@ import typer
 from rtool.app.commands import submit_cmd
 from rtool.app.plumbing import errors
 from rtool.app.plumbing.context import get_context
-from rtool.app.plumbing.fromspec import default_note
-from rtool.app.plumbing.params import BodyCommand, parameter
+from rtool.app.plumbing.fromspec import BodyCommand, default_note, parameter
 from rtool.core.alert import Status
 from rtool.core.errors import RtoolError, UsageError
 from rtool.core.proc import ProcError

@@ -18,7 +18,6 @@ from rtool.nodes.store import SuspectStore
 
 if TYPE_CHECKING:
     from rtool.app.plumbing.context import AppContext
-    from rtool.nodes.store import SuspectStore
 
 app = errors.group(
     errors.DEFAULT,

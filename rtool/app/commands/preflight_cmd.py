@@ -12,7 +12,7 @@ import typer
 from rtool.app.commands.preflight_job import job_preflight, restart_check
 from rtool.app.plumbing import fromspec
 from rtool.app.plumbing.context import get_context
-from rtool.app.plumbing.params import BodyCommand, parameter
+from rtool.app.plumbing.fromspec import BodyCommand, parameter
 from rtool.core.errors import UsageError
 from rtool.core.selfcmd import python_argv
 from rtool.nodes.preflight.node import run_checks, settings_argv

@@ -16,8 +16,7 @@ import typer
 
 from rtool.app.commands.submit_preempt import preempt_warning
 from rtool.app.plumbing.context import get_context
-from rtool.app.plumbing.fromspec import default_note
-from rtool.app.plumbing.params import BodyCommand, parameter
+from rtool.app.plumbing.fromspec import BodyCommand, default_note, parameter
 from rtool.core.errors import RtoolError, UsageError
 from rtool.core.slurm.hostlist import compress_hostlist
 from rtool.core.slurm.parse import ParseError, expand_hostlist

@@ -21,7 +21,7 @@ from rtool.core.registry import Line, Registry
 _M = "rtool.app.commands."
 #: name -> where it lives and its summary. Order = order in `rtool --help`. A module with
 #: `register(cli)` adds its command to `cli`, one with `command()` makes it (from declarations:
-#: rtool/app/plumbing/params.py); one with only an `app` is that group.
+#: rtool/app/plumbing/fromspec.py); one with only an `app` is that group.
 LINES: dict[str, str | Line] = {
     "submit": Line(
         _M + "submit_cmd",
@@ -79,7 +79,7 @@ COMMANDS: Registry[Any] = Registry("command", LINES)
 def load(name: str) -> Any:
     """The real click command `name` (imports its module)."""
     module = COMMANDS[name]
-    if hasattr(module, "command"):  # made from declarations (rtool/app/plumbing/params.py)
+    if hasattr(module, "command"):  # made from declarations (rtool/app/plumbing/fromspec.py)
         cmd = module.command()
     elif hasattr(module, "register"):
         holder = typer.Typer()

@@ -30,17 +30,13 @@ LINES: dict[str, str] = {
 SECTIONS: Registry[type[BaseModel]] = Registry("config section", LINES)
 
 
-def section_class(name: str) -> type[BaseModel]:
-    return SECTIONS[name]
-
-
 def config_field(path: str) -> tuple[type[BaseModel], FieldInfo]:
     """The model and field of the config key `path` (`cron.grace`, `nodes.preflight.gpus`);
     KeyError when there is none. Imports only that section."""
     first, *rest = path.split(".")
     if first not in SECTIONS or not rest:
         raise KeyError(path)
-    model = section_class(first)
+    model = SECTIONS[first]
     for i, name in enumerate(rest):
         info = model.model_fields.get(name)
         if info is None:
