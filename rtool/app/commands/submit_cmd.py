@@ -45,7 +45,7 @@ def submit(ctx: typer.Context, **given: Any) -> int:
     Example: rtool submit job.slurm --after-name pretrain -- --mem=64G
     """
     app_ctx = get_context(ctx)
-    req = _request(given)
+    req = request(given)
     if req.after and req.after_name:
         raise UsageError("give --after or --after-name, not both")
     job = build(app_ctx, req)
@@ -103,7 +103,7 @@ def check_switches(job: TrainingJob) -> bool:
     return own
 
 
-def _request(given: dict[str, Any]) -> SubmitRequest:
+def request(given: dict[str, Any]) -> SubmitRequest:
     """The request from typer's values (a list option not given comes as None)."""
     lists = {f.name for f, _ in declared() if f.default_factory is not dataclasses.MISSING}
     return SubmitRequest(**{k: v for k, v in given.items() if v is not None or k not in lists})

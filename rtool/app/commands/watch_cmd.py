@@ -36,7 +36,9 @@ WRITTEN: dict[str, str] = {
 
 
 class _WatchGroup(errors.PolicyGroup):
-    """One command per registered watchdog, then the written ones."""
+    """One command per registered watchdog, then the written ones; errors exit 3 UNKNOWN."""
+
+    policy = errors.WATCH
 
     def get_command(self, ctx: Any, name: str) -> Any:
         if name not in self.commands:
@@ -95,9 +97,8 @@ def _written(name: str) -> Any:
     return tidy(WatchCommand(name, own, body, inspect.getdoc(body) or ""))
 
 
-app = errors.group(
-    errors.WATCH,
-    base=_WatchGroup,
+app = typer.Typer(
+    cls=_WatchGroup,
     help="Exit codes like a monitoring plugin: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.\n\n"
     "Example: rtool watch disk /scratch --max-used 80% --tee logs/train.log",
     no_args_is_help=True,
