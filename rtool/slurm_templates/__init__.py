@@ -46,7 +46,6 @@ from rtool.slurm_templates.jobs import (
 from rtool.slurm_templates.renderer import (
     ShellCode,
     TemplateError,
-    available_templates,
     render,
     shell_quote,
 )
@@ -71,7 +70,6 @@ __all__ = [
     "TemplateError",
     "TrainingJob",
     "WatchdogJob",
-    "available_templates",
     "render",
     "render_cron_scheduler",
     "render_job",

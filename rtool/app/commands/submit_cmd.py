@@ -124,7 +124,7 @@ def request_params(
             annotation, default = annotation | None, None
         text = f"{opt.help} {default_note('submit.' + opt.config)}" if opt.config else opt.help
         text = text_of(f.name, text) if text_of else text
-        if opt.is_argument:
+        if not opt.flags:  # an argument
             info = typer.Argument(... if default is dataclasses.MISSING else default, help=text)
         else:
             info = typer.Option(default, *opt.flags, help=text)

@@ -89,14 +89,10 @@ def load(name: str) -> Any:
     else:
         cmd = typer.main.get_command(module.app)
     cmd.name = name
-    cmd.help = _with_summary(COMMANDS.line(name).summary, cmd.help)
+    # the help page: the command's summary (written once, above), then its own text
+    summary, body = COMMANDS.line(name).summary, (cmd.help or "").strip()
+    cmd.help = f"{summary}\n\n{body}" if body else summary
     return tidy(cmd)
-
-
-def _with_summary(summary: str, body: str | None) -> str:
-    """The help page: the command's summary (written once, above), then its own text."""
-    body = (body or "").strip()
-    return f"{summary}\n\n{body}" if body else summary
 
 
 class LazyGroup(PolicyGroup):
