@@ -25,9 +25,9 @@ from rtool.nodes.exclude import Cap, partition_nodes, plan
 from rtool.nodes.preflight.registry import NodeContext, Settings, applies
 from rtool.nodes.store import SuspectStore
 from rtool.runs import launcherlogs, names
-from rtool.slurm_templates import TemplateError, render_job
 from rtool.slurm_templates.batchfile import override, sbatch_option
-from rtool.slurm_templates.renderer import ShellCode, template_dirs
+from rtool.slurm_templates.jobs import render_job
+from rtool.slurm_templates.renderer import ShellCode, TemplateError, template_dirs
 from rtool.slurm_templates.request import SubmitRequest, declared
 from rtool.slurm_templates.specs import SpecError
 from rtool.slurm_templates.submit import build_job
