@@ -5,7 +5,7 @@ new section is one module and one line here. Reading a section imports that sect
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rtool.core.registry import Registry
 
@@ -36,14 +36,13 @@ def config_field(path: str) -> tuple[type[BaseModel], FieldInfo]:
     first, *rest = path.split(".")
     if first not in SECTIONS or not rest:
         raise KeyError(path)
-    model = SECTIONS[first]
-    for i, name in enumerate(rest):
+    model: Any = SECTIONS[first]
+    for name in rest[:-1]:  # nested sections: `nodes.preflight`
         info = model.model_fields.get(name)
-        if info is None:
-            raise KeyError(path)
-        if i == len(rest) - 1:
-            return model, info
-        model = info.annotation  # type: ignore[assignment]
+        model = info.annotation if info is not None else None
         if not (isinstance(model, type) and hasattr(model, "model_fields")):
             raise KeyError(path)
-    raise KeyError(path)  # pragma: no cover
+    info = model.model_fields.get(rest[-1])
+    if info is None:
+        raise KeyError(path)
+    return model, info
