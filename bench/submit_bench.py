@@ -18,7 +18,9 @@ import subprocess
 import time
 from pathlib import Path
 
-from rtool.slurm_templates import TrainingJob, render_job, validate_signal
+from rtool.slurm_templates.jobs import render_job
+from rtool.slurm_templates.specs import validate_signal
+from rtool.slurm_templates.training import TrainingJob
 
 
 def job() -> TrainingJob:

@@ -14,7 +14,7 @@ from rtool.core.selfcmd import console_script, rtool_argv
 from rtool.core.slurm import ACTIVE_STATES, Slurm, SqueueJob
 from rtool.cron.config import CronConfig
 from rtool.cron.slots import begin_arg
-from rtool.slurm_templates import render_cron_scheduler
+from rtool.slurm_templates.jobs import render_cron_scheduler
 
 log = logging.getLogger(__name__)
 

@@ -29,11 +29,27 @@ group_writable = false        # true: folders 2775, switches 664 (a shared proje
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from typing import Any
 
-from pydantic import field_validator
+from pydantic import ValidationInfo, field_validator
 
 from rtool.core.config.types import Section
 from rtool.slurm_templates import specs
+
+#: The `[submit]` keys checked beyond their type: each one's check, which returns the value kept.
+_CHECKS: dict[str, Callable[[Any], Any]] = {
+    "time": specs.validate_time,
+    "signal": lambda v: specs.validate_signal(v).sbatch(),
+    "array": specs.validate_array,
+    "partition": lambda v: specs.validate_words(v, "value"),
+    "account": lambda v: specs.validate_words(v, "value"),
+    "max_requeues": lambda v: specs.validate_count(v, "max_requeues"),
+    "restarts_in_place": lambda v: specs.validate_count(v, "restarts_in_place", 100),
+    "hang_after": specs.validate_hang_after,
+    "save_every": specs.validate_hang_after,
+    "extra_lines": lambda v: [specs.check_text(line, "extra line") for line in v],
+}
 
 
 class SubmitConfig(Section):
@@ -66,25 +82,13 @@ class SubmitConfig(Section):
     def _not_empty(cls, value: object) -> object:
         return _not_blank(value)
 
-    @field_validator("time")
+    @field_validator(*_CHECKS)
     @classmethod
-    def _time(cls, value: str | None) -> str | None:
-        return specs.validate_time(value) if value else value
-
-    @field_validator("signal")
-    @classmethod
-    def _signal(cls, value: str | None) -> str | None:
-        return specs.validate_signal(value).sbatch() if value else value
-
-    @field_validator("array")
-    @classmethod
-    def _array(cls, value: str | None) -> str | None:
-        return specs.validate_array(value) if value else value
-
-    @field_validator("partition", "account")
-    @classmethod
-    def _words(cls, value: str | None) -> str | None:
-        return specs.validate_words(value, "value") if value else value
+    def _check(cls, value: Any, info: ValidationInfo) -> Any:
+        """The key's own check (`_CHECKS`); an unset value (None, "") stays as it is."""
+        if value is None or value == "":
+            return value
+        return _CHECKS[str(info.field_name)](value)
 
     @field_validator("rtool")
     @classmethod
@@ -98,26 +102,6 @@ class SubmitConfig(Section):
                 "/shared/venvs/rtool/bin/rtool"
             )
         return path
-
-    @field_validator("max_requeues")
-    @classmethod
-    def _positive(cls, value: int) -> int:
-        return specs.validate_count(value, "max_requeues")
-
-    @field_validator("restarts_in_place")
-    @classmethod
-    def _restarts(cls, value: int) -> int:
-        return specs.validate_count(value, "restarts_in_place", 100)
-
-    @field_validator("hang_after", "save_every")
-    @classmethod
-    def _shim_duration(cls, value: str | None) -> str | None:
-        return specs.validate_hang_after(value) if value else value
-
-    @field_validator("extra_lines")
-    @classmethod
-    def _lines(cls, value: list[str]) -> list[str]:
-        return [specs.check_text(line, "extra line") for line in value]
 
 
 class SwitchesConfig(Section):

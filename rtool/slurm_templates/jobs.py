@@ -24,6 +24,10 @@ _BEGIN = re.compile(
 )
 _OPTION = re.compile(r"^[a-z][a-z-]*$")
 _RAW_OPTION = re.compile(r"^(?:--[a-z][a-z0-9-]*(?:=.*)?|-[A-Za-z](?:.*)?)$", re.ASCII)
+#: How to fix a missing `self_command`, as the batch script says it (a job kind adds its way).
+INSTALL_RTOOL = (
+    "install rtool where every compute node sees it (a virtualenv on a shared filesystem)"
+)
 
 
 def validate_begin(value: str) -> str:
@@ -86,10 +90,7 @@ class SlurmJob:
         checks it exists on the node before anything else (`_rtool_self_check.j2`)."""
         return None
 
-    #: How to fix a missing `self_command`, said by the batch script.
-    self_command_fix = (
-        "install rtool where every compute node sees it (a virtualenv on a shared filesystem)"
-    )
+    self_command_fix = INSTALL_RTOOL
 
     def sbatch_lines(self) -> list[Quoted]:
         """The text after `#SBATCH ` of each header line, values quoted for sbatch."""
@@ -136,10 +137,7 @@ class CronSchedulerJob(SlurmJob):
         first = str(self.command[0])
         return first if first.startswith("/") else None
 
-    self_command_fix = (
-        "install rtool where every compute node sees it (a virtualenv on a shared filesystem) "
-        "and run `rtool cron start` with that rtool"
-    )
+    self_command_fix = f"{INSTALL_RTOOL} and run `rtool cron start` with that rtool"
 
 
 @dataclass

@@ -69,15 +69,6 @@ def _var(name: str) -> Word:
     return Word(f"${name}")
 
 
-def _starts(text: str, sub: str) -> list[int]:
-    """Every index where `sub` starts in `text`."""
-    out, i = [], text.find(sub)
-    while i >= 0:
-        out.append(i)
-        i = text.find(sub, i + 1)
-    return out
-
-
 def check_word(word: str, what: str = "launcher") -> str:
     """A word may name variables as `$NAME` or `${NAME}`; `$(...)` and `${...:-...}` are refused."""
     braces = set()
@@ -90,7 +81,7 @@ def check_word(word: str, what: str = "launcher") -> str:
             )
         if braced is not None:
             braces.add(m.start())
-    if any(i not in braces for i in _starts(word, "${")):
+    if any(m.start() not in braces for m in re.finditer(r"\$\{", word)):
         raise SpecError(f"{what} word {word!r}: only $NAME or ${{NAME}} is expanded (on each node)")
     if "$(" in word or "`" in word:
         raise SpecError(

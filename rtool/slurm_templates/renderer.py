@@ -126,8 +126,3 @@ def _check_template_dirs(dirs: Sequence[str]) -> None:
             continue  # a missing folder holds no template
         if problem:
             raise TemplateError(f"refusing template folder {d}: {problem}")
-
-
-def available_templates(dirs: Sequence[str] = ()) -> list[str]:
-    """Names of the templates that `render` can find."""
-    return sorted(_environment(tuple(dirs)).list_templates(extensions=["j2"]))

@@ -80,10 +80,6 @@ class SubmitOption:
         if self.use is Use.ENV and not (self.env and _ENV_NAME.match(self.env)):
             raise ValueError(f"a Use.ENV option needs env=RTOOL_NAME (got {self.env!r})")
 
-    @property
-    def is_argument(self) -> bool:
-        return not self.flags
-
 
 _META = "rtool_submit"
 

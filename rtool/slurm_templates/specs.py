@@ -188,22 +188,20 @@ def validate_time(spec: str) -> str:
     text = spec.strip()
     if text.upper() in ("UNLIMITED", "INFINITE"):
         return "UNLIMITED"
-    slurm_seconds = _slurm_seconds(text)
-    if slurm_seconds is not None and slurm_seconds > MAX_TIME:
-        raise SpecError(f"time limit {spec!r} is absurdly long (more than 10 years)")
-    if slurm_seconds is not None:
-        return format_slurm_duration(slurm_seconds)
-    try:
-        seconds = parse_duration(text)
-    except UnitError:
-        raise SpecError(
-            f"time limit {spec!r}: expected HH:MM:SS, D-HH:MM:SS, minutes, or 90m / 20h / 2d"
-        ) from None
-    if seconds < 60:
-        raise SpecError(f"time limit {spec!r} is shorter than Slurm's minimum of one minute")
+    seconds: float | None = _slurm_seconds(text)
+    if seconds is None:
+        try:
+            seconds = parse_duration(text)
+        except UnitError:
+            raise SpecError(
+                f"time limit {spec!r}: expected HH:MM:SS, D-HH:MM:SS, minutes, or 90m / 20h / 2d"
+            ) from None
+        if seconds < 60:
+            raise SpecError(f"time limit {spec!r} is shorter than Slurm's minimum of one minute")
+        seconds = -(-seconds // 60) * 60  # Slurm counts whole minutes (MAX_TIME is whole too)
     if seconds > MAX_TIME:
         raise SpecError(f"time limit {spec!r} is absurdly long (more than 10 years)")
-    return format_slurm_duration(-(-seconds // 60) * 60)  # Slurm counts whole minutes
+    return format_slurm_duration(seconds)
 
 
 def _slurm_seconds(text: str) -> int | None:

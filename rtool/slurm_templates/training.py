@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from rtool.core.selfcmd import rtool_argv
 from rtool.slurm_templates import launch, specs
 from rtool.slurm_templates import training_rules as rules
-from rtool.slurm_templates.jobs import SlurmJob
+from rtool.slurm_templates.jobs import INSTALL_RTOOL, SlurmJob
 from rtool.slurm_templates.renderer import ShellCode
 
 #: Exit code with which the training step asks the batch script to requeue the job
@@ -121,8 +121,8 @@ class TrainingJob(SlurmJob):
         return self.rtool[0] if self.preflight or self.restart_check else None
 
     self_command_fix = (
-        "install rtool where every compute node sees it (a virtualenv on a shared filesystem) "
-        'or name the path the nodes see in the config: [submit] rtool = "/shared/venv/bin/rtool"'
+        f"{INSTALL_RTOOL} or name the path the nodes see in the config: "
+        '[submit] rtool = "/shared/venv/bin/rtool"'
     )
 
     @property

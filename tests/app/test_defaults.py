@@ -11,14 +11,14 @@ import pytest
 from rtool.app.plumbing.appconfig import Config
 from rtool.app.plumbing.context import AppContext
 from rtool.app.plumbing.defaults import DefaultConfig
-from rtool.app.plumbing.sections import LINES, SECTIONS, section_class
+from rtool.app.plumbing.sections import LINES, SECTIONS
 
 
 def test_the_config_is_made_from_the_section_lines() -> None:
     assert list(Config.model_fields) == list(LINES)
     for name, info in Config.model_fields.items():
-        assert section_class(name) is info.annotation, name
-        assert info.default == section_class(name)(), name
+        assert SECTIONS[name] is info.annotation, name
+        assert info.default == SECTIONS[name](), name
 
 
 @pytest.mark.parametrize("name", list(SECTIONS))

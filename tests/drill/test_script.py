@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rtool.drill.script import DEADLINE_WINDOW, exports, header_lines, read_script
-from rtool.slurm_templates import render_job
+from rtool.slurm_templates.jobs import render_job
 from rtool.slurm_templates.specs import validate_signal
 from rtool.slurm_templates.training import TrainingJob
 

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from rtool.core.errors import RtoolError
 from rtool.drill.script import read_script
 from rtool.drill.throwaway import drill_folder, first_tasks, shared_paths, throwaway
-from rtool.slurm_templates import render_job
+from rtool.slurm_templates.jobs import render_job
 from rtool.slurm_templates.specs import validate_array, validate_signal
 from rtool.slurm_templates.training import TrainingJob
 

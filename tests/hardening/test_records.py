@@ -20,7 +20,8 @@ from rtool.core.heartbeat import Heartbeat, RunState
 from rtool.core.slurm.parse import MAX_HOSTS, ParseError, expand_hostlist
 from rtool.runs import attempt_record_writer
 from rtool.runs.attempt_records import MAX_LINE, parse_record, parse_records, read_records
-from rtool.slurm_templates import TrainingJob, render_job
+from rtool.slurm_templates.jobs import render_job
+from rtool.slurm_templates.training import TrainingJob
 from tests.hardening.conftest import OTHER_UID
 
 JOB = "41"

@@ -113,7 +113,7 @@ def test_an_abort_file_another_user_made_first_cannot_silence_the_ranks(
     batch script used to name (its `rm -f` cannot remove theirs, the first rank's O_EXCL write
     fails): now the batch script names one in a fresh 0700 folder of its own."""
     from rtool.shim.hang import Abort, read_abort, write_abort
-    from rtool.slurm_templates import render_job
+    from rtool.slurm_templates.jobs import render_job
     from tests.submit.test_render import training
 
     kill = sticky / "kill-switch"

@@ -8,8 +8,8 @@ import stat
 import subprocess
 from pathlib import Path
 
-from rtool.slurm_templates import render_job
 from rtool.slurm_templates.config import SubmitConfig, SwitchesConfig
+from rtool.slurm_templates.jobs import render_job
 from rtool.slurm_templates.submit import SubmitRequest, build_job
 from tests.submit.test_render import check_golden
 

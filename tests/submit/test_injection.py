@@ -10,14 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from rtool.slurm_templates import (
-    ShellCode,
-    SpecError,
-    TemplateError,
-    TrainingJob,
-    render_job,
-    validate_signal,
-)
+from rtool.slurm_templates.jobs import render_job
+from rtool.slurm_templates.renderer import ShellCode, TemplateError
+from rtool.slurm_templates.specs import SpecError, validate_signal
+from rtool.slurm_templates.training import TrainingJob
 
 END = "# ---- end of the rtool prelude\n"
 

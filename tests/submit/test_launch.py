@@ -11,8 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rtool.slurm_templates import SpecError, TrainingJob, render_job
+from rtool.slurm_templates.jobs import render_job
 from rtool.slurm_templates.launch import LaunchMode, Word, build
+from rtool.slurm_templates.specs import SpecError
+from rtool.slurm_templates.training import TrainingJob
 
 
 def words(launcher: str, nodes: int | None = 2, gpus: int | None = None) -> str:

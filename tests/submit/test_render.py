@@ -13,18 +13,17 @@ from pathlib import Path
 
 import pytest
 
-from rtool.slurm_templates import (
+from rtool.slurm_templates.config import SubmitConfig, SwitchesConfig
+from rtool.slurm_templates.jobs import (
     CronSchedulerJob,
-    TemplateError,
-    TrainingJob,
     WatchdogJob,
-    render,
     render_cron_scheduler,
     render_job,
-    validate_signal,
 )
-from rtool.slurm_templates.config import SubmitConfig, SwitchesConfig
+from rtool.slurm_templates.renderer import TemplateError, render
+from rtool.slurm_templates.specs import validate_signal
 from rtool.slurm_templates.submit import SubmitRequest, build_job
+from rtool.slurm_templates.training import TrainingJob
 
 GOLDEN = Path(__file__).parent / "golden"
 #: Read at import: the autouse fixture clears RTOOL_* variables before each test.
@@ -163,7 +162,7 @@ def test_unquoted_value_or_missing_value_fails(tmp_path: Path) -> None:
 
 def test_requeue_exit_code_matches_the_shim() -> None:
     shim = pytest.importorskip("rtool.shim")
-    from rtool.slurm_templates import REQUEUE_EXIT_CODE
+    from rtool.slurm_templates.training import REQUEUE_EXIT_CODE
 
     assert shim.REQUEUE_EXIT_CODE == REQUEUE_EXIT_CODE
     job = training(exit_before_end="10m")

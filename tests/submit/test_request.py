@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from rtool.slurm_templates import render_job
 from rtool.slurm_templates.config import SubmitConfig, SwitchesConfig
+from rtool.slurm_templates.jobs import render_job
 from rtool.slurm_templates.request import SubmitRequest, Use, declared, option
 from rtool.slurm_templates.specs import SpecError, validate_words
 from rtool.slurm_templates.submit import build_job

@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from rtool.app.commands.watch_cmd import WRITTEN
-from rtool.app.plumbing import watch_auto
 from rtool.core.slurm import Slurm
 from rtool.core.slurm.cmd import reads_only
 from rtool.core.state import StateDir
+from rtool.watchdogs.registry import configurable
 from tests.conftest import CliResult
 from tests.helpers import wait_for
 from tests.runs.test_runs_live import CRASH, _submit
@@ -28,7 +28,7 @@ Cli = Callable[..., CliResult]
 
 
 def test_every_watch_command_has_dry_run_and_no_notify(cli: Cli) -> None:
-    for name in [*watch_auto.registered(), *WRITTEN]:
+    for name in [*configurable(), *WRITTEN]:
         res = cli("watch", name, "--help")
         assert res.code == 0, name
         text = " ".join(re.sub("[│╭╮╰╯─]", " ", res.out).split())

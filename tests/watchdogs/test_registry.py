@@ -1,5 +1,5 @@
 """A new watchdog is one module and one registry line: the [watch] section, `rtool watch all`
-and `rtool watch NAME` come from the registry (rtool/watchdogs/registry.py, watch_auto.py)."""
+and `rtool watch NAME` come from the registry (rtool/watchdogs/registry.py, watch_cmd.py)."""
 
 from __future__ import annotations
 

@@ -18,8 +18,8 @@ from rtool.core.errors import ConfigError
 if TYPE_CHECKING:
     from pathlib import Path
 
-app = errors.group(
-    errors.DEFAULT,
+app = typer.Typer(
+    cls=errors.PolicyGroup,
     help="Examples:\n\n  rtool config check --send-test\n\n  rtool config show --origin\n\n"
     "  rtool --config team.toml config show",
     no_args_is_help=True,

@@ -21,8 +21,8 @@ from rtool.cron.scron import Backend
 from rtool.cron.store import dir_problem, resolve_dir
 from rtool.cron.tick import TickEnv, tick
 
-app = errors.group(
-    errors.DEFAULT,
+app = typer.Typer(
+    cls=errors.PolicyGroup,
     help="Example: rtool cron init ~/rtool-cron && rtool cron start",
     no_args_is_help=True,
 )

@@ -15,8 +15,7 @@ import typer
 from rtool.app.commands import submit_cmd
 from rtool.app.plumbing import errors
 from rtool.app.plumbing.context import get_context
-from rtool.app.plumbing.fromspec import default_note
-from rtool.app.plumbing.params import BodyCommand, parameter
+from rtool.app.plumbing.fromspec import BodyCommand, default_note, parameter
 from rtool.core.alert import Status
 from rtool.core.errors import RtoolError, UsageError
 from rtool.core.proc import ProcError
@@ -69,15 +68,12 @@ def drill(ctx: typer.Context, **given: Any) -> int:
         if opts["and_submit"]:
             _submit_real(app_ctx, report, req, real)
         return int(report.status)
-    else:
-        defaults = {f.name: f.default for f, _ in declared()}
-        stray = [
-            k for k, v in submit.items() if k not in SHARED and v not in (None, [], defaults[k])
-        ]
-        if stray:
-            flags = ", ".join("--" + k.replace("_", "-") for k in sorted(stray))
-            raise UsageError(f"{flags}: for --submit only (rtool drill --submit SCRIPT ...)")
-        report = _drill_run(app_ctx, _wanted(app_ctx, opts, submit))
+    defaults = {f.name: f.default for f, _ in declared()}
+    stray = [k for k, v in submit.items() if k not in SHARED and v not in (None, [], defaults[k])]
+    if stray:
+        flags = ", ".join("--" + k.replace("_", "-") for k in sorted(stray))
+        raise UsageError(f"{flags}: for --submit only (rtool drill --submit SCRIPT ...)")
+    report = find.drill(app_ctx.slurm, _wanted(app_ctx, opts, submit), _say)
     _print(report, bool(opts["as_json"]))
     return int(report.status)
 
@@ -132,19 +128,13 @@ def _wanted(app_ctx: AppContext, opts: dict[str, Any], submit: dict[str, Any]) -
     )
 
 
-def _drill_run(app_ctx: AppContext, want: Wanted) -> Report:
-    return find.drill(app_ctx.slurm, want, _say)
-
-
 def _submitted(
     app_ctx: AppContext, opts: dict[str, Any], submit: dict[str, Any]
 ) -> tuple[Report, SubmitRequest, TrainingJob]:
     """Submit the throw-away job, drill it, cancel what is left of it; the report, the request
     and the real job."""
 
-    lists = {f.name for f, _ in declared() if f.default_factory is not dataclasses.MISSING}
-    fields = {k: v for k, v in submit.items() if v is not None or k not in lists}
-    req = SubmitRequest(script=Path(opts["target"]), **fields)
+    req = submit_cmd.request({**submit, "script": Path(opts["target"])})
     real = submit_cmd.build(app_ctx, req)
     for path in shared_paths(real):
         _say(f"warning: {path} is an absolute path in --args: the throw-away job writes there too")
@@ -169,7 +159,7 @@ def _submitted(
         throwaway=True,
     )
     try:
-        return _drill_run(app_ctx, want), req, real  # waits for the job to start
+        return find.drill(app_ctx.slurm, want, _say), req, real  # waits for the job to start
     finally:
         _cancel(app_ctx, result.job_id, folder)
 

@@ -25,7 +25,6 @@ from rtool.runs.totals import totals
 
 if TYPE_CHECKING:
     from rtool.app.plumbing.context import AppContext
-    from rtool.runs.config import RunWatch
     from rtool.runs.model import Ledger, Totals
 
 

@@ -18,10 +18,9 @@ from rtool.nodes.store import SuspectStore
 
 if TYPE_CHECKING:
     from rtool.app.plumbing.context import AppContext
-    from rtool.nodes.store import SuspectStore
 
-app = errors.group(
-    errors.DEFAULT,
+app = typer.Typer(
+    cls=errors.PolicyGroup,
     help="Examples:\n\n"
     "  rtool nodes                 # the suspects, with their evidence\n\n"
     "  rtool nodes --json\n\n"

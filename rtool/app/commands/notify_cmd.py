@@ -19,8 +19,8 @@ from rtool.notify.status import collect, render
 if TYPE_CHECKING:
     from rtool.notify.config import NotifyConfig
 
-app = errors.group(
-    errors.DEFAULT,
+app = typer.Typer(
+    cls=errors.PolicyGroup,
     help="Examples:\n\n"
     "  rtool notify test                  # a test alert through every channel\n\n"
     "  rtool notify test --channel slack\n\n"

@@ -12,7 +12,7 @@ import typer
 from rtool.app.commands.preflight_job import job_preflight, restart_check
 from rtool.app.plumbing import fromspec
 from rtool.app.plumbing.context import get_context
-from rtool.app.plumbing.params import BodyCommand, parameter
+from rtool.app.plumbing.fromspec import BodyCommand, parameter
 from rtool.core.errors import UsageError
 from rtool.core.selfcmd import python_argv
 from rtool.nodes.preflight.node import run_checks, settings_argv
@@ -88,11 +88,8 @@ def _node_args(app_ctx: AppContext, values: dict[str, Any]) -> tuple[Any, list[s
     pf = app_ctx.config.nodes.preflight
     node_ctx = NodeContext(**values, timeout=pf.check_timeout)
     settings = {k: getattr(node_ctx, k) for k in values}
-    argv = [*_node_command(), "--json", "--timeout", f"{pf.check_timeout:g}s"]
+    # the program that runs the checks of one node (rtool/nodes/preflight/node.py); -I: nothing
+    # from the job's folder
+    argv = python_argv("-m", "rtool.nodes.preflight")
+    argv += ["--json", "--timeout", f"{pf.check_timeout:g}s"]
     return node_ctx, argv + settings_argv(settings)
-
-
-def _node_command() -> list[str]:
-    """The program that runs the checks of one node (rtool/nodes/preflight/node.py)."""
-
-    return python_argv("-m", "rtool.nodes.preflight")  # -I: nothing from the job's folder

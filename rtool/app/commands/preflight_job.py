@@ -87,17 +87,14 @@ def _failed(info: JobInfo, rc: int) -> tuple[Failed, str | None]:
     path = restarts_path(records) if records else None
     before = 0
     if path:
+        key = (info.job_id, info.restarts)
         try:
-            mine = [r for r in read_restarts(path) if (r.shown_id, r.restart) == _key(info)]
+            mine = [r for r in read_restarts(path) if (r.shown_id, r.restart) == key]
         except OSError:
             mine = []
         before = max((r.oom_kills or 0 for r in mine), default=0)
     hb = restart.launch_heartbeat(env.get("RTOOL_HEARTBEAT"), info, launch)
     return restart.Failed(rc, launch, hb, restart.job_oom_kills(), before), path
-
-
-def _key(info: JobInfo) -> tuple[str, int]:
-    return (info.job_id, info.restarts)
 
 
 def _bad_nodes(app_ctx: AppContext, info: JobInfo) -> dict[str, tuple[str, str]]:
@@ -198,11 +195,11 @@ def job_preflight(app_ctx: AppContext, node_argv: list[str], timeout: float) -> 
     info = job.JobInfo.from_env(os.environ)
     reports, error = job.run_on_nodes(app_ctx.slurm, info, node_argv, timeout)
     if error:
-        typer.echo(f"rtool: pre-flight could not run ({error}); starting the training", err=True)
+        _say(f"pre-flight could not run ({error}); starting the training")
         return job.OK
     outcome = job.JobOutcome(reports, [r for r in reports if not r.ok])
     for r in reports:
-        typer.echo(f"rtool: pre-flight {r.summary()} ({r.seconds:g}s)", err=True)
+        _say(f"pre-flight {r.summary()} ({r.seconds:g}s)")
     if not outcome.bad:
         return job.OK
     return keep_off(app_ctx, info, outcome)
@@ -221,7 +218,7 @@ def keep_off(app_ctx: AppContext, info: Any, outcome: Any) -> int:
     outcome.code, outcome.action = job.requeue_away(
         app_ctx.slurm, store, info, bad, cap, cfg.preflight.max_requeues
     )
-    typer.echo(f"rtool: pre-flight failed on {','.join(bad)}: {outcome.action}", err=True)
+    _say(f"pre-flight failed on {','.join(bad)}: {outcome.action}")
     _alert(app_ctx, job.alerts(info, outcome, now))
     return int(outcome.code)
 
@@ -232,4 +229,4 @@ def _alert(app_ctx: AppContext, alerts: list[Any]) -> None:
     try:
         process(alerts, app_ctx.config.notify, app_ctx.state)
     except Exception as exc:
-        typer.echo(f"rtool: warning: pre-flight alert not sent: {exc}", err=True)
+        _say(f"warning: pre-flight alert not sent: {exc}")

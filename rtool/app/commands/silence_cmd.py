@@ -15,8 +15,8 @@ from rtool.notify.deliver import flush
 from rtool.notify.engine import queue
 from rtool.notify.silence_store import Silences, parse_matcher
 
-app = errors.group(
-    errors.DEFAULT,
+app = typer.Typer(
+    cls=errors.PolicyGroup,
     help="Alerts matching a silence are held (not lost) while it is in force; when it ends, one "
     "summary goes to the channels they would have reached, and what is still open alerts "
     "again. Resolved notices still close alerts that went out before.\n\n"

@@ -16,8 +16,7 @@ import typer
 
 from rtool.app.commands.submit_preempt import preempt_warning
 from rtool.app.plumbing.context import get_context
-from rtool.app.plumbing.fromspec import default_note
-from rtool.app.plumbing.params import BodyCommand, parameter
+from rtool.app.plumbing.fromspec import BodyCommand, default_note, parameter
 from rtool.core.errors import RtoolError, UsageError
 from rtool.core.slurm.hostlist import compress_hostlist
 from rtool.core.slurm.parse import ParseError, expand_hostlist
@@ -26,9 +25,9 @@ from rtool.nodes.exclude import Cap, partition_nodes, plan
 from rtool.nodes.preflight.registry import NodeContext, Settings, applies
 from rtool.nodes.store import SuspectStore
 from rtool.runs import launcherlogs, names
-from rtool.slurm_templates import TemplateError, render_job
 from rtool.slurm_templates.batchfile import override, sbatch_option
-from rtool.slurm_templates.renderer import ShellCode, template_dirs
+from rtool.slurm_templates.jobs import render_job
+from rtool.slurm_templates.renderer import ShellCode, TemplateError, template_dirs
 from rtool.slurm_templates.request import SubmitRequest, declared
 from rtool.slurm_templates.specs import SpecError
 from rtool.slurm_templates.submit import build_job
@@ -46,7 +45,7 @@ def submit(ctx: typer.Context, **given: Any) -> int:
     Example: rtool submit job.slurm --after-name pretrain -- --mem=64G
     """
     app_ctx = get_context(ctx)
-    req = _request(given)
+    req = request(given)
     if req.after and req.after_name:
         raise UsageError("give --after or --after-name, not both")
     job = build(app_ctx, req)
@@ -104,7 +103,7 @@ def check_switches(job: TrainingJob) -> bool:
     return own
 
 
-def _request(given: dict[str, Any]) -> SubmitRequest:
+def request(given: dict[str, Any]) -> SubmitRequest:
     """The request from typer's values (a list option not given comes as None)."""
     lists = {f.name for f, _ in declared() if f.default_factory is not dataclasses.MISSING}
     return SubmitRequest(**{k: v for k, v in given.items() if v is not None or k not in lists})
@@ -125,7 +124,7 @@ def request_params(
             annotation, default = annotation | None, None
         text = f"{opt.help} {default_note('submit.' + opt.config)}" if opt.config else opt.help
         text = text_of(f.name, text) if text_of else text
-        if opt.is_argument:
+        if not opt.flags:  # an argument
             info = typer.Argument(... if default is dataclasses.MISSING else default, help=text)
         else:
             info = typer.Option(default, *opt.flags, help=text)

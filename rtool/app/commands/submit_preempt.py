@@ -35,17 +35,11 @@ def save_vs_grace(save_s: float | None, part: Partition | None) -> str | None:
     )
 
 
-def measured_save(heartbeat: str | None) -> float | None:
-    """The longest save the run's heartbeat recorded (yours only; None when none)."""
-
-    hb = read_own_heartbeat(heartbeat) if heartbeat else None
-    return hb.longest_save_seconds if hb is not None else None
-
-
 def preempt_warning(app_ctx: AppContext, job: TrainingJob) -> str | None:
     """The warning for this submission, or None (also when Slurm cannot say)."""
 
-    save_s = measured_save(job.heartbeat)
+    hb = read_own_heartbeat(job.heartbeat) if job.heartbeat else None  # yours only
+    save_s = hb.longest_save_seconds if hb is not None else None  # the longest save recorded
     if save_s is None:
         return None
     try:

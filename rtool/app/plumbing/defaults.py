@@ -15,7 +15,7 @@ from __future__ import annotations
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from rtool.app.plumbing.sections import SECTIONS, section_class
+from rtool.app.plumbing.sections import SECTIONS
 
 if TYPE_CHECKING:
     from rtool.app.plumbing.appconfig import Config
@@ -28,7 +28,7 @@ class DefaultConfig:
         if name.startswith("__"):
             raise AttributeError(name)
         if name in SECTIONS:
-            value = section_class(name).model_construct()
+            value = SECTIONS[name].model_construct()
             setattr(self, name, value)  # made once
             return value
         return getattr(self.full, name)

@@ -1,6 +1,7 @@
 """One error handler per command group: which exit code an error gives, and how it is shown.
 
-Every command group is a typer app built on `PolicyGroup` with its `ExitPolicy`; errors raised
+Every command group is a typer app built on `PolicyGroup` (a subclass names its `ExitPolicy`,
+`DEFAULT` unless it says otherwise); errors raised
 while that group parses its arguments or runs a command are tagged with the group's exit code
 (the innermost group wins). `rtool.app.cli.main` prints the error as one line (`--debug`: with the
 traceback) and exits with `exit_code(exc)`.
@@ -127,16 +128,6 @@ def refuse_empty(command: Any, ctx: Any, args: list[str]) -> None:
 
 def _blank(value: Any) -> bool:
     return isinstance(value, str) and not value.strip()
-
-
-def group(policy: ExitPolicy, base: type[PolicyGroup] = PolicyGroup, **kwargs: Any) -> typer.Typer:
-    """A typer app for a command group whose errors get `policy`'s exit codes."""
-    chosen = policy
-
-    class Group(base):  # type: ignore[valid-type,misc]
-        policy = chosen
-
-    return typer.Typer(cls=Group, **kwargs)
 
 
 def message(exc: BaseException) -> str:

@@ -1,27 +1,64 @@
 """Commands made from a declaration: one parameter per field of a config model, with the
 field's help, flag and default (`rtool.core.config.fields`), and the model's entries made from
-what was given. `rtool watch NAME` (watch_auto.py) and `rtool preflight` are made this way, so a
+what was given. `rtool watch NAME` (watch_cmd.py) and `rtool preflight` are made this way, so a
 new watchdog or pre-flight check needs no command of its own.
 
 Defaults are never written here: an option that is not given is left out of the entry, which
 then takes the declared default (or, with `section`, the config's value of that key); the help
 shows it (`(default: 90%)`, `(default: [nodes.preflight] dirs)`).
-"""
 
-from __future__ import annotations
+`parameter(name, annotation, info)` asks typer for the click parameter of one declared field:
+typer reads a function of one parameter whose annotation and default are the field's (a real
+signature, evaluated when `one` is defined: this module does not postpone annotations).
+`BodyCommand` is a typer command that hands the parsed values to a body, `body(ctx, **values)`;
+`rtool submit` and `rtool drill` (`SubmitRequest`) are made of them too.
+"""
 
 import types
 import typing
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import typer
+import typer.core
+import typer.main
 from pydantic import ValidationError
 
-from rtool.app.plumbing.params import parameter
 from rtool.app.plumbing.sections import config_field
 from rtool.core.config.fields import choices, cli_of, default_of, flag_of, shown_default, unit_of
 from rtool.core.errors import UsageError
+
+
+def parameter(name: str, annotation: Any, info: Any) -> Any:
+    """The click parameter `name` that typer makes of `name: annotation = info` (`info` a
+    `typer.Option(...)` or `typer.Argument(...)`)."""
+
+    def one(value: annotation = info) -> None:  # type: ignore[valid-type]
+        """The one parameter."""
+
+    holder = typer.Typer(add_completion=False)
+    holder.command()(one)
+    [param] = typer.main.get_command(holder).params
+    param.name = name
+    return param
+
+
+class BodyCommand(typer.core.TyperCommand):
+    """A command of declared parameters: `body(ctx, **values)` runs it and returns its exit code."""
+
+    def __init__(self, name: str, params: list[Any], body: Callable[..., Any], help: str) -> None:
+        super().__init__(name, params=params, help=help)
+        self.body = body
+
+    def invoke(self, ctx: Any) -> Any:
+        return self.body(ctx, **as_given(ctx.params))
+
+
+def as_given(params: dict[str, Any]) -> dict[str, Any]:
+    """The parsed values as typer hands them to a function: a list, None when none given."""
+    many = (list, tuple)
+    return {k: (list(v) or None) if isinstance(v, many) else v for k, v in params.items()}
 
 
 @dataclass(frozen=True)

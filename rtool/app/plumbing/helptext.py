@@ -50,7 +50,7 @@ def _paragraphs(text: str | None) -> str | None:
 def _value_name(param: Any) -> str:
     label = getattr(param, "type_descriptor", None)
     bare = param.bare_type() if label is not None and hasattr(param, "bare_type") else "str"
-    if getattr(getattr(param, "type_descriptor", None), "is_path", False):
+    if getattr(label, "is_path", False):
         bare = "path"
     if bare.startswith("list["):
         return _VALUE_NAMES.get(bare[5:-1], "TEXT")

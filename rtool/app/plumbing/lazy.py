@@ -21,7 +21,7 @@ from rtool.core.registry import Line, Registry
 _M = "rtool.app.commands."
 #: name -> where it lives and its summary. Order = order in `rtool --help`. A module with
 #: `register(cli)` adds its command to `cli`, one with `command()` makes it (from declarations:
-#: rtool/app/plumbing/params.py); one with only an `app` is that group.
+#: rtool/app/plumbing/fromspec.py); one with only an `app` is that group.
 LINES: dict[str, str | Line] = {
     "submit": Line(
         _M + "submit_cmd",
@@ -79,7 +79,7 @@ COMMANDS: Registry[Any] = Registry("command", LINES)
 def load(name: str) -> Any:
     """The real click command `name` (imports its module)."""
     module = COMMANDS[name]
-    if hasattr(module, "command"):  # made from declarations (rtool/app/plumbing/params.py)
+    if hasattr(module, "command"):  # made from declarations (rtool/app/plumbing/fromspec.py)
         cmd = module.command()
     elif hasattr(module, "register"):
         holder = typer.Typer()
@@ -89,14 +89,10 @@ def load(name: str) -> Any:
     else:
         cmd = typer.main.get_command(module.app)
     cmd.name = name
-    cmd.help = _with_summary(COMMANDS.line(name).summary, cmd.help)
+    # the help page: the command's summary (written once, above), then its own text
+    summary, body = COMMANDS.line(name).summary, (cmd.help or "").strip()
+    cmd.help = f"{summary}\n\n{body}" if body else summary
     return tidy(cmd)
-
-
-def _with_summary(summary: str, body: str | None) -> str:
-    """The help page: the command's summary (written once, above), then its own text."""
-    body = (body or "").strip()
-    return f"{summary}\n\n{body}" if body else summary
 
 
 class LazyGroup(PolicyGroup):

@@ -5,7 +5,7 @@ new section is one module and one line here. Reading a section imports that sect
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rtool.core.registry import Registry
 
@@ -30,24 +30,19 @@ LINES: dict[str, str] = {
 SECTIONS: Registry[type[BaseModel]] = Registry("config section", LINES)
 
 
-def section_class(name: str) -> type[BaseModel]:
-    return SECTIONS[name]
-
-
 def config_field(path: str) -> tuple[type[BaseModel], FieldInfo]:
     """The model and field of the config key `path` (`cron.grace`, `nodes.preflight.gpus`);
     KeyError when there is none. Imports only that section."""
     first, *rest = path.split(".")
     if first not in SECTIONS or not rest:
         raise KeyError(path)
-    model = section_class(first)
-    for i, name in enumerate(rest):
+    model: Any = SECTIONS[first]
+    for name in rest[:-1]:  # nested sections: `nodes.preflight`
         info = model.model_fields.get(name)
-        if info is None:
-            raise KeyError(path)
-        if i == len(rest) - 1:
-            return model, info
-        model = info.annotation  # type: ignore[assignment]
+        model = info.annotation if info is not None else None
         if not (isinstance(model, type) and hasattr(model, "model_fields")):
             raise KeyError(path)
-    raise KeyError(path)  # pragma: no cover
+    info = model.model_fields.get(rest[-1])
+    if info is None:
+        raise KeyError(path)
+    return model, info

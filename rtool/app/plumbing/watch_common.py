@@ -1,5 +1,5 @@
 """What every `rtool watch` command shares: the common options and running the built
-watchdogs (`watch_auto.py` makes one command per registered watchdog, `watch_cmd.py` lists the
+watchdogs (`watch_cmd.py` makes one command per registered watchdog and lists the
 written ones)."""
 
 from __future__ import annotations
@@ -12,8 +12,7 @@ from typing import Any
 import typer
 
 from rtool.app.plumbing.context import get_context
-from rtool.app.plumbing.fromspec import default_note
-from rtool.app.plumbing.params import BodyCommand, parameter, values
+from rtool.app.plumbing.fromspec import BodyCommand, as_given, default_note, parameter
 from rtool.core.errors import UsageError
 from rtool.core.state import StateDir
 from rtool.core.units import UnitError, parse_duration
@@ -88,7 +87,7 @@ class WatchCommand(BodyCommand):
         super().__init__(name, [*own, *common_parameters()], body, help)
 
     def invoke(self, ctx: Any) -> int:
-        given = values(ctx.params)
+        given = as_given(ctx.params)
         common = {c.name: given.pop(c.name) for c in COMMON}
         return run(ctx, self.body(ctx, **given), **common)
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rtool.app.status import sections as status_sections
-from rtool.core.alert import Status
+from rtool.core.alert import Status, worst
 from rtool.core.identity import current_user
 from rtool.core.proc import ProcError
 from rtool.cron.chain import active_jobs
@@ -73,7 +73,7 @@ def overall(data: dict[str, Any]) -> str:
     names = [data[s].get("status") for s in SECTIONS if isinstance(data[s], dict)]
     names += [d.get("status") for d in data["disks"]]
     statuses = [Status[n] for n in names if n in Status.__members__]
-    return Status.OK.name if not statuses else max(statuses, key=lambda s: s.severity).name
+    return worst(statuses).name
 
 
 def job_specs(cfg: Config) -> list[JobWatch]:
@@ -164,7 +164,7 @@ def jobs_section(job_wd: Any, obs: Any, now: float) -> dict[str, Any]:
         )
     statuses = [Status[e["status"]] for e in entries]
     return {
-        "status": max(statuses, key=lambda s: s.severity).name if statuses else None,
+        "status": worst(statuses).name if statuses else None,
         "error": obs.error if obs is not None else None,
         "watched": entries,
     }
