@@ -14,7 +14,6 @@ from __future__ import annotations
 import logging
 import os
 import subprocess
-import tempfile
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -24,6 +23,7 @@ import pytest
 
 from devtools.localslurm import control, releases, users
 from rtool.core.slurm import Slurm
+from tests.helpers import private_cluster
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -150,19 +150,13 @@ def tmpfs(tmp_path: Path) -> Iterator[Callable[..., Path]]:
 def slurm_cluster() -> Iterator[control.Cluster]:
     """A real 3-node Slurm (n1..n3) with accounting for the whole session, in its own folder
     and ports (slurmdbd and MariaDB included: sacct answers)."""
-    directory = Path(tempfile.mkdtemp(prefix="rtool-slurm-"))
-    try:
-        cluster = control.up(directory, nodes=3, accounting=True)
-    except control.LocalSlurmError as exc:
-        pytest.fail(f"local Slurm could not start: {exc}", pytrace=False)
-    version = releases.version(cluster.env) or "no answer"
-    if not version.startswith(f"{cluster.release.name}."):
-        control.down(directory)
-        pytest.fail(f"scontrol --version: {version}, not Slurm {cluster.release.name}")
-    old = os.environ.get("SLURM_CONF")
-    os.environ["SLURM_CONF"] = str(cluster.conf)
-    yield cluster
-    control.down(directory)
+    with private_cluster("rtool-slurm-", "local Slurm", nodes=3, accounting=True) as cluster:
+        version = releases.version(cluster.env) or "no answer"
+        if not version.startswith(f"{cluster.release.name}."):
+            pytest.fail(f"scontrol --version: {version}, not Slurm {cluster.release.name}")
+        old = os.environ.get("SLURM_CONF")
+        os.environ["SLURM_CONF"] = str(cluster.conf)
+        yield cluster
     if old is None:
         os.environ.pop("SLURM_CONF", None)
     else:
@@ -176,13 +170,10 @@ def preempt_cluster() -> Iterator[control.Cluster]:
     session's: with preemption on, Slurm lets no two jobs share a core."""
     from devtools.localslurm.slurmconf import PREEMPTION
 
-    directory = Path(tempfile.mkdtemp(prefix="rtool-slurm-preempt-"))
-    try:
-        cluster = control.up(directory, nodes=3, accounting=True, extra=PREEMPTION)
-    except control.LocalSlurmError as exc:
-        pytest.fail(f"local Slurm (preemptible) could not start: {exc}", pytrace=False)
-    yield cluster
-    control.down(directory)
+    what = "local Slurm (preemptible)"
+    shape = {"nodes": 3, "accounting": True, "extra": PREEMPTION}
+    with private_cluster("rtool-slurm-preempt-", what, **shape) as cluster:
+        yield cluster
 
 
 @pytest.fixture

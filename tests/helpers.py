@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+from devtools.localslurm import control
 
 
 def wait_for(
@@ -60,3 +65,20 @@ def fuse_server(script: str, point: Path) -> Iterator[Path]:
         if mounted(point):
             subprocess.run(["umount", "-l", str(point)], check=False)
         time.sleep(0.1)
+
+
+@contextlib.contextmanager
+def private_cluster(prefix: str, what: str, **shape: Any) -> Iterator[control.Cluster]:
+    """A local cluster (`control.up(**shape)`) in a new folder under /tmp, for a fixture: the
+    test fails (never skips) when it cannot start; afterwards it is stopped and its folder
+    removed (MariaDB's data alone is about 180 MB a cluster)."""
+    directory = Path(tempfile.mkdtemp(prefix=prefix))
+    try:
+        try:
+            cluster = control.up(directory, **shape)
+        except control.LocalSlurmError as exc:
+            pytest.fail(f"{what} could not start: {exc}", pytrace=False)
+        yield cluster
+    finally:
+        control.down(directory)
+        shutil.rmtree(directory, ignore_errors=True)

@@ -24,7 +24,7 @@ from rtool.cron import scron
 from rtool.cron.chain import active_jobs
 from rtool.cron.config import CronConfig
 from rtool.cron.store import CronStore, chain_key, chain_name
-from tests.helpers import wait_for
+from tests.helpers import private_cluster, wait_for
 
 
 @pytest.fixture(scope="module")
@@ -41,13 +41,9 @@ def scrontab_bin(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def scron_cluster() -> Iterator[control.Cluster]:
     """A one-node cluster (no accounting) whose admin enabled scrontab."""
-    directory = Path(tempfile.mkdtemp(prefix="rtool-scron-"))
-    try:
-        cluster = control.up(directory, nodes=1, accounting=False, extra=["ScronParameters=enable"])
-    except control.LocalSlurmError as exc:
-        pytest.fail(f"local Slurm with scrontab could not start: {exc}", pytrace=False)
-    yield cluster
-    control.down(directory)
+    shape = {"nodes": 1, "accounting": False, "extra": ["ScronParameters=enable"]}
+    with private_cluster("rtool-scron-", "local Slurm with scrontab", **shape) as cluster:
+        yield cluster
 
 
 @pytest.fixture

@@ -10,12 +10,10 @@ is counted (`Slurm.calls`); the suspects are read back with `rtool nodes --json`
 from __future__ import annotations
 
 import json
-import tempfile
 import time
 import uuid
 from collections import Counter
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -29,7 +27,7 @@ from rtool.watchdogs.base import ProbeEnv
 from rtool.watchdogs.config import JobWatch
 from rtool.watchdogs.job import JobWatchdog
 from rtool.watchdogs.runner import query_for, sweep
-from tests.helpers import wait_for
+from tests.helpers import private_cluster, wait_for
 
 NODES = 64
 
@@ -37,13 +35,8 @@ NODES = 64
 @pytest.fixture(scope="module")
 def big() -> Iterator[control.Cluster]:
     """64 slurmd on this host (about 350 MiB), slurmctld, slurmdbd and MariaDB."""
-    directory = Path(tempfile.mkdtemp(prefix="rtool-slurm64-"))
-    try:
-        cluster = control.up(directory, nodes=NODES, accounting=True)
-    except control.LocalSlurmError as exc:
-        pytest.fail(f"the 64-node local Slurm could not start: {exc}", pytrace=False)
-    yield cluster
-    control.down(directory)
+    with private_cluster("rtool-slurm64-", "the 64-node local Slurm", nodes=NODES) as cluster:
+        yield cluster
 
 
 @pytest.fixture
