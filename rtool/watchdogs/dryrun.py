@@ -21,12 +21,11 @@ import shlex
 from typing import TYPE_CHECKING, Any
 
 from rtool.notify.preview import preview
-from rtool.watchdogs.base import CheckResult
+from rtool.watchdogs.base import CheckResult, Output
 
 if TYPE_CHECKING:
     from rtool.core.state import StateDir
     from rtool.notify.config import NotifyConfig
-    from rtool.watchdogs.output import Output
 
 
 def report(

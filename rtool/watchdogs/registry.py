@@ -32,7 +32,7 @@ LINES: dict[str, tuple[str, str | None]] = {
     "run": ("rtool.watchdogs.run:RunWatchdog", "rtool.runs.config:RunWatch"),
     "checkpoint": (
         "rtool.watchdogs.checkpoint.watchdog:CheckpointWatchdog",
-        "rtool.watchdogs.checkpoint.spec:CheckpointWatch",
+        "rtool.watchdogs.config:CheckpointWatch",
     ),
     # [[watch.cron]] entries, completed from [cron]
     "cron": ("rtool.watchdogs.cron_chain:CronWatchdog", "rtool.watchdogs.config:CronWatchEntry"),

@@ -1,13 +1,11 @@
 """run: is the training run progressing across its attempts? (rtool/runs/ does the bookkeeping)
 
 Per `[[watch.run]]` entry, the probe rebuilds the run's attempt ledger (sacct, or degraded
-mode; heartbeats, the batch script's records, log tails) and stores it; the check reads it:
-finished is OK; CRITICAL crash loop (K bad attempts in a row; the rest of the array is held
-unless `on_crash_loop = "none"`), CRITICAL stalled, CRITICAL exhausted without finished(),
-WARNING budget, WARNING restart storm, WARNING a preempted save longer than the GraceTime,
-WARNING checkpoint set aside (by the shim's latest_checkpoint in the last attempt). Every
-non-OK result names the attempt, its nodes, state, exit code, signature and the last lines of
-its log. Only your own jobs are attempts (a
+mode; heartbeats, the batch script's records, log tails) and stores it; the check reads it
+(the verdicts: `RunWatchdog`; a crash loop is K bad attempts in a row and holds the rest of the
+array unless `on_crash_loop = "none"`; a checkpoint is set aside by the shim's
+latest_checkpoint in the last attempt). Every non-OK result names the attempt, its nodes,
+state, exit code, signature and the last lines of its log. Only your own jobs are attempts (a
 same-named job of another user is neither counted nor held).
 """
 
@@ -184,8 +182,13 @@ def _check_one(obs: RunObservation, now: float) -> CheckResult:
     loop = health.crash_loop(led, spec.crash_loop, spec.short)
     if loop is not None:
         return _crash_loop(obs, loop, queue)
-    found = _not_moving(obs, led, queue, now) or _at_risk(obs, led, queue, now)
-    return found or _result(obs, Status.OK, _ok_text(led, queue), attempt=False)
+    found = _not_moving(obs, led, queue, now)
+    if found is not None:
+        return found
+    warning = _warning(led, spec, queue, now)
+    if warning is not None:
+        return _result(obs, Status.WARNING, warning)
+    return _result(obs, Status.OK, _ok_text(led, queue), attempt=False)
 
 
 def _not_moving(
@@ -218,17 +221,10 @@ def _not_moving(
     return None
 
 
-def _at_risk(
-    obs: RunObservation, led: Ledger, queue: health.Queue, now: float
-) -> CheckResult | None:
-    """WARNING: too few attempts left for the steps to go, a restart storm, an attempt's own
-    warning (a save past the grace, a hang, a checkpoint set aside), or a slow run."""
-    warning = _warning(led, obs.spec, queue, now)
-    return _result(obs, Status.WARNING, warning) if warning is not None else None
-
-
 def _warning(led: Ledger, spec: RunWatch, queue: health.Queue, now: float) -> str | None:
-    """Budget, restart storm, the attempts' own warnings, a slow run: the first that holds."""
+    """WARNING: too few attempts left for the steps to go, a restart storm, an attempt's own
+    warning (a save past the grace, a hang, a checkpoint set aside), or a slow run: the first
+    that holds."""
     short = health.budget_short(led, queue)
     if short is not None:
         needed, can = short

@@ -18,8 +18,15 @@ from rtool.core.redact import redact, redact_data
 from rtool.core.safeio import UnsafeFileError, append_fd
 from rtool.core.state import StateDir
 from rtool.watchdogs import metric_sources, perfdata
-from rtool.watchdogs.base import CheckResult, ProbeEnv, SqueueQuery, Watchdog, unknown
-from rtool.watchdogs.output import CAUSES_FILE, Output
+from rtool.watchdogs.base import (
+    CAUSES_FILE,
+    CheckResult,
+    Output,
+    ProbeEnv,
+    SqueueQuery,
+    Watchdog,
+    unknown,
+)
 
 if TYPE_CHECKING:
     from rtool.core.slurm import Slurm

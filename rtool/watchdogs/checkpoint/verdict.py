@@ -20,7 +20,7 @@ from rtool.core.units import format_duration, format_size
 from rtool.watchdogs.probes.child import parse_heartbeat
 
 if TYPE_CHECKING:
-    from rtool.watchdogs.checkpoint.spec import CheckpointWatch
+    from rtool.watchdogs.config import CheckpointWatch
     from rtool.watchdogs.quota import Quota
 
 Problem = tuple[Status, str]

@@ -19,7 +19,7 @@ from rtool.core.checkpoints import Ckpt, Phase
 from rtool.core.units import format_duration, format_size
 from rtool.watchdogs.base import Action, CheckResult, ProbeEnv, SpecWatchdog
 from rtool.watchdogs.checkpoint import verdict
-from rtool.watchdogs.checkpoint.spec import CheckpointWatch
+from rtool.watchdogs.config import CheckpointWatch
 from rtool.watchdogs.disk import probe_failure, read_quota
 from rtool.watchdogs.history import slug
 from rtool.watchdogs.probes import child
