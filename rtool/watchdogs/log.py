@@ -232,12 +232,7 @@ def _depends(o: LogObservation) -> tuple[Cause, ...]:
     and of the run's last attempt."""
     if o.job_error:
         return (Cause.slurmctld(),)
-    names: list[str] = []
-    for j in o.jobs:
-        names += job_nodes(j)
-    if o.run is not None and o.run.last is not None:
-        names += list(o.run.last.nodes)
-    return nodes_of(names)
+    return nodes_of([n for j in o.jobs for n in job_nodes(j)], o.run)
 
 
 def _verdict(o: LogObservation, now: float) -> CheckResult:

@@ -163,9 +163,7 @@ def check_one(obs: RunObservation, now: float) -> CheckResult:
     if obs.slurm_down:
         r.depends = (Cause.slurmctld(),)
     elif r.status is not Status.OK:
-        names = [n for j in obs.queue for n in job_nodes(j)]
-        last = obs.ledger.last if obs.ledger is not None else None
-        r.depends = nodes_of(names + list(last.nodes if last is not None else ()))
+        r.depends = nodes_of([n for j in obs.queue for n in job_nodes(j)], obs.ledger)
     return r
 
 

@@ -41,7 +41,6 @@ class Observation:
     mount: str = "/"
     folder_uid: int | None = None
     folder_mode: int | None = None
-    folder_mtime: float | None = None
     statvfs: dict[str, int] | None = None
     entries: list[Ckpt] = field(default_factory=list)  # oldest first
     more: bool = False  # the folder holds more names than the probe lists
@@ -61,7 +60,6 @@ class Observation:
         """Take the child's scan output."""
         folder = data.get("folder") or {}
         self.folder_uid, self.folder_mode = folder.get("uid"), folder.get("mode")
-        self.folder_mtime = folder.get("mtime")
         self.statvfs = data.get("statvfs")
         self.more = bool(data.get("more"))
         self.entries = [Ckpt.from_json(raw) for raw in data.get("entries") or []]
