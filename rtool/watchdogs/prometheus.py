@@ -22,7 +22,6 @@ import hashlib
 import json
 import os
 import stat
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -45,15 +44,6 @@ CHECK_LABELS = ("check", "what")
 
 class TextfileDirError(RtoolError):
     """The textfile folder is missing or unsafe."""
-
-
-@dataclass(frozen=True)
-class RunSample:
-    """One training run as the run ledger (issue 14) sees it."""
-
-    run: str
-    attempts: int
-    goodput: float | None
 
 
 def check_folder(folder: Path) -> None:
@@ -157,15 +147,16 @@ def state_registry(state: StateDir, now: float) -> CollectorRegistry:
     _gauge(reg, "rtool_silenced_notifications").set(silences.held_count())
     attempts = _gauge(reg, "rtool_run_attempts")
     goodput = _gauge(reg, "rtool_run_goodput_ratio")
-    for s in run_samples(state, now):
-        attempts.labels(s.run).set(s.attempts)
-        if s.goodput is not None:
-            goodput.labels(s.run).set(s.goodput)
+    for run, tried, good in run_samples(state, now):
+        attempts.labels(run).set(tried)
+        if good is not None:
+            goodput.labels(run).set(good)
     return reg
 
 
-def run_samples(state: StateDir, now: float) -> list[RunSample]:
-    """Attempts and goodput of every run whose ledger (rtool/runs/store.py) is in the state dir."""
+def run_samples(state: StateDir, now: float) -> list[tuple[str, int, float | None]]:
+    """(run, attempts, goodput) of every run whose ledger (rtool/runs/store.py, issue 14) is in
+    the state dir."""
     out = []
     for path in sorted((state.path / "runs").glob("*.json")):
         data = _json(path)
@@ -175,7 +166,7 @@ def run_samples(state: StateDir, now: float) -> list[RunSample]:
             t = totals(Ledger.from_json(data), now)
         except (TypeError, ValueError, KeyError):
             continue
-        out.append(RunSample(str(data["run"]), t.attempts, t.goodput))
+        out.append((str(data["run"]), t.attempts, t.goodput))
     return out
 
 
