@@ -125,7 +125,6 @@ def delete(action: Action, timeout: float) -> str:
     """Remove the checkpoints `action.names` of the folder `action.path` in an abandonable
     child (a hung filesystem never hangs rtool), each only if it is not a symlink and all of
     it is yours (rtool/core/ckptscan.py); what it did, in one line."""
-
     request = json.dumps({"folder": action.path, "names": list(action.names)})
     proc = child.start("prune", request, script=child.CKPT_CHILD)
     out = child.collect(proc, time.monotonic() + timeout)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cached_property
 from typing import Any
 
 from rtool.core.alert import Cause, Status
@@ -52,18 +53,16 @@ class JobObservation:
     #: The run behind each watched name: its ledger and done marker (rtool/watchdogs/jobdone.py).
     views: dict[str, jobdone.RunView] = field(default_factory=dict)
     nodes: jobnodes.NodeView | None = None
-    #: The jobs by name (made once from the snapshot) and each spec's matches (made once).
-    _by_name: dict[str, list[SqueueJob]] | None = field(default=None, repr=False)
+    #: Each spec's matches (made once).
     _matched: dict[tuple[Any, ...], list[SqueueJob]] = field(default_factory=dict, repr=False)
 
+    @cached_property
     def by_name(self) -> dict[str, list[SqueueJob]]:
-        """The snapshot's jobs by job name: one pass over the queue, then dict lookups."""
-        if self._by_name is None:
-            index: dict[str, list[SqueueJob]] = {}
-            for j in self.jobs or []:
-                index.setdefault(j.name, []).append(j)
-            self._by_name = index
-        return self._by_name
+        """The snapshot's jobs by job name (made once: one pass over the queue)."""
+        index: dict[str, list[SqueueJob]] = {}
+        for j in self.jobs or []:
+            index.setdefault(j.name, []).append(j)
+        return index
 
 
 def own_job_ids(env: dict[str, str]) -> frozenset[str]:
@@ -169,7 +168,7 @@ def matching(spec: JobWatch, obs: JobObservation) -> list[SqueueJob]:
     key = (spec.name, spec.regex, tuple(spec.users), spec.group, spec.partition)
     if key in obs._matched:
         return obs._matched[key]
-    index = obs.by_name()
+    index = obs.by_name
     if spec.regex:
         pattern = spec.pattern()
         named = [j for name, jobs in index.items() if pattern.fullmatch(name) for j in jobs]

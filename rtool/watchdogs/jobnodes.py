@@ -117,7 +117,6 @@ def start_lookup(
     slurm: object, state: StateDir | None, names: list[str], cfg: NodesConfig
 ) -> FailLookup | None:
     """Start the NODE_FAIL lookup of `names` (None when there is nothing to look up)."""
-
     if not names or state is None or not isinstance(slurm, Slurm):
         return None
     return FailLookup(slurm, state, names, cfg)
@@ -132,7 +131,6 @@ def observe(
     """Probe (I/O): the node states (when a watched job is queued; `nodes`: the sweep's sinfo,
     else one call), the nodes or reservation each pending job waits for, and the failed nodes
     of the sweep's NODE_FAIL lookup."""
-
     view = NodeView()
     if jobs and isinstance(slurm, Slurm):
         try:
@@ -219,7 +217,6 @@ def _node_fails(
     slurm: Slurm, state: StateDir, names: list[str], cfg: NodesConfig
 ) -> list[FailedNode]:
     """The kept NODE_FAIL verdicts of the watched names (new attempts judged first)."""
-
     try:
         lookup = refresh(slurm, state, names, cfg.expiry)
     except (ProcError, ParseError, ValueError, OSError) as exc:
@@ -270,7 +267,6 @@ def act(
 ) -> None:
     """Record the evidence (one read of the store, a write only when something is new) and keep
     each run's pending jobs off its suspects (a Slurm call only where something changed)."""
-
     now = time.time()
     evidence = record_signatures(attempts or [])
     for f in view.failed:

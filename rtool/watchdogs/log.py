@@ -146,7 +146,6 @@ def _fixed_prefix(pattern: str) -> str:
 
 
 def _observe(env: ProbeEnv, o: LogObservation, data: dict[str, Any]) -> None:
-
     now = time.time()
     o.path, o.size, o.done = data.get("path"), data.get("size"), bool(data.get("done"))
     o.heartbeat, o.heartbeat_error = child.parse_heartbeat(data.get("heartbeat"))

@@ -69,7 +69,6 @@ class RunWatchdog(SpecWatchdog[RunWatch]):
     @classmethod
     def command_base(cls, config: Any, state: Any, given: dict[str, Any]) -> dict[str, Any]:
         """The [[watch.run]] entry of that run or job name, else the recorded submission."""
-
         return watch_base(state, given["name"], config.watch.run)
 
     def configure(self, config: Any) -> RunWatchdog:
@@ -86,7 +85,6 @@ class RunWatchdog(SpecWatchdog[RunWatch]):
         return SqueueQuery(names=frozenset(s.slurm_name for s in self.specs))
 
     def probe(self, env: ProbeEnv) -> list[RunObservation]:
-
         out = []
         try:
             jobs = env.jobs()
@@ -118,7 +116,6 @@ class RunWatchdog(SpecWatchdog[RunWatch]):
 def suspect_slow(env: ProbeEnv, spec: RunWatch, led: Ledger, expiry: float = 86400.0) -> None:
     """A node consistently the slowest in two attempts on different peers becomes a suspect
     (rtool nodes: "slow in attempts 2 and 3")."""
-
     found = suspicions(led.attempts, spec.slow_limits())
     if not found:
         return
@@ -263,7 +260,6 @@ def _attempt_warning(led: Ledger) -> str | None:
 def _slow_warning(led: Ledger, spec: RunWatch) -> str | None:
     """The step time regressed against the run's median, or a node consistently slowest, in
     the running attempt (rtool.runs.straggler)."""
-
     last = led.last
     if last is None or last.is_over:
         return None

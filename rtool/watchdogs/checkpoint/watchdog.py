@@ -46,7 +46,6 @@ class CheckpointWatchdog(SpecWatchdog[CheckpointWatch]):
     def probe(self, env: ProbeEnv) -> list[verdict.Observation]:
         """One child per folder, all started at once, each bounded by its timeout; the
         quota commands run after (each bounded too)."""
-
         mounts = child.read_mounts()
         stuck = child.StuckProbes(env.state)
         start = time.monotonic()
