@@ -10,13 +10,13 @@ import shlex
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Generic
 
 from rtool.core.alert import Status
 from rtool.core.proc import ProcError, ProcTimeout, run
 from rtool.core.units import format_duration, format_size
 from rtool.watchdogs import history
-from rtool.watchdogs.base import CheckResult, ProbeEnv, SpecWatchdog
+from rtool.watchdogs.base import CheckResult, ProbeEnv, SpecT, SpecWatchdog
 from rtool.watchdogs.config import DiskWatch
 from rtool.watchdogs.probes import child
 
@@ -25,8 +25,11 @@ if TYPE_CHECKING:
 
 
 @dataclass
-class DiskObservation:
-    spec: DiskWatch
+class Probed(Generic[SpecT]):
+    """A watched folder as its probe child saw it (disk and checkpoint watchdogs): whether the
+    probe answered, its statvfs, and the quota."""
+
+    spec: SpecT
     timeout: float
     mount: str = "/"
     statvfs: dict[str, int] | None = None
@@ -35,6 +38,10 @@ class DiskObservation:
     stuck: dict[str, Any] | None = None
     quota: Quota | None = None
     quota_error: str | None = None
+
+
+@dataclass
+class DiskObservation(Probed[DiskWatch]):
     samples: list[dict[str, float]] = field(default_factory=list)
 
 
@@ -214,19 +221,8 @@ def _runway_problem(o: DiskObservation, free: int) -> list[Problem]:
     return [(Status.WARNING, f"full in ~{left / 3600:.0f} h at {format_size(rate * 86400)}/day")]
 
 
-class Probed(Protocol):
-    """What a probed folder's observation says about its probe."""
-
-    timeout: float
-    mount: str
-    statvfs: dict[str, int] | None
-    error: str | None
-    timed_out: bool
-    stuck: dict[str, Any] | None
-
-
 def probe_failure(
-    kind: str, path: str, on_timeout: str, o: Probed, now: float
+    kind: str, path: str, on_timeout: str, o: Probed[Any], now: float
 ) -> CheckResult | None:
     """The verdict on a folder whose probe child did not answer (disk and checkpoint watchdogs):
     still hung from an earlier sweep, timed out now, or failed; None when the probe answered.

@@ -8,7 +8,7 @@ from __future__ import annotations
 import itertools
 import statistics
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rtool.core import checkpoints
 from rtool.core.alert import Status
@@ -17,13 +17,10 @@ from rtool.core.checkpoints import ago as _ago
 from rtool.core.checkpoints import shown_size as _size
 from rtool.core.heartbeat import Heartbeat, RunState
 from rtool.core.units import format_duration, format_size
+from rtool.watchdogs.config import CheckpointWatch
+from rtool.watchdogs.disk import Probed, Problem
 from rtool.watchdogs.probes.child import parse_heartbeat
 
-if TYPE_CHECKING:
-    from rtool.watchdogs.config import CheckpointWatch
-    from rtool.watchdogs.quota import Quota
-
-Problem = tuple[Status, str]
 #: Heartbeat states in which the training saves (any other: no save is expected).
 TRAINING = (RunState.STARTING, RunState.RUNNING, RunState.SAVING)
 #: Gaps between this many of the newest checkpoints give the pace when none is configured.
@@ -33,24 +30,15 @@ MAX_PRUNE = 50
 
 
 @dataclass
-class Observation:
+class Observation(Probed[CheckpointWatch]):
     """One `[[watch.checkpoint]]` folder as the probe saw it."""
 
-    spec: CheckpointWatch
-    timeout: float
-    mount: str = "/"
     folder_uid: int | None = None
     folder_mode: int | None = None
-    statvfs: dict[str, int] | None = None
     entries: list[Ckpt] = field(default_factory=list)  # oldest first
     more: bool = False  # the folder holds more names than the probe lists
     heartbeat: Heartbeat | None = None
     heartbeat_error: str | None = None
-    error: str | None = None
-    timed_out: bool = False
-    stuck: dict[str, Any] | None = None
-    quota: Quota | None = None
-    quota_error: str | None = None
     uid: int = 0  # rtool's own uid (retention touches only its files)
     #: The newest complete checkpoint an earlier sweep saw (the state dir): the size of the
     #: next save when the newest few are all broken (a full disk leaves empty ones behind).
