@@ -48,7 +48,7 @@ def report(
     for flag, given in (("--tee", out.tee), ("--prom-textfile", out.prom_textfile)):
         if given is not None:
             lines.append(f"not written: {flag} {given}")
-    if len(lines) == len([x for x in lines if x.startswith(("not written", "--no-notify"))]):
+    if all(x.startswith(("not written", "--no-notify")) for x in lines):
         lines.insert(0, "nothing to do: no action, no command, no notification")
     return [*lines, "nothing was changed, run or sent"]
 
