@@ -211,5 +211,5 @@ def export_prometheus(
 
 
 def _max_timeout(w: Watchdog) -> float:
-    longest = getattr(w, "max_timeout", None)  # SpecWatchdog's; a bare Watchdog has none
+    longest = getattr(w, "max_timeout", None)  # a stand-in without SpecWatchdog (tests) has none
     return float(longest()) if callable(longest) else 0.0
