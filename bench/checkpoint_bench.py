@@ -31,9 +31,8 @@ from rtool.core.state import StateDir  # noqa: E402
 from rtool.runs.render import table  # noqa: E402
 from rtool.runs.totals import totals  # noqa: E402
 from rtool.watchdogs.base import ProbeEnv  # noqa: E402
-from rtool.watchdogs.checkpoint.spec import CheckpointWatch  # noqa: E402
 from rtool.watchdogs.checkpoint.watchdog import CheckpointWatchdog  # noqa: E402
-from rtool.watchdogs.config import DiskWatch  # noqa: E402
+from rtool.watchdogs.config import CheckpointWatch, DiskWatch  # noqa: E402
 from rtool.watchdogs.disk import DiskWatchdog  # noqa: E402
 from tests.timeline.ledgers import ledger  # noqa: E402
 

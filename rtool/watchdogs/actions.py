@@ -110,10 +110,9 @@ def would(action: Action) -> str:
         if action.pid is not None:
             return f"would attach a py-spy dump of pid {action.pid}"
         return f"would attach a py-spy dump of job {job}'s Python processes (srun --overlap)"
-    if action.kind is ActionKind.REQUEUE:
-        return f"would requeue job {job} (scontrol requeue {job})"
-    if action.kind is ActionKind.HOLD:
-        return f"would hold job {job} (scontrol hold {job})"
+    if action.kind in (ActionKind.REQUEUE, ActionKind.HOLD):
+        verb = action.kind.value  # requeue, hold: the scontrol command of that name
+        return f"would {verb} job {job} (scontrol {verb} {job})"
     if action.kind is ActionKind.SIGNAL:
         return f"would send SIG{action.signal} to job {job} (scancel --signal={action.signal})"
     if action.kind is ActionKind.DELETE:
@@ -125,7 +124,6 @@ def delete(action: Action, timeout: float) -> str:
     """Remove the checkpoints `action.names` of the folder `action.path` in an abandonable
     child (a hung filesystem never hangs rtool), each only if it is not a symlink and all of
     it is yours (rtool/core/ckptscan.py); what it did, in one line."""
-
     request = json.dumps({"folder": action.path, "names": list(action.names)})
     proc = child.start("prune", request, script=child.CKPT_CHILD)
     out = child.collect(proc, time.monotonic() + timeout)

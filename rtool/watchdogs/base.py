@@ -11,7 +11,8 @@ from __future__ import annotations
 import enum
 import threading
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from rtool.core.alert import Alert, AlertKey, Cause, Status
 from rtool.core.identity import current_user
@@ -21,6 +22,24 @@ if TYPE_CHECKING:
     from rtool.core.slurm import Slurm, SqueueJob
     from rtool.core.slurm.nodes import NodeState
     from rtool.core.state import StateDir
+
+
+#: The causes raised by earlier sweeps (rtool/watchdogs/causes.py), which the next sweep reads.
+CAUSES_FILE = "watch/causes.json"
+
+
+@dataclass
+class Output:
+    """How a sweep reports its results: status lines or JSON, tee, Prometheus textfile, notify,
+    dry run (rtool/watchdogs/runner.py)."""
+
+    json: bool = False
+    notify: bool = True
+    tee: Path | None = None
+    #: node_exporter textfile-collector folder (rtool/watchdogs/prometheus.py), or None
+    prom_textfile: Path | None = None
+    #: look only: say what would be done and sent, do none of it (rtool/watchdogs/dryrun.py)
+    dry_run: bool = False
 
 
 class ActionKind(enum.Enum):
@@ -222,33 +241,11 @@ class ProbeEnv:
         )
 
 
-class Watchdog(Protocol):
-    """What the runner needs of a watchdog (`SpecWatchdog` is the base that provides it)."""
-
-    name: ClassVar[str]
-
-    def targets(self) -> list[str]:
-        """The `what` of every result it produces (used when its probe crashes)."""
-        ...
-
-    def squeue_query(self) -> SqueueQuery | None:
-        """The jobs it needs from the sweep's squeue call, or None when it needs none."""
-        ...
-
-    def probe(self, env: ProbeEnv) -> Any:
-        """Observe (with timeouts); never raises for an expected failure, records it instead."""
-        ...
-
-    def check(self, probe_output: Any, now: float) -> list[CheckResult]:
-        """Pure: results for one observation."""
-        ...
-
-
 SpecT = TypeVar("SpecT")
 
 
 class SpecWatchdog(Generic[SpecT]):
-    """The base of every watchdog built from config entries (specs).
+    """The base of every watchdog, built from its config entries (specs).
 
     A new watchdog is one module with its entry type and a subclass, and one line in
     `rtool.watchdogs.registry.LINES` (docs/architecture.md has a worked example):
@@ -306,9 +303,11 @@ class SpecWatchdog(Generic[SpecT]):
         raise NotImplementedError
 
     def targets(self) -> list[str]:
+        """The `what` of every result it produces (used when its probe crashes)."""
         return [self.target(s) for s in self.specs]
 
     def squeue_query(self) -> SqueueQuery | None:
+        """The jobs it needs from the sweep's squeue call, or None when it needs none."""
         return None
 
     def timeout_of(self, spec: SpecT) -> float:
@@ -319,10 +318,16 @@ class SpecWatchdog(Generic[SpecT]):
         return max([self.timeout, *(self.timeout_of(s) for s in self.specs)])
 
     def probe(self, env: ProbeEnv) -> Any:
+        """Observe (with timeouts); never raises for an expected failure, records it instead."""
         raise NotImplementedError
 
     def check(self, probe_output: Any, now: float) -> list[CheckResult]:
+        """Pure: results for one observation."""
         raise NotImplementedError
+
+
+#: What the runner runs (rtool/watchdogs/runner.py).
+Watchdog = SpecWatchdog[Any]
 
 
 def unknown(watchdog: str, what: str, why: str) -> CheckResult:

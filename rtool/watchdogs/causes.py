@@ -25,8 +25,8 @@ from rtool.core.proc import ProcError
 from rtool.core.slurm.nodes import NodeState
 from rtool.core.slurm.parse import ParseError
 from rtool.core.state import StateDir
+from rtool.watchdogs.base import CAUSES_FILE as STATE_FILE
 from rtool.watchdogs.base import CheckResult, ProbeEnv
-from rtool.watchdogs.output import CAUSES_FILE as STATE_FILE
 
 log = logging.getLogger(__name__)
 

@@ -10,15 +10,14 @@ import shlex
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic
 
 from rtool.core.alert import Status
 from rtool.core.proc import ProcError, ProcTimeout, run
-from rtool.core.units import format_size
+from rtool.core.units import format_duration, format_size
 from rtool.watchdogs import history
-from rtool.watchdogs.base import CheckResult, ProbeEnv, SpecWatchdog
+from rtool.watchdogs.base import CheckResult, ProbeEnv, SpecT, SpecWatchdog
 from rtool.watchdogs.config import DiskWatch
-from rtool.watchdogs.probe_failure import probe_failure
 from rtool.watchdogs.probes import child
 
 if TYPE_CHECKING:
@@ -26,8 +25,11 @@ if TYPE_CHECKING:
 
 
 @dataclass
-class DiskObservation:
-    spec: DiskWatch
+class Probed(Generic[SpecT]):
+    """A watched folder as its probe child saw it (disk and checkpoint watchdogs): whether the
+    probe answered, its statvfs, and the quota."""
+
+    spec: SpecT
     timeout: float
     mount: str = "/"
     statvfs: dict[str, int] | None = None
@@ -36,6 +38,10 @@ class DiskObservation:
     stuck: dict[str, Any] | None = None
     quota: Quota | None = None
     quota_error: str | None = None
+
+
+@dataclass
+class DiskObservation(Probed[DiskWatch]):
     samples: list[dict[str, float]] = field(default_factory=list)
 
 
@@ -166,19 +172,14 @@ def _space_problems(spec: DiskWatch, st: dict[str, int]) -> list[Problem]:
     elif spec.warn_used is not None and pct > spec.warn_used:
         out.append((Status.WARNING, f"{pct:.0f}% used (warning {spec.warn_used:g}%)"))
     if spec.min_free is not None and free < spec.min_free:
-        out.append(
-            (
-                Status.CRITICAL,
-                f"{format_size(max(free, 0))} free (minimum {format_size(spec.min_free)})",
-            )
-        )
+        text = f"{format_size(max(free, 0))} free (minimum {format_size(spec.min_free)})"
+        out.append((Status.CRITICAL, text))
     ino = inodes(st)
     if ino is not None:
         ifree, ipct = ino
         if spec.max_inodes_used is not None and ipct > spec.max_inodes_used:
-            out.append(
-                (Status.CRITICAL, f"{ipct:.0f}% inodes used (limit {spec.max_inodes_used:g}%)")
-            )
+            text = f"{ipct:.0f}% inodes used (limit {spec.max_inodes_used:g}%)"
+            out.append((Status.CRITICAL, text))
         if spec.min_free_inodes is not None and ifree < spec.min_free_inodes:
             out.append((Status.CRITICAL, f"{ifree} inodes free (minimum {spec.min_free_inodes})"))
     return out
@@ -194,19 +195,14 @@ def _quota_problems(o: DiskObservation) -> list[Problem]:
     if q.limit:
         pct = q.used / q.limit * 100.0
         if q.used >= q.limit or (spec.max_used is not None and pct > spec.max_used):
-            out.append(
-                (
-                    Status.CRITICAL,
-                    f"quota {pct:.0f}% used ({format_size(q.used)} of {format_size(q.limit)})",
-                )
-            )
+            text = f"quota {pct:.0f}% used ({format_size(q.used)} of {format_size(q.limit)})"
+            out.append((Status.CRITICAL, text))
     if q.files_limit and q.files is not None:
         ipct = q.files / q.files_limit * 100.0
         limit = spec.max_inodes_used
         if q.files >= q.files_limit or (limit is not None and ipct > limit):
-            out.append(
-                (Status.CRITICAL, f"file quota {ipct:.0f}% used ({q.files} of {q.files_limit})")
-            )
+            text = f"file quota {ipct:.0f}% used ({q.files} of {q.files_limit})"
+            out.append((Status.CRITICAL, text))
     if q.over and not out:
         out.append((Status.CRITICAL, "over quota (flagged by the quota tool)"))
     return out
@@ -223,6 +219,27 @@ def _runway_problem(o: DiskObservation, free: int) -> list[Problem]:
     if left >= spec.runway:
         return []
     return [(Status.WARNING, f"full in ~{left / 3600:.0f} h at {format_size(rate * 86400)}/day")]
+
+
+def probe_failure(
+    kind: str, path: str, on_timeout: str, o: Probed[Any], now: float
+) -> CheckResult | None:
+    """The verdict on a folder whose probe child did not answer (disk and checkpoint watchdogs):
+    still hung from an earlier sweep, timed out now, or failed; None when the probe answered.
+    `on_timeout` (warning, critical...) is the status of a probe that hung."""
+    bad = Status[on_timeout.upper()]
+    if o.stuck:
+        ago = format_duration(now - float(o.stuck.get("since", now)))
+        pid = o.stuck.get("pid")
+        text = f"{path} probe still hung since {ago} ago (pid {pid}), not probed again"
+        return CheckResult(kind, path, bad, text, {"mount": o.mount, "error": "stuck"})
+    if o.timed_out:
+        text = f"{path} probe timed out after {o.timeout:g}s (mount {o.mount} hung?)"
+        return CheckResult(kind, path, bad, text, {"mount": o.mount, "error": "timeout"})
+    if o.error or o.statvfs is None:
+        why = o.error or "no data"
+        return CheckResult(kind, path, Status.UNKNOWN, f"{path}: {why}", {"error": why})
+    return None
 
 
 def check_one(o: DiskObservation, now: float) -> CheckResult:

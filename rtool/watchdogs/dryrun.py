@@ -21,12 +21,11 @@ import shlex
 from typing import TYPE_CHECKING, Any
 
 from rtool.notify.preview import preview
-from rtool.watchdogs.base import CheckResult
+from rtool.watchdogs.base import CheckResult, Output
 
 if TYPE_CHECKING:
     from rtool.core.state import StateDir
     from rtool.notify.config import NotifyConfig
-    from rtool.watchdogs.output import Output
 
 
 def report(
@@ -49,7 +48,7 @@ def report(
     for flag, given in (("--tee", out.tee), ("--prom-textfile", out.prom_textfile)):
         if given is not None:
             lines.append(f"not written: {flag} {given}")
-    if len(lines) == len([x for x in lines if x.startswith(("not written", "--no-notify"))]):
+    if all(x.startswith(("not written", "--no-notify")) for x in lines):
         lines.insert(0, "nothing to do: no action, no command, no notification")
     return [*lines, "nothing was changed, run or sent"]
 

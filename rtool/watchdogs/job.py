@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cached_property
 from typing import Any
 
 from rtool.core.alert import Cause, Status
@@ -21,7 +22,7 @@ from rtool.core.units import format_duration
 from rtool.nodes.config import NodesConfig
 from rtool.nodes.store import SuspectStore
 from rtool.runs import describe
-from rtool.runs.model import Attempt, Ledger
+from rtool.runs.model import Ledger
 from rtool.watchdogs import jobdone, jobnodes
 from rtool.watchdogs.base import CheckResult, ProbeEnv, SpecWatchdog, SqueueQuery
 from rtool.watchdogs.config import JobWatch
@@ -52,18 +53,16 @@ class JobObservation:
     #: The run behind each watched name: its ledger and done marker (rtool/watchdogs/jobdone.py).
     views: dict[str, jobdone.RunView] = field(default_factory=dict)
     nodes: jobnodes.NodeView | None = None
-    #: The jobs by name (made once from the snapshot) and each spec's matches (made once).
-    _by_name: dict[str, list[SqueueJob]] | None = field(default=None, repr=False)
+    #: Each spec's matches (made once).
     _matched: dict[tuple[Any, ...], list[SqueueJob]] = field(default_factory=dict, repr=False)
 
+    @cached_property
     def by_name(self) -> dict[str, list[SqueueJob]]:
-        """The snapshot's jobs by job name: one pass over the queue, then dict lookups."""
-        if self._by_name is None:
-            index: dict[str, list[SqueueJob]] = {}
-            for j in self.jobs or []:
-                index.setdefault(j.name, []).append(j)
-            self._by_name = index
-        return self._by_name
+        """The snapshot's jobs by job name (made once: one pass over the queue)."""
+        index: dict[str, list[SqueueJob]] = {}
+        for j in self.jobs or []:
+            index.setdefault(j.name, []).append(j)
+        return index
 
 
 def own_job_ids(env: dict[str, str]) -> frozenset[str]:
@@ -169,7 +168,7 @@ def matching(spec: JobWatch, obs: JobObservation) -> list[SqueueJob]:
     key = (spec.name, spec.regex, tuple(spec.users), spec.group, spec.partition)
     if key in obs._matched:
         return obs._matched[key]
-    index = obs.by_name()
+    index = obs.by_name
     if spec.regex:
         pattern = spec.pattern()
         named = [j for name, jobs in index.items() if pattern.fullmatch(name) for j in jobs]
@@ -218,8 +217,11 @@ def _age(ts: datetime | None, now: float) -> float | None:
     return max(0.0, now - ts.timestamp()) if ts is not None else None
 
 
-def nodes_of(names: list[str] | tuple[str, ...]) -> tuple[Cause, ...]:
-    """The causes a result about a run on these nodes may follow from."""
+def nodes_of(names: list[str], led: Ledger | None = None) -> tuple[Cause, ...]:
+    """The causes a result about a run on these nodes may follow from (and on those its last
+    attempt ran on, from the run's ledger `led`)."""
+    if led is not None and led.last is not None:
+        names = names + list(led.last.nodes)
     return tuple(Cause.node(n) for n in dict.fromkeys(names) if n)
 
 
@@ -229,21 +231,13 @@ def check_one(spec: JobWatch, obs: JobObservation, now: float) -> CheckResult:
     if obs.error is not None:
         r.depends = (Cause.slurmctld(),)
     elif r.status is not Status.OK:
-        r.depends = nodes_of(_run_nodes(spec, obs))
+        names: list[str] = []  # the nodes the entry's jobs run on or wait for
+        for j in matching(spec, obs):
+            names += jobnodes.job_nodes(j)
+            if obs.nodes is not None:
+                names += obs.nodes.unavailable.get(j.job_id, [])
+        r.depends = nodes_of(names, obs.runs.get(spec.name))
     return r
-
-
-def _run_nodes(spec: JobWatch, obs: JobObservation) -> list[str]:
-    """The nodes the entry's jobs run on or wait for, and where its run last ran."""
-    names: list[str] = []
-    for j in matching(spec, obs):
-        names += jobnodes.job_nodes(j)
-        if obs.nodes is not None:
-            names += obs.nodes.unavailable.get(j.job_id, [])
-    led = obs.runs.get(spec.name)
-    if led is not None and led.last is not None:
-        names += list(led.last.nodes)
-    return names
 
 
 def _check_one(spec: JobWatch, obs: JobObservation, now: float) -> CheckResult:
@@ -263,11 +257,15 @@ def _check_one(spec: JobWatch, obs: JobObservation, now: float) -> CheckResult:
     return _gone(name, [j for j in jobs if j.state not in ACTIVE_STATES], obs)
 
 
-def _looping(led: Ledger | None) -> Attempt | None:
-    """The run's last attempt when the run is crash-looping (and not finished)."""
-    if led is None or led.crash_loop_at is None or led.finished:
+def _looping(
+    name: str, led: Ledger | None, summary: str, fields: dict[str, str]
+) -> CheckResult | None:
+    """CRITICAL, naming the run's last attempt, when the run is crash-looping (not finished)."""
+    if led is None or led.crash_loop_at is None or led.finished or led.last is None:
         return None
-    return led.last
+    fields.update(describe.fields(led.last))
+    summary += f"; the run is crash-looping: last {describe.phrase(led.last)}"
+    return CheckResult("job", name, Status.CRITICAL, summary, fields)
 
 
 def _running(name: str, j: SqueueJob, queued: list[SqueueJob], obs: JobObservation) -> CheckResult:
@@ -275,11 +273,9 @@ def _running(name: str, j: SqueueJob, queued: list[SqueueJob], obs: JobObservati
     more = f", {len(queued)} more queued" if queued else ""
     fields = {"job_id": j.job_id, "state": j.state, "nodes": j.nodelist, "user": j.user}
     summary = f"{name} running (job {j.job_id}, {used}, {j.nodelist or '?'}){more}"
-    last = _looping(obs.runs.get(name))
-    if last is not None:
-        fields.update(describe.fields(last))
-        summary += f"; the run is crash-looping: last {describe.phrase(last)}"
-        return CheckResult("job", name, Status.CRITICAL, summary, fields)
+    looping = _looping(name, obs.runs.get(name), summary, fields)
+    if looping is not None:
+        return looping
     note = jobnodes.node_note(j, obs.nodes)
     if note:
         fields["bad_nodes"] = note
@@ -293,11 +289,9 @@ def _queued(spec: JobWatch, jobs: list[SqueueJob], obs: JobObservation, now: flo
     on_nodes = [v for v in verdicts if jobnodes.node_note(v[1], obs.nodes)]
     (status, text), j = on_nodes[0] if on_nodes else min(verdicts, key=lambda v: v[0][0].severity)
     fields = {"job_id": j.job_id, "state": j.state, "reason": j.reason or "", "user": j.user}
-    last = _looping(led)
-    if last is not None:
-        fields.update(describe.fields(last))
-        text = f"{text}; the run is crash-looping: last {describe.phrase(last)}"
-        return CheckResult("job", name, Status.CRITICAL, f"{name} {text}", fields)
+    looping = _looping(name, led, f"{name} {text}", fields)
+    if looping is not None:
+        return looping
     note = jobnodes.node_note(j, obs.nodes)
     if note:
         fields["nodes"] = note

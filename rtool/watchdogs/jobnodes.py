@@ -117,7 +117,6 @@ def start_lookup(
     slurm: object, state: StateDir | None, names: list[str], cfg: NodesConfig
 ) -> FailLookup | None:
     """Start the NODE_FAIL lookup of `names` (None when there is nothing to look up)."""
-
     if not names or state is None or not isinstance(slurm, Slurm):
         return None
     return FailLookup(slurm, state, names, cfg)
@@ -132,7 +131,6 @@ def observe(
     """Probe (I/O): the node states (when a watched job is queued; `nodes`: the sweep's sinfo,
     else one call), the nodes or reservation each pending job waits for, and the failed nodes
     of the sweep's NODE_FAIL lookup."""
-
     view = NodeView()
     if jobs and isinstance(slurm, Slurm):
         try:
@@ -149,18 +147,21 @@ def observe(
 
 
 def _pending(slurm: Slurm, jobs: list[SqueueJob], view: NodeView) -> None:
-    """The bad nodes or the reservation each pending job waits for."""
+    """The bad nodes or the reservation each pending job waits for (`scontrol show
+    reservation` asked once, and only when a job may need it)."""
     waiting = [j for j in jobs if j.state == "PENDING" and _may_wait(j.reason)]
-    reservations = _Reservations(slurm)
+    reservations: list[Reservation] | None = None
     for j in waiting[:MAX_SHOW]:
         rec = _pending_record(slurm, j)
         if rec is None:
             continue
         if waits_for_nodes(j.reason):
             view.unavailable[j.job_id] = _safe(pending_unavailable, rec, view.lines, j.partition)
-        wait = _reservation_wait(j, rec, view.lines, reservations)
-        if wait is not None:
-            view.reserved[j.job_id] = wait
+        if may_wait_for_reservation(j.reason):
+            reservations = _reservations(slurm) if reservations is None else reservations
+            wait = _reservation_wait(j, rec, view.lines, reservations)
+            if wait is not None:
+                view.reserved[j.job_id] = wait
 
 
 def _may_wait(reason: str | None) -> bool:
@@ -192,42 +193,30 @@ def _safe(
         return []
 
 
-class _Reservations:
-    """`scontrol show reservation`, asked once per sweep and only when a job may need it."""
-
-    def __init__(self, slurm: Slurm) -> None:
-        self.slurm = slurm
-        self.got: list[Reservation] | None = None
-
-    def get(self) -> list[Reservation]:
-        if self.got is None:
-            try:
-                self.got = parse_reservations(self.slurm.scontrol("show", "reservation"))
-            except (ProcError, ParseError) as exc:
-                log.info("no reservations: %s", exc)
-                self.got = []
-        return self.got
+def _reservations(slurm: Slurm) -> list[Reservation]:
+    try:
+        return parse_reservations(slurm.scontrol("show", "reservation"))
+    except (ProcError, ParseError) as exc:
+        log.info("no reservations: %s", exc)
+        return []
 
 
 def _reservation_wait(
-    job: SqueueJob, rec: dict[str, str], lines: list[NodeState], found: _Reservations
+    job: SqueueJob, rec: dict[str, str], lines: list[NodeState], found: list[Reservation]
 ) -> ReservationWait | None:
-    """The reservation a pending job waits for, if its reason allows and Slurm shows one."""
-    if not may_wait_for_reservation(job.reason):
-        return None
+    """The reservation a pending job waits for, if Slurm shows one."""
     bad = {n.name for n in lines if n.is_bad}
     usable = [n for n in _safe(candidate_nodes, rec, lines, job.partition) if n not in bad]
     own = rec.get("Reservation")
     own = None if own in (None, "", "(null)") else own
     needed = max(1, job.nodes)
-    return reservation_wait(usable, needed, found.get(), time.time(), job.time_limit, own)
+    return reservation_wait(usable, needed, found, time.time(), job.time_limit, own)
 
 
 def _node_fails(
     slurm: Slurm, state: StateDir, names: list[str], cfg: NodesConfig
 ) -> list[FailedNode]:
     """The kept NODE_FAIL verdicts of the watched names (new attempts judged first)."""
-
     try:
         lookup = refresh(slurm, state, names, cfg.expiry)
     except (ProcError, ParseError, ValueError, OSError) as exc:
@@ -278,7 +267,6 @@ def act(
 ) -> None:
     """Record the evidence (one read of the store, a write only when something is new) and keep
     each run's pending jobs off its suspects (a Slurm call only where something changed)."""
-
     now = time.time()
     evidence = record_signatures(attempts or [])
     for f in view.failed:

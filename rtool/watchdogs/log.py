@@ -146,7 +146,6 @@ def _fixed_prefix(pattern: str) -> str:
 
 
 def _observe(env: ProbeEnv, o: LogObservation, data: dict[str, Any]) -> None:
-
     now = time.time()
     o.path, o.size, o.done = data.get("path"), data.get("size"), bool(data.get("done"))
     o.heartbeat, o.heartbeat_error = child.parse_heartbeat(data.get("heartbeat"))
@@ -232,12 +231,7 @@ def _depends(o: LogObservation) -> tuple[Cause, ...]:
     and of the run's last attempt."""
     if o.job_error:
         return (Cause.slurmctld(),)
-    names: list[str] = []
-    for j in o.jobs:
-        names += job_nodes(j)
-    if o.run is not None and o.run.last is not None:
-        names += list(o.run.last.nodes)
-    return nodes_of(names)
+    return nodes_of([n for j in o.jobs for n in job_nodes(j)], o.run)
 
 
 def _verdict(o: LogObservation, now: float) -> CheckResult:

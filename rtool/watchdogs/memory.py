@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any
 
 import psutil
 
@@ -21,13 +20,6 @@ from rtool.core.units import format_size
 from rtool.watchdogs import history
 from rtool.watchdogs.base import CheckResult, ProbeEnv, SpecWatchdog
 from rtool.watchdogs.config import MemoryWatch
-
-
-def _psutil() -> Any:
-    """psutil, imported when memory is probed (not when the registry is loaded)."""
-
-    return psutil
-
 
 MiB = 1024 * 1024
 
@@ -60,13 +52,13 @@ def job_rss(job_id: str) -> tuple[int, int, int | None]:
     SLURM_JOB_ID is `job_id`."""
     total = count = 0
     pid = None
-    for p in _psutil().process_iter():
+    for p in psutil.process_iter():
         try:
             if p.environ().get("SLURM_JOB_ID") == job_id:
                 total += p.memory_info().rss
                 count += 1
                 pid = p.pid if pid is None else pid
-        except (_psutil().Error, OSError):
+        except (psutil.Error, OSError):
             continue
     return total, count, pid
 
@@ -76,13 +68,13 @@ def _proc_sample(what: str, pid: int | None, job: str | None) -> ProcSample:
         rss, count, one = job_rss(job)
         if count == 0:
             return ProcSample(what, None, error=f"no process of job {job} on this node")
-        host = _psutil().virtual_memory().total
+        host = psutil.virtual_memory().total
         found = cgroup.memory_of(one, host=host) if one is not None else None
         limited = found if found is not None and found.limit is not None else None
         return ProcSample(what, rss, count, cgroup=limited)
     try:
-        return ProcSample(what, _psutil().Process(pid).memory_info().rss, 1)
-    except _psutil().Error:
+        return ProcSample(what, psutil.Process(pid).memory_info().rss, 1)
+    except psutil.Error:
         return ProcSample(what, None, error=f"pid {pid} is not running")
 
 
@@ -112,7 +104,7 @@ class MemoryWatchdog(SpecWatchdog[MemoryWatch]):
         return [self._probe_one(env, spec) for spec in self.specs]
 
     def _probe_one(self, env: ProbeEnv, spec: MemoryWatch) -> MemoryObservation:
-        vm, sw = _psutil().virtual_memory(), _psutil().swap_memory()
+        vm, sw = psutil.virtual_memory(), psutil.swap_memory()
         o = MemoryObservation(spec, vm.total, vm.available, sw.total, sw.used)
         targets: list[tuple[str, int | None, str | None]] = [
             (f"pid:{p}", p, None) for p in spec.pids
@@ -190,15 +182,12 @@ def cgroup_result(o: MemoryObservation, s: ProcSample, cg: cgroup.CgroupMemory) 
         text = f"{s.what} OOM kill: {new} process(es) killed by the OOM killer at its limit "
         text += f"{format_size(limit)} (cgroup {cg.where}, memory.events oom_kill {kills})"
         return CheckResult("memory", s.what, Status.CRITICAL, text, fields)
+    status = Status.OK
     if pct > spec.max_used:
-        return CheckResult(
-            "memory", s.what, Status.CRITICAL, f"{text} (limit {spec.max_used:g}%)", fields
-        )
-    if pct > spec.warn_used:
-        return CheckResult(
-            "memory", s.what, Status.WARNING, f"{text} (warning {spec.warn_used:g}%)", fields
-        )
-    return CheckResult("memory", s.what, Status.OK, text, fields)
+        status, text = Status.CRITICAL, f"{text} (limit {spec.max_used:g}%)"
+    elif pct > spec.warn_used:
+        status, text = Status.WARNING, f"{text} (warning {spec.warn_used:g}%)"
+    return CheckResult("memory", s.what, status, text, fields)
 
 
 def proc_result(o: MemoryObservation, s: ProcSample) -> CheckResult:

@@ -21,7 +21,6 @@ ByWhat = dict[str, list[Measure]]
 
 
 def disk(obs: list[Any], now: float) -> ByWhat:
-
     out: ByWhat = {}
     for o in obs:
         st, spec = o.statvfs, o.spec

@@ -22,7 +22,6 @@ import hashlib
 import json
 import os
 import stat
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -45,15 +44,6 @@ CHECK_LABELS = ("check", "what")
 
 class TextfileDirError(RtoolError):
     """The textfile folder is missing or unsafe."""
-
-
-@dataclass(frozen=True)
-class RunSample:
-    """One training run as the run ledger (issue 14) sees it."""
-
-    run: str
-    attempts: int
-    goodput: float | None
 
 
 def check_folder(folder: Path) -> None:
@@ -86,20 +76,54 @@ def write(folder: Path, results: list[CheckResult], state: StateDir, now: float)
     return paths
 
 
-def checks_registry(results: list[CheckResult], now: float) -> CollectorRegistry:
-    reg = CollectorRegistry()
-    status = Gauge(
-        "rtool_check_status",
+#: The gauges rtool writes beside the measures (rtool/watchdogs/metrics.py): name -> (help,
+#: labels).
+GAUGES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "rtool_check_status": (
         "Status of a check: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (monitoring-plugin codes).",
         CHECK_LABELS,
-        registry=reg,
-    )
-    when = Gauge(
-        "rtool_check_timestamp_seconds",
-        "When the check last ran (epoch seconds).",
-        CHECK_LABELS,
-        registry=reg,
-    )
+    ),
+    "rtool_check_timestamp_seconds": ("When the check last ran (epoch seconds).", CHECK_LABELS),
+    "rtool_outbox_items": (
+        "Notifications queued and not yet accepted by their channel.",
+        ("channel",),
+    ),
+    "rtool_outbox_oldest_age_seconds": (
+        "Age of the oldest queued notification of a channel.",
+        ("channel",),
+    ),
+    "rtool_outbox_backlog": ("Notifications queued, all channels.", ()),
+    "rtool_cron_last_success_timestamp_seconds": (
+        "When the cron chain last completed a tick (epoch seconds).",
+        ("dir",),
+    ),
+    "rtool_cron_job_last_run_success": (
+        "1 when a cron job's last run succeeded, else 0.",
+        ("dir", "job"),
+    ),
+    "rtool_cron_job_last_run_timestamp_seconds": (
+        "When a cron job last started (epoch seconds).",
+        ("dir", "job"),
+    ),
+    "rtool_silences_active": ("Silences in force now.", ()),
+    "rtool_silenced_notifications": ("Notifications held by silences.", ()),
+    "rtool_run_attempts": ("Attempts of a training run so far.", ("run",)),
+    "rtool_run_goodput_ratio": (
+        "Share of the allocated time that produced kept training steps (0-1).",
+        ("run",),
+    ),
+}
+
+
+def _gauge(reg: CollectorRegistry, name: str) -> Gauge:
+    help_text, labels = GAUGES[name]
+    return Gauge(name, help_text, labels, registry=reg)
+
+
+def checks_registry(results: list[CheckResult], now: float) -> CollectorRegistry:
+    reg = CollectorRegistry()
+    status = _gauge(reg, "rtool_check_status")
+    when = _gauge(reg, "rtool_check_timestamp_seconds")
     families = {
         m: Gauge(m.info.prom, m.info.help, CHECK_LABELS, registry=reg) for m in list(Metric)
     }
@@ -118,27 +142,21 @@ def state_registry(state: StateDir, now: float) -> CollectorRegistry:
     reg = CollectorRegistry()
     _outbox(state, now, reg)
     _cron(state, reg)
-    _silences(state, now, reg)
-    samples = run_samples(state, now)
-    attempts = Gauge(
-        "rtool_run_attempts", "Attempts of a training run so far.", ["run"], registry=reg
-    )
-    goodput = Gauge(
-        "rtool_run_goodput_ratio",
-        "Share of the allocated time that produced kept training steps (0-1).",
-        ["run"],
-        registry=reg,
-    )
-    for s in samples:
-        attempts.labels(s.run).set(s.attempts)
-        if s.goodput is not None:
-            goodput.labels(s.run).set(s.goodput)
+    silences = Silences(state)
+    _gauge(reg, "rtool_silences_active").set(len(silences.active(now)))
+    _gauge(reg, "rtool_silenced_notifications").set(silences.held_count())
+    attempts = _gauge(reg, "rtool_run_attempts")
+    goodput = _gauge(reg, "rtool_run_goodput_ratio")
+    for run, tried, good in run_samples(state, now):
+        attempts.labels(run).set(tried)
+        if good is not None:
+            goodput.labels(run).set(good)
     return reg
 
 
-def run_samples(state: StateDir, now: float) -> list[RunSample]:
-    """Attempts and goodput of every run whose ledger (rtool/runs/store.py) is in the state dir."""
-
+def run_samples(state: StateDir, now: float) -> list[tuple[str, int, float | None]]:
+    """(run, attempts, goodput) of every run whose ledger (rtool/runs/store.py, issue 14) is in
+    the state dir."""
     out = []
     for path in sorted((state.path / "runs").glob("*.json")):
         data = _json(path)
@@ -148,24 +166,13 @@ def run_samples(state: StateDir, now: float) -> list[RunSample]:
             t = totals(Ledger.from_json(data), now)
         except (TypeError, ValueError, KeyError):
             continue
-        out.append(RunSample(str(data["run"]), t.attempts, t.goodput))
+        out.append((str(data["run"]), t.attempts, t.goodput))
     return out
 
 
 def _outbox(state: StateDir, now: float, reg: CollectorRegistry) -> None:
-
-    items = Gauge(
-        "rtool_outbox_items",
-        "Notifications queued and not yet accepted by their channel.",
-        ["channel"],
-        registry=reg,
-    )
-    oldest = Gauge(
-        "rtool_outbox_oldest_age_seconds",
-        "Age of the oldest queued notification of a channel.",
-        ["channel"],
-        registry=reg,
-    )
+    items = _gauge(reg, "rtool_outbox_items")
+    oldest = _gauge(reg, "rtool_outbox_oldest_age_seconds")
     queued = Outbox(state).items()
     first: dict[str, float] = {}
     for item in queued:
@@ -173,29 +180,13 @@ def _outbox(state: StateDir, now: float, reg: CollectorRegistry) -> None:
     for channel, created in first.items():
         items.labels(channel).set(sum(1 for i in queued if i.channel == channel))
         oldest.labels(channel).set(max(0.0, now - created))
-    total = Gauge("rtool_outbox_backlog", "Notifications queued, all channels.", registry=reg)
-    total.set(len(queued))
+    _gauge(reg, "rtool_outbox_backlog").set(len(queued))
 
 
 def _cron(state: StateDir, reg: CollectorRegistry) -> None:
-    tick = Gauge(
-        "rtool_cron_last_success_timestamp_seconds",
-        "When the cron chain last completed a tick (epoch seconds).",
-        ["dir"],
-        registry=reg,
-    )
-    job_ok = Gauge(
-        "rtool_cron_job_last_run_success",
-        "1 when a cron job's last run succeeded, else 0.",
-        ["dir", "job"],
-        registry=reg,
-    )
-    job_at = Gauge(
-        "rtool_cron_job_last_run_timestamp_seconds",
-        "When a cron job last started (epoch seconds).",
-        ["dir", "job"],
-        registry=reg,
-    )
+    tick = _gauge(reg, "rtool_cron_last_success_timestamp_seconds")
+    job_ok = _gauge(reg, "rtool_cron_job_last_run_success")
+    job_at = _gauge(reg, "rtool_cron_job_last_run_timestamp_seconds")
     base = state.path / "cron"
     for folder in sorted(p for p in base.iterdir() if p.is_dir()) if base.is_dir() else []:
         data = _json(folder / "state.json")
@@ -210,14 +201,6 @@ def _cron(state: StateDir, reg: CollectorRegistry) -> None:
             job_at.labels(root, name).set(float(entry["start"]))
             if entry.get("status") in ENDED:
                 job_ok.labels(root, name).set(1 if entry.get("status") == "ok" else 0)
-
-
-def _silences(state: StateDir, now: float, reg: CollectorRegistry) -> None:
-    active = Gauge("rtool_silences_active", "Silences in force now.", registry=reg)
-    held = Gauge("rtool_silenced_notifications", "Notifications held by silences.", registry=reg)
-    store = Silences(state)
-    active.set(len(store.active(now)))
-    held.set(store.held_count())
 
 
 def _json(path: Path) -> dict[str, Any]:

@@ -74,12 +74,8 @@ def parse_lfs_quota(text: str) -> Quota:
     # filesystem, kbytes, quota, limit, grace, files, quota, limit, grace
     if len(tokens) < 9:
         raise QuotaParseError("lfs quota output has no complete data row")
-    kbytes, over_b, inacc_b = _num(tokens[1])
-    bsoft, _, _ = _num(tokens[2])
-    bhard, _, _ = _num(tokens[3])
-    files, over_f, inacc_f = _num(tokens[5])
-    fsoft, _, _ = _num(tokens[6])
-    fhard, _, _ = _num(tokens[7])
+    (kbytes, over_b, inacc_b), (files, over_f, inacc_f) = _num(tokens[1]), _num(tokens[5])
+    bsoft, bhard, fsoft, fhard = (_num(tokens[i])[0] for i in (2, 3, 6, 7))
     limit = _limit(bhard, bsoft)
     return Quota(
         used=kbytes * 1024,

@@ -11,7 +11,6 @@ watchdogs). A test checks that every line agrees with its class.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from pydantic import create_model
@@ -32,7 +31,7 @@ LINES: dict[str, tuple[str, str | None]] = {
     "run": ("rtool.watchdogs.run:RunWatchdog", "rtool.runs.config:RunWatch"),
     "checkpoint": (
         "rtool.watchdogs.checkpoint.watchdog:CheckpointWatchdog",
-        "rtool.watchdogs.checkpoint.spec:CheckpointWatch",
+        "rtool.watchdogs.config:CheckpointWatch",
     ),
     # [[watch.cron]] entries, completed from [cron]
     "cron": ("rtool.watchdogs.cron_chain:CronWatchdog", "rtool.watchdogs.config:CronWatchEntry"),
@@ -56,10 +55,9 @@ def by_name(name: str) -> type[SpecWatchdog[Any]] | None:
     return WATCHDOGS.get(name)
 
 
-def watch_config(entries: Mapping[str, type[Any]] | None = None) -> type[WatchBase]:
+def watch_config() -> type[WatchBase]:
     """The `[watch]` section: `timeout` and a list of entries per configurable watchdog."""
-    types = ENTRIES if entries is None else entries
-    fields: dict[str, Any] = {name: (list[spec], []) for name, spec in types.items()}  # type: ignore[valid-type]
+    fields: dict[str, Any] = {name: (list[spec], []) for name, spec in ENTRIES.items()}  # type: ignore[valid-type]
     model: type[WatchBase] = create_model("WatchConfig", __base__=WatchBase, **fields)
     model.__doc__ = "[watch] section: " + ", ".join(f"[[watch.{n}]]" for n in fields)
     return model

@@ -1,13 +1,11 @@
 """run: is the training run progressing across its attempts? (rtool/runs/ does the bookkeeping)
 
 Per `[[watch.run]]` entry, the probe rebuilds the run's attempt ledger (sacct, or degraded
-mode; heartbeats, the batch script's records, log tails) and stores it; the check reads it:
-finished is OK; CRITICAL crash loop (K bad attempts in a row; the rest of the array is held
-unless `on_crash_loop = "none"`), CRITICAL stalled, CRITICAL exhausted without finished(),
-WARNING budget, WARNING restart storm, WARNING a preempted save longer than the GraceTime,
-WARNING checkpoint set aside (by the shim's latest_checkpoint in the last attempt). Every
-non-OK result names the attempt, its nodes, state, exit code, signature and the last lines of
-its log. Only your own jobs are attempts (a
+mode; heartbeats, the batch script's records, log tails) and stores it; the check reads it
+(the verdicts: `RunWatchdog`; a crash loop is K bad attempts in a row and holds the rest of the
+array unless `on_crash_loop = "none"`; a checkpoint is set aside by the shim's
+latest_checkpoint in the last attempt). Every non-OK result names the attempt, its nodes,
+state, exit code, signature and the last lines of its log. Only your own jobs are attempts (a
 same-named job of another user is neither counted nor held).
 """
 
@@ -71,7 +69,6 @@ class RunWatchdog(SpecWatchdog[RunWatch]):
     @classmethod
     def command_base(cls, config: Any, state: Any, given: dict[str, Any]) -> dict[str, Any]:
         """The [[watch.run]] entry of that run or job name, else the recorded submission."""
-
         return watch_base(state, given["name"], config.watch.run)
 
     def configure(self, config: Any) -> RunWatchdog:
@@ -88,7 +85,6 @@ class RunWatchdog(SpecWatchdog[RunWatch]):
         return SqueueQuery(names=frozenset(s.slurm_name for s in self.specs))
 
     def probe(self, env: ProbeEnv) -> list[RunObservation]:
-
         out = []
         try:
             jobs = env.jobs()
@@ -120,7 +116,6 @@ class RunWatchdog(SpecWatchdog[RunWatch]):
 def suspect_slow(env: ProbeEnv, spec: RunWatch, led: Ledger, expiry: float = 86400.0) -> None:
     """A node consistently the slowest in two attempts on different peers becomes a suspect
     (rtool nodes: "slow in attempts 2 and 3")."""
-
     found = suspicions(led.attempts, spec.slow_limits())
     if not found:
         return
@@ -165,9 +160,7 @@ def check_one(obs: RunObservation, now: float) -> CheckResult:
     if obs.slurm_down:
         r.depends = (Cause.slurmctld(),)
     elif r.status is not Status.OK:
-        names = [n for j in obs.queue for n in job_nodes(j)]
-        last = obs.ledger.last if obs.ledger is not None else None
-        r.depends = nodes_of(names + list(last.nodes if last is not None else ()))
+        r.depends = nodes_of([n for j in obs.queue for n in job_nodes(j)], obs.ledger)
     return r
 
 
@@ -184,8 +177,13 @@ def _check_one(obs: RunObservation, now: float) -> CheckResult:
     loop = health.crash_loop(led, spec.crash_loop, spec.short)
     if loop is not None:
         return _crash_loop(obs, loop, queue)
-    found = _not_moving(obs, led, queue, now) or _at_risk(obs, led, queue, now)
-    return found or _result(obs, Status.OK, _ok_text(led, queue), attempt=False)
+    found = _not_moving(obs, led, queue, now)
+    if found is not None:
+        return found
+    warning = _warning(led, spec, queue, now)
+    if warning is not None:
+        return _result(obs, Status.WARNING, warning)
+    return _result(obs, Status.OK, _ok_text(led, queue), attempt=False)
 
 
 def _not_moving(
@@ -218,17 +216,10 @@ def _not_moving(
     return None
 
 
-def _at_risk(
-    obs: RunObservation, led: Ledger, queue: health.Queue, now: float
-) -> CheckResult | None:
-    """WARNING: too few attempts left for the steps to go, a restart storm, an attempt's own
-    warning (a save past the grace, a hang, a checkpoint set aside), or a slow run."""
-    warning = _warning(led, obs.spec, queue, now)
-    return _result(obs, Status.WARNING, warning) if warning is not None else None
-
-
 def _warning(led: Ledger, spec: RunWatch, queue: health.Queue, now: float) -> str | None:
-    """Budget, restart storm, the attempts' own warnings, a slow run: the first that holds."""
+    """WARNING: too few attempts left for the steps to go, a restart storm, an attempt's own
+    warning (a save past the grace, a hang, a checkpoint set aside), or a slow run: the first
+    that holds."""
     short = health.budget_short(led, queue)
     if short is not None:
         needed, can = short
@@ -269,7 +260,6 @@ def _attempt_warning(led: Ledger) -> str | None:
 def _slow_warning(led: Ledger, spec: RunWatch) -> str | None:
     """The step time regressed against the run's median, or a node consistently slowest, in
     the running attempt (rtool.runs.straggler)."""
-
     last = led.last
     if last is None or last.is_over:
         return None

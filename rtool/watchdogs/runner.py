@@ -18,8 +18,15 @@ from rtool.core.redact import redact, redact_data
 from rtool.core.safeio import UnsafeFileError, append_fd
 from rtool.core.state import StateDir
 from rtool.watchdogs import metric_sources, perfdata
-from rtool.watchdogs.base import CheckResult, ProbeEnv, SqueueQuery, Watchdog, unknown
-from rtool.watchdogs.output import CAUSES_FILE, Output
+from rtool.watchdogs.base import (
+    CAUSES_FILE,
+    CheckResult,
+    Output,
+    ProbeEnv,
+    SqueueQuery,
+    Watchdog,
+    unknown,
+)
 
 if TYPE_CHECKING:
     from rtool.core.slurm import Slurm
@@ -204,5 +211,5 @@ def export_prometheus(
 
 
 def _max_timeout(w: Watchdog) -> float:
-    longest = getattr(w, "max_timeout", None)  # SpecWatchdog's; a bare Watchdog has none
+    longest = getattr(w, "max_timeout", None)  # a stand-in without SpecWatchdog (tests) has none
     return float(longest()) if callable(longest) else 0.0

@@ -11,8 +11,8 @@ from typing import Any
 
 from rtool.core.state import StateDir
 from rtool.watchdogs.base import CheckResult, ProbeEnv
-from rtool.watchdogs.checkpoint.spec import CheckpointWatch
 from rtool.watchdogs.checkpoint.watchdog import CheckpointWatchdog
+from rtool.watchdogs.config import CheckpointWatch
 
 WRITER = str(Path(__file__).with_name("ckpt_writer.py"))
 

@@ -221,8 +221,8 @@ def test_a_hung_mount_behind_a_symlink_holds_up_no_healthy_folder(
     """Issue 35.16: the stuck probe is remembered under the mount the symlink leads to (its
     st_dev), not under the mount its name starts with, which also holds a healthy folder."""
     from rtool.watchdogs.base import ProbeEnv
-    from rtool.watchdogs.checkpoint.spec import CheckpointWatch
     from rtool.watchdogs.checkpoint.watchdog import CheckpointWatchdog
+    from rtool.watchdogs.config import CheckpointWatch
 
     link, healthy, state = tmp_path / "ckpt-link", tmp_path / "healthy", StateDir(tmp_path / "s")
     link.symlink_to(hung_mount)

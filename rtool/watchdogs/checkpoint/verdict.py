@@ -1,12 +1,14 @@
-"""The checkpoint watchdog's verdict (pure): is a save overdue, is the newest checkpoint
-incomplete, will the folder hold the next save, and which old checkpoints retention removes."""
+"""The checkpoint watchdog's verdict (pure) on what its probe saw (`Observation`): is a save
+overdue, is the newest checkpoint incomplete, will the folder hold the next save, and which old
+checkpoints retention removes. `Ckpt` and `Phase` live in rtool.core.checkpoints, shared with
+rtool.shim."""
 
 from __future__ import annotations
 
 import itertools
 import statistics
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from typing import Any
 
 from rtool.core import checkpoints
 from rtool.core.alert import Status
@@ -15,18 +17,41 @@ from rtool.core.checkpoints import ago as _ago
 from rtool.core.checkpoints import shown_size as _size
 from rtool.core.heartbeat import Heartbeat, RunState
 from rtool.core.units import format_duration, format_size
-from rtool.watchdogs.checkpoint.model import Observation
+from rtool.watchdogs.config import CheckpointWatch
+from rtool.watchdogs.disk import Probed, Problem
+from rtool.watchdogs.probes.child import parse_heartbeat
 
-if TYPE_CHECKING:
-    from rtool.watchdogs.checkpoint.spec import CheckpointWatch
-
-Problem = tuple[Status, str]
 #: Heartbeat states in which the training saves (any other: no save is expected).
 TRAINING = (RunState.STARTING, RunState.RUNNING, RunState.SAVING)
 #: Gaps between this many of the newest checkpoints give the pace when none is configured.
 PACE_WINDOW = 6
 #: At most this many checkpoints are deleted in one sweep.
 MAX_PRUNE = 50
+
+
+@dataclass
+class Observation(Probed[CheckpointWatch]):
+    """One `[[watch.checkpoint]]` folder as the probe saw it."""
+
+    folder_uid: int | None = None
+    folder_mode: int | None = None
+    entries: list[Ckpt] = field(default_factory=list)  # oldest first
+    more: bool = False  # the folder holds more names than the probe lists
+    heartbeat: Heartbeat | None = None
+    heartbeat_error: str | None = None
+    uid: int = 0  # rtool's own uid (retention touches only its files)
+    #: The newest complete checkpoint an earlier sweep saw (the state dir): the size of the
+    #: next save when the newest few are all broken (a full disk leaves empty ones behind).
+    remembered: Ckpt | None = None
+
+    def read(self, data: dict[str, Any]) -> None:
+        """Take the child's scan output."""
+        folder = data.get("folder") or {}
+        self.folder_uid, self.folder_mode = folder.get("uid"), folder.get("mode")
+        self.statvfs = data.get("statvfs")
+        self.more = bool(data.get("more"))
+        self.entries = [Ckpt.from_json(raw) for raw in data.get("entries") or []]
+        self.heartbeat, self.heartbeat_error = parse_heartbeat(data.get("heartbeat"))
 
 
 @dataclass(frozen=True)

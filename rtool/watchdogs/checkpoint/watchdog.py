@@ -19,11 +19,9 @@ from rtool.core.checkpoints import Ckpt, Phase
 from rtool.core.units import format_duration, format_size
 from rtool.watchdogs.base import Action, CheckResult, ProbeEnv, SpecWatchdog
 from rtool.watchdogs.checkpoint import verdict
-from rtool.watchdogs.checkpoint.model import Observation
-from rtool.watchdogs.checkpoint.spec import CheckpointWatch
-from rtool.watchdogs.disk import read_quota
+from rtool.watchdogs.config import CheckpointWatch
+from rtool.watchdogs.disk import probe_failure, read_quota
 from rtool.watchdogs.history import slug
-from rtool.watchdogs.probe_failure import probe_failure
 from rtool.watchdogs.probes import child
 
 #: The newest checkpoints whose files are counted and sized (at least; keep_last adds).
@@ -45,14 +43,13 @@ class CheckpointWatchdog(SpecWatchdog[CheckpointWatch]):
     def target(self, spec: CheckpointWatch) -> str:
         return spec.path
 
-    def probe(self, env: ProbeEnv) -> list[Observation]:
+    def probe(self, env: ProbeEnv) -> list[verdict.Observation]:
         """One child per folder, all started at once, each bounded by its timeout; the
         quota commands run after (each bounded too)."""
-
         mounts = child.read_mounts()
         stuck = child.StuckProbes(env.state)
         start = time.monotonic()
-        obs = [Observation(s, self.timeout_of(s), uid=os.getuid()) for s in self.specs]
+        obs = [verdict.Observation(s, self.timeout_of(s), uid=os.getuid()) for s in self.specs]
         keys = [stuck.key_of(o.spec.path, mounts) for o in obs]
         hung = stuck.still_stuck([key for key, _ in keys])
         started = []
@@ -75,11 +72,11 @@ class CheckpointWatchdog(SpecWatchdog[CheckpointWatch]):
                 o.quota, o.quota_error = read_quota(cmd, fmt, o.timeout)
         return obs
 
-    def check(self, probe_output: list[Observation], now: float) -> list[CheckResult]:
+    def check(self, probe_output: list[verdict.Observation], now: float) -> list[CheckResult]:
         return [check_one(o, now) for o in probe_output]
 
 
-def remember(env: ProbeEnv, o: Observation, now: float) -> None:
+def remember(env: ProbeEnv, o: verdict.Observation, now: float) -> None:
     """Keep the newest complete checkpoint of the folder in the state dir (and in `o`)."""
     rel = f"watch/checkpoint/{slug(o.spec.path)}.json"
     o.remembered = Ckpt.from_state(env.state.read_json(rel, {}))
@@ -102,7 +99,7 @@ def _request(spec: CheckpointWatch) -> str:
     return json.dumps(req)
 
 
-def check_one(o: Observation, now: float) -> CheckResult:
+def check_one(o: verdict.Observation, now: float) -> CheckResult:
     """The verdict of one folder: the worst of overdue, incomplete and room, and retention's
     deletes as an action."""
     failed = probe_failure("checkpoint", o.spec.path, o.spec.on_timeout, o, now)
@@ -135,7 +132,9 @@ def check_one(o: Observation, now: float) -> CheckResult:
     return CheckResult("checkpoint", spec.path, status, summary, fields, actions, token)
 
 
-def _ok_text(o: Observation, judged: list[verdict.Judged], p: verdict.Pace, now: float) -> str:
+def _ok_text(
+    o: verdict.Observation, judged: list[verdict.Judged], p: verdict.Pace, now: float
+) -> str:
     newest = verdict.newest_complete(judged)
     parts = []
     if newest is None:
@@ -160,7 +159,7 @@ def _ok_text(o: Observation, judged: list[verdict.Judged], p: verdict.Pace, now:
 
 
 def _fields(
-    o: Observation, judged: list[verdict.Judged], p: verdict.Pace, now: float
+    o: verdict.Observation, judged: list[verdict.Judged], p: verdict.Pace, now: float
 ) -> dict[str, str]:
     out: dict[str, str] = {"checkpoints": str(len(judged))}
     newest = verdict.newest_complete(judged)

@@ -281,14 +281,19 @@ def _unescape(field: str) -> str:
     )
 
 
-def mount_points(mountinfo: str) -> list[str]:
-    """Mount points listed in /proc/self/mountinfo text."""
-    points = []
+def mount_devs(mountinfo: str) -> dict[str, str]:
+    """{mount point: its device "major:minor"} from /proc/self/mountinfo text."""
+    devs = {}
     for line in mountinfo.splitlines():
         parts = line.split()
         if len(parts) > 4:
-            points.append(_unescape(parts[4]))
-    return points
+            devs[_unescape(parts[4])] = parts[2]
+    return devs
+
+
+def mount_points(mountinfo: str) -> list[str]:
+    """Mount points listed in /proc/self/mountinfo text."""
+    return list(mount_devs(mountinfo))
 
 
 def mount_of(path: str, points: list[str]) -> str:
@@ -302,16 +307,6 @@ def mount_of(path: str, points: list[str]) -> str:
     return best
 
 
-def mount_devs(mountinfo: str) -> dict[str, str]:
-    """{mount point: its device "major:minor"} from /proc/self/mountinfo text."""
-    devs = {}
-    for line in mountinfo.splitlines():
-        parts = line.split()
-        if len(parts) > 4:
-            devs[_unescape(parts[4])] = parts[2]
-    return devs
-
-
 def read_mounts() -> dict[str, str]:
     try:
         return mount_devs(Path("/proc/self/mountinfo").read_text())
@@ -320,10 +315,7 @@ def read_mounts() -> dict[str, str]:
 
 
 def read_mount_points() -> list[str]:
-    try:
-        return mount_points(Path("/proc/self/mountinfo").read_text())
-    except OSError:
-        return []
+    return list(read_mounts())
 
 
 def parse_heartbeat(raw: Any) -> tuple[Heartbeat | None, str | None]:

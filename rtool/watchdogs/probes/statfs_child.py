@@ -100,8 +100,7 @@ def _newest(pattern, uid, ignored):
     if not glob.has_magic(pattern):
         if os.path.isdir(pattern):
             raise IsADirectoryError(21, "is a folder, not a log file (give a file or a glob)")
-        got = _judge(pattern, uid, ignored) if os.path.lexists(pattern) else None
-        return got
+        return _judge(pattern, uid, ignored) if os.path.lexists(pattern) else None
     best, best_key = None, None
     for p in glob.glob(pattern):
         got = _judge(p, uid, ignored)
