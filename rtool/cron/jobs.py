@@ -28,7 +28,6 @@ SUBDIRS = (*(f"cron.{p}" for p in PERIODS), "cron.d", "logs")
 _QUIET_SUFFIXES = (".example", ".disabled", ".bak", ".swp", ".orig", "~", ".md", ".txt")
 
 Kind = Literal["exec", "slurm", "line"]
-MAX_CRONTAB = 1024 * 1024
 log = logging.getLogger(__name__)
 
 

@@ -33,9 +33,6 @@ from rtool.cron import chain
 from rtool.cron.config import CronConfig
 from rtool.cron.slots import tick_period
 
-DISABLED = "disabled"  # what scrontab and slurmctld say when ScronParameters lacks enable
-NO_CRONTAB = "no crontab for"
-
 
 class Backend(str, enum.Enum):
     SCRONTAB = "scrontab"

@@ -21,9 +21,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 from rtool.core.alert import Alert, AlertKey, Status
 from rtool.core.slurm import Slurm, SlurmError
 from rtool.cron import chain, crontab, outcomes, slots
-from rtool.cron.cleanup import remove_old_logs
 from rtool.cron.jobs import Job, Refused, Scan, scan
-from rtool.cron.runner import JobResult, run_job
+from rtool.cron.runner import JobResult, remove_old_logs, run_job
 from rtool.cron.store import CronStore
 
 if TYPE_CHECKING:
@@ -257,13 +256,11 @@ def refused_alert(refused: Refused, root: Path) -> Alert:
 
 
 def _scheduler_alert(report: TickReport, root: Path) -> Alert:
+    key, fields = str(AlertKey("cron", f"scheduler:{root}")), {"dir": str(root)}
     if report.queue_error:
         summary = f"cannot queue the next tick for {root}: {report.queue_error}"
-        return Alert(
-            str(AlertKey("cron", f"scheduler:{root}")), Status.CRITICAL, summary, {"dir": str(root)}
-        )
-    summary = f"next tick queued for {root}"
-    return Alert(str(AlertKey("cron", f"scheduler:{root}")), Status.OK, summary, {"dir": str(root)})
+        return Alert(key, Status.CRITICAL, summary, fields)
+    return Alert(key, Status.OK, f"next tick queued for {root}", fields)
 
 
 def heartbeat(report: TickReport, period: float) -> dict[str, Any]:
