@@ -16,9 +16,8 @@ from rtool.notify.channels import DeliveryError, Envelope, build
 from rtool.notify.channels.notification import Notification
 from rtool.notify.config import NotifyConfig
 from rtool.notify.decide import Decision, KeyState, decide
-from rtool.notify.deliver import flush
+from rtool.notify.deliver import Delivery, Report, flush
 from rtool.notify.outbox import Item, Outbox
-from rtool.notify.report import Delivery, Report
 from rtool.notify.silence_store import Silences, prune
 
 ALERTS_FILE = "notify/alerts.json"
@@ -113,17 +112,10 @@ def _escalate(
     cfg: NotifyConfig, epoch: str, new: KeyState, alert: Alert, outbox: Outbox, now: float, seq: int
 ) -> None:
     """Queue the escalations now due for this key (each rule's channel once per incident)."""
-    probe = Notification(
-        id="",
-        key=alert.key,
-        kind="escalated",
-        status=new.status,
-        summary=alert.summary,
-        fields={str(k): str(v) for k, v in alert.fields.items()},
-    )
+    probe = Notification("", alert.key, "escalated", new.status, alert.summary, fields_of(alert))
     for channel, note in silence_escalate.escalate(cfg, new, probe, now):
         new.version += 1
-        nid = hashlib.sha1(f"{epoch}|{alert.key}|{new.version}".encode()).hexdigest()[:16]
+        nid = _nid(epoch, alert.key, new.version)
         n = replace(probe, id=nid, time=now, incident=new.incident or nid, since=new.since)
         outbox.put(Item(channel, n, now, seq, note=note))
         new.channels = sorted({*new.channels, channel})
@@ -140,23 +132,30 @@ def route(cfg: NotifyConfig, decision: Decision, prev: KeyState) -> list[str]:
 def _notification(
     epoch: str, prev: KeyState, new: KeyState, d: Decision, alert: Alert, now: float
 ) -> Notification:
-    nid = hashlib.sha1(f"{epoch}|{alert.key}|{new.version}".encode()).hexdigest()[:16]
+    nid = _nid(epoch, alert.key, new.version)
     resolved = d.kind == "resolved"
     since = prev.since if resolved else new.since
-    fields = {str(k): str(v) for k, v in alert.fields.items()}
     return Notification(
         id=nid,
         key=alert.key,
         kind=d.kind or "",
         status=d.status,
         summary=alert.summary,
-        fields=fields,
+        fields=fields_of(alert),
         time=now,
         incident=nid if d.kind == "alert" else (prev.incident or nid),
         previous=prev.notified if d.kind in ("changed", "resolved") else None,
         since=since,
         duration=(now - since) if resolved and since is not None else None,
     )
+
+
+def _nid(epoch: str, key: str, version: int) -> str:
+    return hashlib.sha1(f"{epoch}|{key}|{version}".encode()).hexdigest()[:16]
+
+
+def fields_of(alert: Alert) -> dict[str, str]:
+    return {str(k): str(v) for k, v in alert.fields.items()}
 
 
 def _load(state: StateDir) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from rtool.notify import silence_escalate
 from rtool.notify.channels.notification import Notification
 from rtool.notify.config import NotifyConfig
 from rtool.notify.decide import KeyState, decide
-from rtool.notify.engine import _load, route
+from rtool.notify.engine import _load, fields_of, route
 from rtool.notify.silence_store import Silences, matching
 
 
@@ -46,15 +46,8 @@ def preview(alerts: list[Alert], cfg: NotifyConfig, state: StateDir, now: float)
     for alert in (redact_alert(a) for a in alerts):
         prev = KeyState.from_dict(data["keys"].get(alert.key))
         new, decision = decide(prev, alert, now, cfg.repeat_interval, cfg.min_failures)
-        n = Notification(
-            id="dry-run",
-            key=alert.key,
-            kind=decision.kind or "",
-            status=decision.status,
-            summary=alert.summary,
-            fields={str(k): str(v) for k, v in alert.fields.items()},
-            time=now,
-        )
+        kind, status = decision.kind or "", decision.status
+        n = Notification("dry-run", alert.key, kind, status, alert.summary, fields_of(alert), now)
         if decision.kind:
             channels = route(cfg, decision, prev)
             silence = matching(silences, n, now)
