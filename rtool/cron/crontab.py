@@ -48,7 +48,6 @@ def parse_cron_file(name: str, text: str) -> tuple[list[CronLine], list[LineProb
     Blank lines and `#` comments are ignored; `NAME=value` lines set the environment of the
     lines that follow.
     """
-
     lines: list[CronLine] = []
     problems: list[LineProblem] = []
     env: dict[str, str] = {}
@@ -92,7 +91,6 @@ def _unquote(value: str) -> str:
 
 def next_fire(expr: str, after: float) -> float:
     """The first time strictly after `after` (epoch seconds, local time zone) `expr` fires."""
-
     start = datetime.fromtimestamp(after).astimezone()
     return float(croniter(expr, start).get_next(float))
 

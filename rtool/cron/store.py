@@ -40,7 +40,6 @@ def resolve_dir(path: str | Path) -> Path:
 def dir_problem(root: Path) -> str | None:
     """Why `root` cannot be a cron folder (`cron dir X is a FIFO, not a folder`, or the same of
     the first ancestor that exists: `--dir file/sub`), None when it is one or can be made."""
-
     for p in (root, *root.parents):
         if os.path.lexists(p):
             if os.path.isdir(p):
@@ -146,7 +145,6 @@ def _tracked_jobs(tracked: dict[str, Any]) -> dict[str, Any]:
     """The submitted jobs a tick follows; an entry whose key is not a job id (a corrupt or
     forged state file) is dropped with a warning, so it never reaches sacct's or scontrol's argv.
     """
-
     kept: dict[str, Any] = {}
     for key, info in tracked.items():
         try:

@@ -177,7 +177,6 @@ def key_states(state: StateDir) -> dict[str, KeyState]:
 def send_test(cfg: NotifyConfig, names: list[str], now: float | None = None) -> list[Delivery]:
     """Send a test notification straight through each channel in `names` (no outbox, no state);
     one Delivery per channel: outcome `sent` or `failed` with the reason."""
-
     now = time.time() if now is None else now
     nid = f"test-{uuid.uuid4().hex[:12]}"
     n = Notification(

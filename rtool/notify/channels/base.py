@@ -29,7 +29,6 @@ class DeliveryError(Exception):
     """
 
     def __init__(self, reason: str, *, permanent: bool, retry_after: float | None = None):
-
         reason = redact(reason)  # a requests error may quote the webhook URL
         super().__init__(reason)
         self.reason = reason
