@@ -263,8 +263,8 @@ def _scheduler_alert(report: TickReport, root: Path) -> Alert:
     return Alert(key, Status.OK, f"next tick queued for {root}", fields)
 
 
-def heartbeat(report: TickReport, period: float) -> dict[str, Any]:
-    return {
+def write_heartbeat(store: CronStore, report: TickReport, period: float) -> None:
+    beat = {
         "time": report.start,
         "slot": report.slot,
         "lateness": slots.lateness(report.start, report.slot),
@@ -277,12 +277,8 @@ def heartbeat(report: TickReport, period: float) -> dict[str, Any]:
         "host": socket.gethostname(),
         "results": [r.to_dict() for r in report.results],
         "warnings": report.warnings,
+        "started": (store.read_heartbeat() or {}).get("started"),
     }
-
-
-def write_heartbeat(store: CronStore, report: TickReport, period: float) -> None:
-    beat = heartbeat(report, period)
-    beat["started"] = (store.read_heartbeat() or {}).get("started")
     store.write_heartbeat(beat)
     entry = {k: beat[k] for k in ("time", "slot", "lateness", "job_id", "busy")}
     entry["failed"] = sum(1 for r in report.results if r.failed)

@@ -11,8 +11,7 @@ from collections.abc import Callable
 
 from rtool.core.alert import Status
 from rtool.core.heartbeat import Heartbeat
-from rtool.drill.continued import requeue_step, resume_step
-from rtool.drill.fixes import reach_hint, signame, wrapper_hint
+from rtool.drill.fixes import reach_hint, requeue_step, resume_step, signame, wrapper_hint
 from rtool.drill.model import Mode, Observation, Plan, Report, Step, StepResult
 from rtool.drill.preempt import grace_step, grace_text, preempt_hint, signal_text
 

@@ -148,7 +148,7 @@ class SuspectStore:
         for node, items in (nodes if isinstance(nodes, dict) else {}).items():
             if not isinstance(items, list):
                 continue
-            evidence = [e for e in (Evidence.from_json(i) for i in items if isinstance(i, dict))]
+            evidence = (Evidence.from_json(i) for i in items if isinstance(i, dict))
             kept = [e for e in evidence if e is not None]
             if kept:
                 out[str(node)] = kept
