@@ -191,13 +191,10 @@ def send_test(cfg: NotifyConfig, names: list[str], now: float | None = None) -> 
     out = []
     for name in names:
         try:
-            receipt = build(name, cfg).send(Envelope(n))
+            outcome, detail = "sent", build(name, cfg).send(Envelope(n)).detail or None
         except DeliveryError as exc:
-            out.append(Delivery(name, nid, n.key, "test", "failed", f"{exc.reason} ({exc.kind})"))
+            outcome, detail = "failed", f"{exc.reason} ({exc.kind})"
         except Exception as exc:  # one channel failing never stops the others
-            out.append(
-                Delivery(name, nid, n.key, "test", "failed", f"unexpected {type(exc).__name__}")
-            )
-        else:
-            out.append(Delivery(name, nid, n.key, "test", "sent", receipt.detail or None))
+            outcome, detail = "failed", f"unexpected {type(exc).__name__}"
+        out.append(Delivery(name, nid, n.key, "test", outcome, detail))
     return out
