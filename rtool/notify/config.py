@@ -13,18 +13,8 @@ from pydantic import AfterValidator, Field, create_model, field_validator, model
 from rtool.core.config.types import Duration, PositiveDuration, Section
 from rtool.core.errors import UsageError
 from rtool.notify import channels
-from rtool.notify.channels.base import BAD, ChannelSection, StatusName
+from rtool.notify.channels.base import ChannelSection, StatusName
 from rtool.notify.silence_store import parse_matcher
-
-__all__ = [
-    "BAD",
-    "ChannelSection",
-    "EscalationRule",
-    "NotifyBase",
-    "NotifyConfig",
-    "StatusName",
-    "notify_config",
-]
 
 
 def _default_fallback() -> str:
