@@ -1,11 +1,17 @@
-"""`process`: alerts in, notifications queued (before any send) and delivered, a report out."""
+"""`process`: alerts in, notifications queued (before any send) and delivered, a report out.
+
+`preview`: what `process` would send for these alerts, written nowhere (`--dry-run`): the same
+decisions as `queue` (per-key state, min_failures, repeat, resolve, routing by status, silences,
+escalations), computed on the stored state, which is read and never written: no outbox item,
+no key state, no silence change, nothing sent.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import time
 import uuid
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from rtool.core.alert import Alert, Status
@@ -18,7 +24,7 @@ from rtool.notify.config import NotifyConfig
 from rtool.notify.decide import Decision, KeyState, decide
 from rtool.notify.deliver import Delivery, Report, flush
 from rtool.notify.outbox import Item, Outbox
-from rtool.notify.silence_store import Silences, prune
+from rtool.notify.silence_store import Silences, matching, prune
 
 ALERTS_FILE = "notify/alerts.json"
 
@@ -197,4 +203,51 @@ def send_test(cfg: NotifyConfig, names: list[str], now: float | None = None) -> 
         except Exception as exc:  # one channel failing never stops the others
             outcome, detail = "failed", f"unexpected {type(exc).__name__}"
         out.append(Delivery(name, nid, n.key, "test", outcome, detail))
+    return out
+
+
+@dataclass(frozen=True)
+class WouldSend:
+    """One notification a real run would queue: its kind (alert, changed, repeat, resolved,
+    escalated), the alert key, status and summary, and the channels it would go to (none:
+    `held` says why)."""
+
+    kind: str
+    key: str
+    status: str
+    summary: str
+    channels: tuple[str, ...]
+    held: str | None = None
+
+    def line(self) -> str:
+        where = ", ".join(self.channels) if self.channels else f"no channel ({self.held})"
+        return f"would send {self.kind} {self.status} {self.key} to {where}: {self.summary}"
+
+
+def preview(alerts: list[Alert], cfg: NotifyConfig, state: StateDir, now: float) -> list[WouldSend]:
+    """The notifications `process(alerts, ...)` would queue now; nothing is written."""
+    data = _load(state)
+    silences = Silences(state).load()
+    out: list[WouldSend] = []
+    for alert in (redact_alert(a) for a in alerts):
+        prev = KeyState.from_dict(data["keys"].get(alert.key))
+        new, decision = decide(prev, alert, now, cfg.repeat_interval, cfg.min_failures)
+        kind, status = decision.kind or "", decision.status
+        n = Notification("dry-run", alert.key, kind, status, alert.summary, fields_of(alert), now)
+        if decision.kind:
+            channels = route(cfg, decision, prev)
+            silence = matching(silences, n, now)
+            held = None
+            if silence is not None and not (decision.kind == "resolved" and channels):
+                held, channels = f"held by silence {silence.id}", []
+            elif not channels:
+                held = "no channel takes this status"
+            out.append(WouldSend(decision.kind, alert.key, decision.status, alert.summary,
+                                 tuple(channels), held))  # fmt: skip
+            if decision.kind != "resolved":
+                new.channels = sorted(set(new.channels) | set(channels))
+        if new.notified is not None and cfg.escalate:
+            for channel, _note in silence_escalate.escalate(cfg, new, n, now):
+                out.append(WouldSend("escalated", alert.key, new.status, alert.summary,
+                                     (channel,)))  # fmt: skip
     return out
