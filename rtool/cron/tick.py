@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from rtool.core.alert import Alert, AlertKey, Status
 from rtool.core.slurm import Slurm, SlurmError
-from rtool.cron import chain, crontab, outcomes, slots
-from rtool.cron.jobs import Job, Refused, Scan, scan
+from rtool.cron import chain, outcomes, slots
+from rtool.cron.jobs import Job, Refused, Scan, is_due, scan
 from rtool.cron.runner import JobResult, remove_old_logs, run_job
 from rtool.cron.store import CronStore
 
@@ -177,7 +177,7 @@ def _run_lines(
         assert job.line is not None
         last = data["lines"].get(job.line.key, fallback)
         seen[job.line.key] = now
-        if crontab.is_due(job.line.expr, float(last), now):
+        if is_due(job.line.expr, float(last), now):
             _run_and_record(env, store, data, job, report)
     data["lines"] = seen
 
