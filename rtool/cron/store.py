@@ -7,6 +7,7 @@ its state lives in `<state dir>/cron/<hash>/`, and the heartbeat is also copied 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -91,11 +92,10 @@ class CronStore:
 
     def write_heartbeat(self, beat: dict[str, Any]) -> None:
         self.state.write_json(f"{self.rel}/{HEARTBEAT}", beat)
-        try:
+        # the copy in the cron dir is a convenience; the state dir one is authoritative
+        with contextlib.suppress(OSError):
             text = json.dumps(beat, indent=1, sort_keys=True, default=str)
             atomic_write(self.root / HEARTBEAT, text, mode=0o644)
-        except OSError:
-            pass  # the copy in the cron dir is a convenience; the state dir one is authoritative
 
     def read_ticks(self) -> list[dict[str, Any]]:
         data = self.state.read_json(f"{self.rel}/ticks.json", default=None)
