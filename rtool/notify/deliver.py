@@ -100,27 +100,11 @@ def flush(
     pending = {item.channel for item in outbox.items()}
     # the fallback channel goes last: it may receive what the others refused permanently
     order = [*sorted(pending - {cfg.fallback}), cfg.fallback]
-    budget = Budget(cfg.max_per_run, time.monotonic() + cfg.run_deadline)
-    run = _Run(cfg, state, outbox, now, force, report, budget)
+    run = _Run(cfg, state, outbox, now, force, report, cfg.max_per_run)
     for name in order:
         _flush_channel(name, run)
     report.queued = outbox.counts()
     return report
-
-
-@dataclass
-class Budget:
-    """What one run may still send: a number of attempts and a deadline (time.monotonic)."""
-
-    left: int
-    deadline: float
-
-    def why_not(self) -> str | None:
-        if self.left <= 0:
-            return "this run's send limit (max_per_run) is used up; next run"
-        if time.monotonic() >= self.deadline:
-            return "this run's deadline (run_deadline) passed; next run"
-        return None
 
 
 @contextlib.contextmanager
@@ -136,7 +120,8 @@ def _channel_lock(state: StateDir, name: str, timeout: float) -> Iterator[bool]:
 
 @dataclass
 class _Run:
-    """One flush: what every channel's delivery shares."""
+    """One flush: what every channel's delivery shares, and what the run may still send (a
+    number of attempts, and a deadline on time.monotonic)."""
 
     cfg: NotifyConfig
     state: StateDir
@@ -144,7 +129,18 @@ class _Run:
     now: float
     force: bool
     report: Report
-    budget: Budget
+    left: int
+    deadline: float = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.deadline = time.monotonic() + self.cfg.run_deadline
+
+    def why_not(self) -> str | None:
+        if self.left <= 0:
+            return "this run's send limit (max_per_run) is used up; next run"
+        if time.monotonic() >= self.deadline:
+            return "this run's deadline (run_deadline) passed; next run"
+        return None
 
 
 def _flush_channel(name: str, run: _Run) -> None:
@@ -159,8 +155,7 @@ def _flush_channel(name: str, run: _Run) -> None:
 
 
 def _deliver_items(name: str, items: list[Item], run: _Run) -> None:
-    cfg, state, outbox, now = run.cfg, run.state, run.outbox, run.now
-    force, report, budget = run.force, run.report, run.budget
+    cfg, state, outbox, now, report = run.cfg, run.state, run.outbox, run.now, run.report
     channel: Channel | None = None
     broken: DeliveryError | None = None
     try:
@@ -170,14 +165,14 @@ def _deliver_items(name: str, items: list[Item], run: _Run) -> None:
     threads = Threads(state, name)
     status = ChannelStatus(state)
     for index, item in enumerate(items):
-        if not force and item.next_attempt > now:
+        if not run.force and item.next_attempt > now:
             report.deliveries += [_row(i, "queued", i.last_error) for i in items[index:]]
             break
-        stop = budget.why_not()
+        stop = run.why_not()
         if stop:
             report.deliveries += [_row(i, "queued", stop) for i in items[index:]]
             break
-        budget.left -= 1
+        run.left -= 1
         try:
             if now - item.created > cfg.max_age:
                 age = format_duration(now - item.created)
@@ -190,9 +185,9 @@ def _deliver_items(name: str, items: list[Item], run: _Run) -> None:
             err = exc if isinstance(exc, DeliveryError) else _unexpected(exc)
             status.failed(name, err.reason, now)
             if err.permanent:
-                _permanent(item, err, cfg, outbox, now, report)
+                _permanent(item, err, run)
                 continue
-            _temporary(item, err, cfg, outbox, now)
+            _temporary(item, err, run)
             report.deliveries.append(_row(item, "queued", err.reason))
             report.deliveries += [
                 _row(i, "queued", "waiting behind an older one") for i in items[index + 1 :]
@@ -211,32 +206,29 @@ def _unexpected(exc: Exception) -> DeliveryError:
     return DeliveryError(f"unexpected {type(exc).__name__}", permanent=False)
 
 
-def _temporary(
-    item: Item, err: DeliveryError, cfg: NotifyConfig, outbox: Outbox, now: float
-) -> None:
+def _temporary(item: Item, err: DeliveryError, run: _Run) -> None:
     item.attempts += 1
     item.last_error = err.reason
-    backoff = min(cfg.max_backoff, cfg.retry_backoff * 2 ** (item.attempts - 1))
-    item.next_attempt = now + max(backoff, err.retry_after or 0.0)
-    outbox.update(item)
+    backoff = min(run.cfg.max_backoff, run.cfg.retry_backoff * 2 ** (item.attempts - 1))
+    item.next_attempt = run.now + max(backoff, err.retry_after or 0.0)
+    run.outbox.update(item)
     log.warning("%s: %s (temporary; kept in the outbox)", item.channel, err.reason)
 
 
-def _permanent(
-    item: Item, err: DeliveryError, cfg: NotifyConfig, outbox: Outbox, now: float, report: Report
-) -> None:
+def _permanent(item: Item, err: DeliveryError, run: _Run) -> None:
     """Report once, hand the notification to the fallback channel, never retry it here."""
     log.error("%s refused %s permanently: %s", item.channel, item.notification.key, err.reason)
-    outbox.remove(item)
-    if item.channel == cfg.fallback or item.fallback_from:
-        report.deliveries.append(_row(item, "dropped", err.reason))
+    run.outbox.remove(item)
+    fallback = run.cfg.fallback
+    if item.channel == fallback or item.fallback_from:
+        run.report.deliveries.append(_row(item, "dropped", err.reason))
         return
-    report.deliveries.append(_row(item, "failed", err.reason))
+    run.report.deliveries.append(_row(item, "failed", err.reason))
     note = f"{item.channel} refused this permanently: {err.reason}"
-    fallback = Item(
-        cfg.fallback, item.notification, now, item.seq, note=note, fallback_from=item.channel
+    moved = Item(
+        fallback, item.notification, run.now, item.seq, note=note, fallback_from=item.channel
     )
-    outbox.put(fallback)
+    run.outbox.put(moved)
 
 
 def _row(item: Item, outcome: str, error: str | None) -> Delivery:
