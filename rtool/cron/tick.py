@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from rtool.core.alert import Alert, AlertKey, Status
 from rtool.core.slurm import Slurm, SlurmError
 from rtool.cron import chain, outcomes, slots
-from rtool.cron.jobs import Job, Refused, Scan, is_due, scan
+from rtool.cron.jobs import Job, Refused, is_due, scan
 from rtool.cron.runner import JobResult, remove_old_logs, run_job
 from rtool.cron.store import CronStore
 
@@ -158,18 +158,7 @@ def run_due(env: TickEnv, store: CronStore, now: float, report: TickReport) -> N
             _run_and_record(env, store, data, job, report)
         data["last_slots"][name] = slot
         store.save(data)
-    _run_lines(env, store, data, found, now, report)
-    store.save(data)
-
-
-def _run_lines(
-    env: TickEnv,
-    store: CronStore,
-    data: dict[str, Any],
-    found: Scan,
-    now: float,
-    report: TickReport,
-) -> None:
+    # cron.d lines that fired since they were last checked (a new line: since the last tick)
     previous = (store.read_heartbeat() or {}).get("time")
     fallback = float(previous) if isinstance(previous, (int, float)) else now
     seen = {}
@@ -180,11 +169,12 @@ def _run_lines(
         if is_due(job.line.expr, float(last), now):
             _run_and_record(env, store, data, job, report)
     data["lines"] = seen
+    store.save(data)
 
 
 def _run_and_record(
     env: TickEnv, store: CronStore, data: dict[str, Any], job: Job, report: TickReport
-) -> JobResult:
+) -> None:
     log.info("running %s", job.name)
     result = run_job(
         job, env.root, timeout=env.cron.job_timeout, slurm=env.slurm, env=env.job_env()
@@ -194,7 +184,6 @@ def _run_and_record(
     if result.status != "submitted":
         report.alerts.append(job_alert(result, env.root))
     store.save(data)
-    return result
 
 
 def record(data: dict[str, Any], result: JobResult) -> None:
