@@ -123,11 +123,6 @@ def lists_of(records: list[dict[str, str]]) -> tuple[list[str], list[str]]:
     return list(dict.fromkeys(out["ExcNodeList"])), list(dict.fromkeys(out["ReqNodeList"]))
 
 
-def node_lists(slurm: Slurm, job_id: str) -> tuple[list[str], list[str]]:
-    """(the nodes a job excludes now, the nodes it requires), over every record of an array."""
-    return lists_of(slurm.show_job(job_id))
-
-
 @dataclass
 class Applied:
     job_id: str
