@@ -50,13 +50,6 @@ def job_env(config_files: Sequence[Path] = ()) -> dict[str, str]:
     return env
 
 
-def tick_script(argv: list[str], name: str) -> str:
-    """The sbatch script of one tick (every value shell-quoted), from the
-    `cron_scheduler.slurm.j2` template; the resources go on sbatch's command line."""
-
-    return str(render_cron_scheduler(command=argv, job_name=name))
-
-
 def sbatch_args(cfg: CronConfig, root: Path, name: str, begin: float) -> list[str]:
     args = [
         f"--job-name={name}",
@@ -80,9 +73,11 @@ def submit_tick(
     slot: float,
     config_files: Sequence[Path] = (),
 ) -> str:
-    """Queue the tick for `slot`; returns its job id (raises SlurmError)."""
+    """Queue the tick for `slot`; returns its job id (raises SlurmError). The script comes from
+    the `cron_scheduler.slurm.j2` template (every value shell-quoted); the resources go on
+    sbatch's command line."""
     argv = tick_argv(root, slot, config_files)
-    script = tick_script(argv, name)
+    script = str(render_cron_scheduler(command=argv, job_name=name))
     (root / "logs").mkdir(parents=True, exist_ok=True)
     return slurm.sbatch(sbatch_args(cfg, root, name, slot), script=script, cwd=str(root)).job_id
 

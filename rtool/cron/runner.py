@@ -1,5 +1,6 @@
 """Running one job: an executable or a cron.d command (inside the scheduler's job, with a
-timeout, output to a log file), or a `*.slurm` file (submitted with sbatch)."""
+timeout, output to a log file), or a `*.slurm` file (submitted with sbatch); and removing old
+log files so they never eat the inode quota."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import re
 import shutil
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -180,3 +181,35 @@ def _write_log(path: Path, text: str) -> None:
         path.write_text(text)
     except OSError as exc:
         log.warning("cannot write log %s: %s", path, exc.strerror)
+
+
+def expired(files: Iterable[tuple[Path, float]], now: float, keep: float) -> list[Path]:
+    """The files (path, mtime) last modified more than `keep` seconds before `now` (pure)."""
+    return [path for path, mtime in files if now - mtime > keep]
+
+
+def log_files(logs: Path) -> list[tuple[Path, float]]:
+    """(path, mtime) of every regular file under `logs` (symlinks are not followed)."""
+    found = []
+    for dirpath, _dirs, names in os.walk(logs):
+        for name in names:
+            path = Path(dirpath) / name
+            try:
+                st = path.lstat()
+            except OSError:
+                continue
+            if not path.is_symlink():
+                found.append((path, st.st_mtime))
+    return found
+
+
+def remove_old_logs(logs: Path, now: float, keep: float) -> list[Path]:
+    """Remove log files older than `keep`; returns what was removed."""
+    removed = []
+    for path in expired(log_files(logs), now, keep):
+        try:
+            path.unlink()
+            removed.append(path)
+        except OSError as exc:
+            log.warning("cannot remove old log %s: %s", path, exc.strerror)
+    return removed

@@ -33,9 +33,6 @@ from rtool.cron import chain
 from rtool.cron.config import CronConfig
 from rtool.cron.slots import tick_period
 
-DISABLED = "disabled"  # what scrontab and slurmctld say when ScronParameters lacks enable
-NO_CRONTAB = "no crontab for"
-
 
 class Backend(str, enum.Enum):
     SCRONTAB = "scrontab"
@@ -122,8 +119,7 @@ def scron_option(opt: str, value: str) -> str:
             f"--{opt} {value!r} holds whitespace: scrontab cannot take it in a #SCRON line"
             " (rename it, or use --backend jobs)"
         )
-    token = f"--{opt}={value}"
-    return f"#SCRON {token}"
+    return f"#SCRON --{opt}={value}"
 
 
 #: Carried into the tick's command: a Slurm cron job starts with the user's login environment
@@ -132,8 +128,7 @@ CARRIED = ("SLURM_CONF", "XDG_STATE_HOME", "RTOOL_CONFIG")
 
 
 def _environment() -> str:
-    pairs = [f"{k}={shlex.quote(os.environ[k])} " for k in CARRIED if os.environ.get(k)]
-    return "".join(pairs)
+    return "".join(f"{k}={shlex.quote(os.environ[k])} " for k in CARRIED if os.environ.get(k))
 
 
 def without(text: str, key: str) -> str:

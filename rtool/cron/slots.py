@@ -54,14 +54,10 @@ def next_slot(
     return slot_floor(t, period, offset, tz) + period
 
 
-def hhmm_seconds(hhmm: str) -> float:
-    hours, minutes = hhmm.split(":")
-    return int(hours) * 3600.0 + int(minutes) * 60.0
-
-
 def periods(cfg: CronConfig) -> list[Period]:
     """hourly (full hours), daily (at daily_at), weekly (weekly_on at daily_at)."""
-    at = hhmm_seconds(cfg.daily_at)
+    hours, minutes = cfg.daily_at.split(":")
+    at = int(hours) * 3600.0 + int(minutes) * 60.0
     week_shift = ((WEEKDAYS.index(cfg.weekly_on) - _EPOCH_WEEKDAY) % 7) * 86400.0
     p = cfg.periods
     return [

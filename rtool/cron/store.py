@@ -7,6 +7,7 @@ its state lives in `<state dir>/cron/<hash>/`, and the heartbeat is also copied 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -40,7 +41,6 @@ def resolve_dir(path: str | Path) -> Path:
 def dir_problem(root: Path) -> str | None:
     """Why `root` cannot be a cron folder (`cron dir X is a FIFO, not a folder`, or the same of
     the first ancestor that exists: `--dir file/sub`), None when it is one or can be made."""
-
     for p in (root, *root.parents):
         if os.path.lexists(p):
             if os.path.isdir(p):
@@ -92,11 +92,10 @@ class CronStore:
 
     def write_heartbeat(self, beat: dict[str, Any]) -> None:
         self.state.write_json(f"{self.rel}/{HEARTBEAT}", beat)
-        try:
+        # the copy in the cron dir is a convenience; the state dir one is authoritative
+        with contextlib.suppress(OSError):
             text = json.dumps(beat, indent=1, sort_keys=True, default=str)
             atomic_write(self.root / HEARTBEAT, text, mode=0o644)
-        except OSError:
-            pass  # the copy in the cron dir is a convenience; the state dir one is authoritative
 
     def read_ticks(self) -> list[dict[str, Any]]:
         data = self.state.read_json(f"{self.rel}/ticks.json", default=None)
@@ -146,7 +145,6 @@ def _tracked_jobs(tracked: dict[str, Any]) -> dict[str, Any]:
     """The submitted jobs a tick follows; an entry whose key is not a job id (a corrupt or
     forged state file) is dropped with a warning, so it never reaches sacct's or scontrol's argv.
     """
-
     kept: dict[str, Any] = {}
     for key, info in tracked.items():
         try:

@@ -20,10 +20,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from rtool.core.alert import Alert, AlertKey, Status
 from rtool.core.slurm import Slurm, SlurmError
-from rtool.cron import chain, crontab, outcomes, slots
-from rtool.cron.cleanup import remove_old_logs
-from rtool.cron.jobs import Job, Refused, Scan, scan
-from rtool.cron.runner import JobResult, run_job
+from rtool.cron import chain, outcomes, slots
+from rtool.cron.jobs import Job, Refused, is_due, scan
+from rtool.cron.runner import JobResult, remove_old_logs, run_job
 from rtool.cron.store import CronStore
 
 if TYPE_CHECKING:
@@ -159,18 +158,7 @@ def run_due(env: TickEnv, store: CronStore, now: float, report: TickReport) -> N
             _run_and_record(env, store, data, job, report)
         data["last_slots"][name] = slot
         store.save(data)
-    _run_lines(env, store, data, found, now, report)
-    store.save(data)
-
-
-def _run_lines(
-    env: TickEnv,
-    store: CronStore,
-    data: dict[str, Any],
-    found: Scan,
-    now: float,
-    report: TickReport,
-) -> None:
+    # cron.d lines that fired since they were last checked (a new line: since the last tick)
     previous = (store.read_heartbeat() or {}).get("time")
     fallback = float(previous) if isinstance(previous, (int, float)) else now
     seen = {}
@@ -178,14 +166,15 @@ def _run_lines(
         assert job.line is not None
         last = data["lines"].get(job.line.key, fallback)
         seen[job.line.key] = now
-        if crontab.is_due(job.line.expr, float(last), now):
+        if is_due(job.line.expr, float(last), now):
             _run_and_record(env, store, data, job, report)
     data["lines"] = seen
+    store.save(data)
 
 
 def _run_and_record(
     env: TickEnv, store: CronStore, data: dict[str, Any], job: Job, report: TickReport
-) -> JobResult:
+) -> None:
     log.info("running %s", job.name)
     result = run_job(
         job, env.root, timeout=env.cron.job_timeout, slurm=env.slurm, env=env.job_env()
@@ -195,7 +184,6 @@ def _run_and_record(
     if result.status != "submitted":
         report.alerts.append(job_alert(result, env.root))
     store.save(data)
-    return result
 
 
 def record(data: dict[str, Any], result: JobResult) -> None:
@@ -257,17 +245,15 @@ def refused_alert(refused: Refused, root: Path) -> Alert:
 
 
 def _scheduler_alert(report: TickReport, root: Path) -> Alert:
+    key, fields = str(AlertKey("cron", f"scheduler:{root}")), {"dir": str(root)}
     if report.queue_error:
         summary = f"cannot queue the next tick for {root}: {report.queue_error}"
-        return Alert(
-            str(AlertKey("cron", f"scheduler:{root}")), Status.CRITICAL, summary, {"dir": str(root)}
-        )
-    summary = f"next tick queued for {root}"
-    return Alert(str(AlertKey("cron", f"scheduler:{root}")), Status.OK, summary, {"dir": str(root)})
+        return Alert(key, Status.CRITICAL, summary, fields)
+    return Alert(key, Status.OK, f"next tick queued for {root}", fields)
 
 
-def heartbeat(report: TickReport, period: float) -> dict[str, Any]:
-    return {
+def write_heartbeat(store: CronStore, report: TickReport, period: float) -> None:
+    beat = {
         "time": report.start,
         "slot": report.slot,
         "lateness": slots.lateness(report.start, report.slot),
@@ -280,12 +266,8 @@ def heartbeat(report: TickReport, period: float) -> dict[str, Any]:
         "host": socket.gethostname(),
         "results": [r.to_dict() for r in report.results],
         "warnings": report.warnings,
+        "started": (store.read_heartbeat() or {}).get("started"),
     }
-
-
-def write_heartbeat(store: CronStore, report: TickReport, period: float) -> None:
-    beat = heartbeat(report, period)
-    beat["started"] = (store.read_heartbeat() or {}).get("started")
     store.write_heartbeat(beat)
     entry = {k: beat[k] for k in ("time", "slot", "lateness", "job_id", "busy")}
     entry["failed"] = sum(1 for r in report.results if r.failed)

@@ -17,7 +17,7 @@ from rtool.core.heartbeat import Heartbeat, RunState
 from rtool.core.identity import is_mine
 from rtool.core.proc import ProcError
 from rtool.core.slurm import QUEUED_STATES, RUNNING_STATES, Slurm
-from rtool.drill.jobstate import ENDED, POLL, job_record, over, read_hb, this_attempt
+from rtool.drill.jobstate import ENDED, POLL, job_record, over, read_hb, requeued, this_attempt
 from rtool.drill.model import Mode, Observation, Plan, Target
 from rtool.drill.preempt import end_grace
 from rtool.runs.attempt_records import BatchRecord, read_records
@@ -243,9 +243,8 @@ def _slurm_exit(slurm: Slurm, plan: Plan, obs: Observation) -> None:
     while "COMPLETING" in rec.get("JobState", "") and time.time() < deadline:
         time.sleep(POLL)
         rec = job_record(slurm, plan.target) or {}
-    restarts = rec.get("Restarts", "0")
-    if restarts.isdigit() and int(restarts) > plan.target.restart:
-        rec = {}  # requeued: the record is the next attempt's
+    if requeued(rec, plan.target):
+        rec = {}  # the record is the next attempt's
     obs.slurm_state = rec.get("JobState", "").split(" ")[0] or obs.slurm_state
     code, _, sig = rec.get("ExitCode", "").partition(":")
     if code.isdigit() and sig.isdigit():
@@ -263,9 +262,9 @@ def next_attempt(slurm: Slurm, plan: Plan, obs: Observation) -> None:
     while True:
         if plan.mode is Mode.AUTO_REQUEUE or obs.grace_ended:
             rec = job_record(slurm, t) or {}
-            restarts, state = rec.get("Restarts", "0"), rec.get("JobState", "").split(" ")[0]
+            state = rec.get("JobState", "").split(" ")[0]
             obs.slurm_state = state or obs.slurm_state
-            if restarts.isdigit() and int(restarts) > t.restart and state:
+            if requeued(rec, t) and state:
                 obs.requeued = state in QUEUED_STATES or state in RUNNING_STATES
                 obs.next_job, obs.next_reason = t.job_id, _reason(rec.get("Reason"))
                 return

@@ -183,6 +183,5 @@ def preemption(slurm: Slurm, target: Target, grace: float | None) -> Preempt:
 
 def drill(slurm: Slurm, want: Wanted, say: Callable[[str], None]) -> Report:
     """Find the attempt, read its stop path, drill it, judge it."""
-
     plan = make_plan(slurm, find_target(slurm, want), want)
     return judge(plan, drive(slurm, plan, say))

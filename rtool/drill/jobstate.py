@@ -48,7 +48,11 @@ def over(rec: dict[str, str] | None, target: Target) -> bool:
         return True
     if not rec:
         return False
-    restarts = rec.get("Restarts", "0")
     state = rec.get("JobState", "").split(" ")[0]
-    again = restarts.isdigit() and int(restarts) > target.restart
-    return again or (bool(state) and state not in RUNNING_STATES)
+    return requeued(rec, target) or (bool(state) and state not in RUNNING_STATES)
+
+
+def requeued(rec: dict[str, str], target: Target) -> bool:
+    """Slurm's record is of a later attempt: the job was requeued since the drilled one."""
+    restarts = rec.get("Restarts", "0")
+    return restarts.isdigit() and int(restarts) > target.restart

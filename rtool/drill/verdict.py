@@ -11,8 +11,7 @@ from collections.abc import Callable
 
 from rtool.core.alert import Status
 from rtool.core.heartbeat import Heartbeat
-from rtool.drill.continued import requeue_step, resume_step
-from rtool.drill.fixes import reach_hint, signame, wrapper_hint
+from rtool.drill.fixes import reach_hint, requeue_step, resume_step, signame, wrapper_hint
 from rtool.drill.model import Mode, Observation, Plan, Report, Step, StepResult
 from rtool.drill.preempt import grace_step, grace_text, preempt_hint, signal_text
 
@@ -169,9 +168,7 @@ def lead_step(plan: Plan, obs: Observation) -> StepResult | None:
         return grace_step(plan, obs, end) if obs.sent else None
     if obs.still_running and obs.stop is None and lead is not None and obs.signalled_at:
         return _not_exited(plan, obs, lead, obs.signalled_at) if obs.sent else None
-    if end is None or obs.signalled_at is None or lead is None:
-        return None
-    if not obs.sent:
+    if end is None or obs.signalled_at is None or lead is None or not obs.sent:
         return None
     took = max(0.0, end - obs.signalled_at)
     job_end = plan.target.end_time

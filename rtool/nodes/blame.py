@@ -51,12 +51,10 @@ class Memory:
         raw: Any = state.read_json(MEMORY, default={})
         raw = raw if isinstance(raw, dict) else {}
         mem = Memory(no_failed_node=raw.get("no_failed_node") or None)
-        for key, value in _dict(raw.get("looked")).items():
-            if isinstance(value, (int, float)):
-                mem.looked[str(key)] = float(value)
-        for key, value in _dict(raw.get("waiting")).items():
-            if isinstance(value, (int, float)):
-                mem.waiting[str(key)] = float(value)
+        for name, times in (("looked", mem.looked), ("waiting", mem.waiting)):
+            for key, value in _dict(raw.get(name)).items():
+                if isinstance(value, (int, float)):
+                    times[str(key)] = float(value)
         for d in _dict(raw.get("verdicts")).values():
             v = Verdict.from_json(d)
             if v is not None:

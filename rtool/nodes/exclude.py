@@ -63,10 +63,6 @@ class Plan:
     why: str = ""  # which limit of the cap left them out
     outside: list[str] = field(default_factory=list)  # suspects not in the partition
 
-    @property
-    def changed(self) -> bool:
-        return bool(self.added)
-
 
 def plan(
     suspects: list[str],
@@ -124,13 +120,7 @@ def lists_of(records: list[dict[str, str]]) -> tuple[list[str], list[str]]:
                 names.extend(expand_hostlist(raw))
             except ParseError:
                 log.warning("job %s: cannot read %s %r", rec.get("JobId", "?"), key, raw)
-    excluded, required = out["ExcNodeList"], out["ReqNodeList"]
-    return list(dict.fromkeys(excluded)), list(dict.fromkeys(required))
-
-
-def node_lists(slurm: Slurm, job_id: str) -> tuple[list[str], list[str]]:
-    """(the nodes a job excludes now, the nodes it requires), over every record of an array."""
-    return lists_of(slurm.show_job(job_id))
+    return list(dict.fromkeys(out["ExcNodeList"])), list(dict.fromkeys(out["ReqNodeList"]))
 
 
 @dataclass
@@ -161,7 +151,7 @@ def apply_to_pending(
             records = slurm.show_job(tid)
             existing, required = lists_of(records)
             p = plan(suspects, existing, sizes[job.partition], job.nodes or 1, cap, required)
-            if p.changed:
+            if p.added:
                 slurm.set_excluded(tid, p.excluded, records=records)
                 log.info("job %s: excluded %s", tid, compress_hostlist(p.added, sort=True))
             done.append(Applied(tid, p))

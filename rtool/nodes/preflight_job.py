@@ -29,7 +29,7 @@ from rtool.core.proc import ProcError
 from rtool.core.slurm import Slurm
 from rtool.core.slurm.hostlist import compress_hostlist
 from rtool.core.slurm.parse import ParseError, expand_hostlist
-from rtool.nodes.exclude import Cap, apply_to_pending, node_lists, partition_nodes, plan
+from rtool.nodes.exclude import Cap, apply_to_pending, lists_of, partition_nodes, plan
 from rtool.nodes.preflight.base import NodeReport, Outcome
 from rtool.nodes.preflight.node import from_line
 from rtool.nodes.store import Evidence, EvidenceKind, SuspectStore
@@ -150,7 +150,7 @@ def requeue_away(
         apply_to_pending(slurm, [j for j in mine if j.job_id != info.job_id], suspects, cap)
     try:
         _, members = partition_nodes(slurm, info.partition)
-        existing, required = node_lists(slurm, info.job_id)
+        existing, required = lists_of(slurm.show_job(info.job_id))
         p = plan(suspects, existing, members, len(info.nodes), cap, required)
     except (RtoolError, ParseError) as exc:
         return FAILED, f"not requeued: {exc}"

@@ -16,6 +16,7 @@ from enum import Enum
 from typing import Any
 
 from rtool.core import validate
+from rtool.core.alert import clip
 from rtool.core.state import StateDir
 
 STORE = "nodes/suspects.json"
@@ -116,9 +117,7 @@ def _valid_node(node: str) -> bool:
 
 def _bounded(evidence: Evidence) -> Evidence:
     """At most MAX_OUTPUT of output (its end) and MAX_DETAIL of detail."""
-    detail = evidence.detail
-    if len(detail) > MAX_DETAIL:
-        detail = detail[: MAX_DETAIL - 1] + "…"
+    detail = clip(evidence.detail, MAX_DETAIL)
     if len(evidence.output) <= MAX_OUTPUT and detail == evidence.detail:
         return evidence
     return dataclasses.replace(evidence, detail=detail, output=evidence.output[-MAX_OUTPUT:])
@@ -148,7 +147,7 @@ class SuspectStore:
         for node, items in (nodes if isinstance(nodes, dict) else {}).items():
             if not isinstance(items, list):
                 continue
-            evidence = [e for e in (Evidence.from_json(i) for i in items if isinstance(i, dict))]
+            evidence = (Evidence.from_json(i) for i in items if isinstance(i, dict))
             kept = [e for e in evidence if e is not None]
             if kept:
                 out[str(node)] = kept

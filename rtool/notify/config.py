@@ -6,29 +6,28 @@ Secrets are never in the file: each channel names the environment variable (`*_e
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-from pydantic import Field, create_model, field_validator, model_validator
+from pydantic import AfterValidator, Field, create_model, field_validator, model_validator
 
 from rtool.core.config.types import Duration, PositiveDuration, Section
 from rtool.core.errors import UsageError
 from rtool.notify import channels
-from rtool.notify.channels.base import BAD, ChannelSection, StatusName
+from rtool.notify.channels.base import ChannelSection, StatusName
 from rtool.notify.silence_store import parse_matcher
-
-__all__ = [
-    "BAD",
-    "ChannelSection",
-    "EscalationRule",
-    "NotifyBase",
-    "NotifyConfig",
-    "StatusName",
-    "notify_config",
-]
 
 
 def _default_fallback() -> str:
     return next(n for n in channels.names() if channels.unconfigured(n) is not None)
+
+
+def _known(value: str) -> str:
+    if value not in channels.names():
+        raise ValueError(f"unknown channel {value!r} (one of {', '.join(channels.names())})")
+    return value
+
+
+ChannelName = Annotated[str, AfterValidator(_known)]
 
 
 _CRIT: list[StatusName] = ["CRITICAL"]
@@ -39,22 +38,14 @@ class EscalationRule(Section):
     (rtool/notify/silence_escalate.py); its resolved notice goes there too."""
 
     after: Duration
-    to: str
+    to: ChannelName
     statuses: list[StatusName] = Field(default_factory=lambda: list(_CRIT))
     #: Silence-style matchers on the alert's labels (`check=disk`, `key=~"log:.*"`); all match.
     match: list[str] = Field(default_factory=list)
 
-    @field_validator("to")
-    @classmethod
-    def _channel(cls, value: str) -> str:
-        if value not in channels.names():
-            raise ValueError(f"unknown channel {value!r} (one of {', '.join(channels.names())})")
-        return value
-
     @field_validator("match")
     @classmethod
     def _matchers(cls, value: list[str]) -> list[str]:
-
         for text in value:
             try:
                 parse_matcher(text)
@@ -63,7 +54,6 @@ class EscalationRule(Section):
         return value
 
     def matches(self, labels: dict[str, str]) -> bool:
-
         return all(parse_matcher(t).matches(labels) for t in self.match)
 
 
@@ -76,7 +66,7 @@ class NotifyBase(Section):
     #: Consecutive bad results before the first alert (rides out flapping).
     min_failures: int = Field(1, ge=1)
     #: Channel that gets a notification another channel refused permanently.
-    fallback: str = Field(default_factory=_default_fallback)
+    fallback: ChannelName = Field(default_factory=_default_fallback)
     #: Backoff after a temporary failure: retry_backoff, doubling, capped at max_backoff.
     retry_backoff: Duration = 60.0
     max_backoff: Duration = 1800.0
@@ -94,20 +84,12 @@ class NotifyBase(Section):
 
         def __getattr__(self, name: str) -> Any: ...
 
-    @field_validator("fallback")
-    @classmethod
-    def _known(cls, value: str) -> str:
-        if value not in channels.names():
-            raise ValueError(f"unknown channel {value!r} (one of {', '.join(channels.names())})")
-        return value
-
     @model_validator(mode="after")
     def _fallback(self) -> NotifyBase:
-        if getattr(self, self.fallback) is None and channels.unconfigured(self.fallback) is None:
-            raise ValueError(f"fallback channel {self.fallback!r} is not configured")
-        for rule in self.escalate:
-            if getattr(self, rule.to) is None and channels.unconfigured(rule.to) is None:
-                raise ValueError(f"escalation channel {rule.to!r} is not configured")
+        rules = [("escalation", r.to) for r in self.escalate]
+        for what, name in [("fallback", self.fallback), *rules]:
+            if getattr(self, name) is None and channels.unconfigured(name) is None:
+                raise ValueError(f"{what} channel {name!r} is not configured")
         return self
 
     def configured(self) -> list[str]:

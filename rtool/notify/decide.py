@@ -28,18 +28,8 @@ class KeyState:
 
     def to_dict(self) -> dict[str, Any]:
         # field by field: dataclasses.asdict deep-copies every value (a poll writes each key)
-        return {
-            "status": self.status,
-            "failures": self.failures,
-            "since": self.since,
-            "notified": self.notified,
-            "last_sent": self.last_sent,
-            "incident": self.incident,
-            "channels": list(self.channels),
-            "version": self.version,
-            "summary": self.summary,
-            "folded_into": self.folded_into,
-        }
+        data = {name: getattr(self, name) for name in self.__dataclass_fields__}
+        return {**data, "channels": list(self.channels)}
 
     @classmethod
     def from_dict(cls, data: Any) -> KeyState:

@@ -13,20 +13,76 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
+from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from rtool.core.state import StateDir
 from rtool.core.units import format_duration
 from rtool.notify.channels import Channel, DeliveryError, Envelope, build
 from rtool.notify.config import NotifyConfig
+from rtool.notify.decide import Decision
 from rtool.notify.outbox import Item, Outbox
-from rtool.notify.report import Delivery, Report
 
 log = logging.getLogger(__name__)
 STATUS_FILE = "notify/channels.json"
 THREADS_FILE = "notify/threads.json"
 THREAD_TTL = 30 * 86400.0
+
+
+@dataclass
+class Delivery:
+    channel: str
+    item: str  # outbox item id
+    key: str
+    kind: str
+    outcome: str  # sent | queued | failed (permanent, went to fallback) | dropped | busy
+    error: str | None = None
+    attempts: int = 0
+
+
+@dataclass
+class Report:
+    """What one `process` / `flush` call decided and delivered."""
+
+    decisions: list[Decision] = field(default_factory=list)
+    deliveries: list[Delivery] = field(default_factory=list)
+    #: items left in the outbox per channel after this call
+    queued: dict[str, int] = field(default_factory=dict)
+
+    def by_outcome(self, outcome: str) -> list[Delivery]:
+        return [d for d in self.deliveries if d.outcome == outcome]
+
+    @property
+    def sent(self) -> dict[str, int]:
+        """Notifications the servers accepted in this call, per channel."""
+        return dict(Counter(d.channel for d in self.by_outcome("sent")))
+
+    @property
+    def failed(self) -> list[Delivery]:
+        """Permanent failures (reported once; the fallback channel got the notification)."""
+        return [d for d in self.deliveries if d.outcome in ("failed", "dropped")]
+
+    @property
+    def notified(self) -> list[Decision]:
+        return [d for d in self.decisions if d.kind]
+
+    @property
+    def ok(self) -> bool:
+        """True when nothing failed and nothing is left in the outbox."""
+        return not self.failed and not any(self.queued.values())
+
+    def lines(self) -> list[str]:
+        """A short human summary, one line per channel and per problem."""
+        out = [f"{d.key}: {d.kind} ({d.reason})" for d in self.notified]
+        channels = sorted({d.channel for d in self.deliveries} | set(self.queued))
+        for ch in channels:
+            sent = self.sent.get(ch, 0)
+            out.append(f"{ch}: sent {sent}, queued {self.queued.get(ch, 0)}")
+        for d in self.deliveries:
+            if d.error and d.outcome != "sent":
+                out.append(f"{d.channel}: {d.outcome} {d.key} ({d.kind}): {d.error}")
+        return out
 
 
 def flush(
@@ -44,27 +100,11 @@ def flush(
     pending = {item.channel for item in outbox.items()}
     # the fallback channel goes last: it may receive what the others refused permanently
     order = [*sorted(pending - {cfg.fallback}), cfg.fallback]
-    budget = Budget(cfg.max_per_run, time.monotonic() + cfg.run_deadline)
-    run = _Run(cfg, state, outbox, now, force, report, budget)
+    run = _Run(cfg, state, outbox, now, force, report, cfg.max_per_run)
     for name in order:
         _flush_channel(name, run)
     report.queued = outbox.counts()
     return report
-
-
-@dataclass
-class Budget:
-    """What one run may still send: a number of attempts and a deadline (time.monotonic)."""
-
-    left: int
-    deadline: float
-
-    def why_not(self) -> str | None:
-        if self.left <= 0:
-            return "this run's send limit (max_per_run) is used up; next run"
-        if time.monotonic() >= self.deadline:
-            return "this run's deadline (run_deadline) passed; next run"
-        return None
 
 
 @contextlib.contextmanager
@@ -80,7 +120,8 @@ def _channel_lock(state: StateDir, name: str, timeout: float) -> Iterator[bool]:
 
 @dataclass
 class _Run:
-    """One flush: what every channel's delivery shares."""
+    """One flush: what every channel's delivery shares, and what the run may still send (a
+    number of attempts, and a deadline on time.monotonic)."""
 
     cfg: NotifyConfig
     state: StateDir
@@ -88,7 +129,18 @@ class _Run:
     now: float
     force: bool
     report: Report
-    budget: Budget
+    left: int
+    deadline: float = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.deadline = time.monotonic() + self.cfg.run_deadline
+
+    def why_not(self) -> str | None:
+        if self.left <= 0:
+            return "this run's send limit (max_per_run) is used up; next run"
+        if time.monotonic() >= self.deadline:
+            return "this run's deadline (run_deadline) passed; next run"
+        return None
 
 
 def _flush_channel(name: str, run: _Run) -> None:
@@ -103,8 +155,7 @@ def _flush_channel(name: str, run: _Run) -> None:
 
 
 def _deliver_items(name: str, items: list[Item], run: _Run) -> None:
-    cfg, state, outbox, now = run.cfg, run.state, run.outbox, run.now
-    force, report, budget = run.force, run.report, run.budget
+    cfg, state, outbox, now, report = run.cfg, run.state, run.outbox, run.now, run.report
     channel: Channel | None = None
     broken: DeliveryError | None = None
     try:
@@ -114,14 +165,14 @@ def _deliver_items(name: str, items: list[Item], run: _Run) -> None:
     threads = Threads(state, name)
     status = ChannelStatus(state)
     for index, item in enumerate(items):
-        if not force and item.next_attempt > now:
+        if not run.force and item.next_attempt > now:
             report.deliveries += [_row(i, "queued", i.last_error) for i in items[index:]]
             break
-        stop = budget.why_not()
+        stop = run.why_not()
         if stop:
             report.deliveries += [_row(i, "queued", stop) for i in items[index:]]
             break
-        budget.left -= 1
+        run.left -= 1
         try:
             if now - item.created > cfg.max_age:
                 age = format_duration(now - item.created)
@@ -134,9 +185,9 @@ def _deliver_items(name: str, items: list[Item], run: _Run) -> None:
             err = exc if isinstance(exc, DeliveryError) else _unexpected(exc)
             status.failed(name, err.reason, now)
             if err.permanent:
-                _permanent(item, err, cfg, outbox, now, report)
+                _permanent(item, err, run)
                 continue
-            _temporary(item, err, cfg, outbox, now)
+            _temporary(item, err, run)
             report.deliveries.append(_row(item, "queued", err.reason))
             report.deliveries += [
                 _row(i, "queued", "waiting behind an older one") for i in items[index + 1 :]
@@ -155,32 +206,29 @@ def _unexpected(exc: Exception) -> DeliveryError:
     return DeliveryError(f"unexpected {type(exc).__name__}", permanent=False)
 
 
-def _temporary(
-    item: Item, err: DeliveryError, cfg: NotifyConfig, outbox: Outbox, now: float
-) -> None:
+def _temporary(item: Item, err: DeliveryError, run: _Run) -> None:
     item.attempts += 1
     item.last_error = err.reason
-    backoff = min(cfg.max_backoff, cfg.retry_backoff * 2 ** (item.attempts - 1))
-    item.next_attempt = now + max(backoff, err.retry_after or 0.0)
-    outbox.update(item)
+    backoff = min(run.cfg.max_backoff, run.cfg.retry_backoff * 2 ** (item.attempts - 1))
+    item.next_attempt = run.now + max(backoff, err.retry_after or 0.0)
+    run.outbox.update(item)
     log.warning("%s: %s (temporary; kept in the outbox)", item.channel, err.reason)
 
 
-def _permanent(
-    item: Item, err: DeliveryError, cfg: NotifyConfig, outbox: Outbox, now: float, report: Report
-) -> None:
+def _permanent(item: Item, err: DeliveryError, run: _Run) -> None:
     """Report once, hand the notification to the fallback channel, never retry it here."""
     log.error("%s refused %s permanently: %s", item.channel, item.notification.key, err.reason)
-    outbox.remove(item)
-    if item.channel == cfg.fallback or item.fallback_from:
-        report.deliveries.append(_row(item, "dropped", err.reason))
+    run.outbox.remove(item)
+    fallback = run.cfg.fallback
+    if item.channel == fallback or item.fallback_from:
+        run.report.deliveries.append(_row(item, "dropped", err.reason))
         return
-    report.deliveries.append(_row(item, "failed", err.reason))
+    run.report.deliveries.append(_row(item, "failed", err.reason))
     note = f"{item.channel} refused this permanently: {err.reason}"
-    fallback = Item(
-        cfg.fallback, item.notification, now, item.seq, note=note, fallback_from=item.channel
+    moved = Item(
+        fallback, item.notification, run.now, item.seq, note=note, fallback_from=item.channel
     )
-    outbox.put(fallback)
+    run.outbox.put(moved)
 
 
 def _row(item: Item, outcome: str, error: str | None) -> Delivery:

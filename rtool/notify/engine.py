@@ -1,11 +1,17 @@
-"""`process`: alerts in, notifications queued (before any send) and delivered, a report out."""
+"""`process`: alerts in, notifications queued (before any send) and delivered, a report out.
+
+`preview`: what `process` would send for these alerts, written nowhere (`--dry-run`): the same
+decisions as `queue` (per-key state, min_failures, repeat, resolve, routing by status, silences,
+escalations), computed on the stored state, which is read and never written: no outbox item,
+no key state, no silence change, nothing sent.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import time
 import uuid
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from rtool.core.alert import Alert, Status
@@ -16,10 +22,9 @@ from rtool.notify.channels import DeliveryError, Envelope, build
 from rtool.notify.channels.notification import Notification
 from rtool.notify.config import NotifyConfig
 from rtool.notify.decide import Decision, KeyState, decide
-from rtool.notify.deliver import flush
+from rtool.notify.deliver import Delivery, Report, flush
 from rtool.notify.outbox import Item, Outbox
-from rtool.notify.report import Delivery, Report
-from rtool.notify.silence_store import Silences, prune
+from rtool.notify.silence_store import Silences, matching, prune
 
 ALERTS_FILE = "notify/alerts.json"
 
@@ -113,17 +118,10 @@ def _escalate(
     cfg: NotifyConfig, epoch: str, new: KeyState, alert: Alert, outbox: Outbox, now: float, seq: int
 ) -> None:
     """Queue the escalations now due for this key (each rule's channel once per incident)."""
-    probe = Notification(
-        id="",
-        key=alert.key,
-        kind="escalated",
-        status=new.status,
-        summary=alert.summary,
-        fields={str(k): str(v) for k, v in alert.fields.items()},
-    )
+    probe = Notification("", alert.key, "escalated", new.status, alert.summary, fields_of(alert))
     for channel, note in silence_escalate.escalate(cfg, new, probe, now):
         new.version += 1
-        nid = hashlib.sha1(f"{epoch}|{alert.key}|{new.version}".encode()).hexdigest()[:16]
+        nid = _nid(epoch, alert.key, new.version)
         n = replace(probe, id=nid, time=now, incident=new.incident or nid, since=new.since)
         outbox.put(Item(channel, n, now, seq, note=note))
         new.channels = sorted({*new.channels, channel})
@@ -140,23 +138,30 @@ def route(cfg: NotifyConfig, decision: Decision, prev: KeyState) -> list[str]:
 def _notification(
     epoch: str, prev: KeyState, new: KeyState, d: Decision, alert: Alert, now: float
 ) -> Notification:
-    nid = hashlib.sha1(f"{epoch}|{alert.key}|{new.version}".encode()).hexdigest()[:16]
+    nid = _nid(epoch, alert.key, new.version)
     resolved = d.kind == "resolved"
     since = prev.since if resolved else new.since
-    fields = {str(k): str(v) for k, v in alert.fields.items()}
     return Notification(
         id=nid,
         key=alert.key,
         kind=d.kind or "",
         status=d.status,
         summary=alert.summary,
-        fields=fields,
+        fields=fields_of(alert),
         time=now,
         incident=nid if d.kind == "alert" else (prev.incident or nid),
         previous=prev.notified if d.kind in ("changed", "resolved") else None,
         since=since,
         duration=(now - since) if resolved and since is not None else None,
     )
+
+
+def _nid(epoch: str, key: str, version: int) -> str:
+    return hashlib.sha1(f"{epoch}|{key}|{version}".encode()).hexdigest()[:16]
+
+
+def fields_of(alert: Alert) -> dict[str, str]:
+    return {str(k): str(v) for k, v in alert.fields.items()}
 
 
 def _load(state: StateDir) -> dict[str, Any]:
@@ -178,7 +183,6 @@ def key_states(state: StateDir) -> dict[str, KeyState]:
 def send_test(cfg: NotifyConfig, names: list[str], now: float | None = None) -> list[Delivery]:
     """Send a test notification straight through each channel in `names` (no outbox, no state);
     one Delivery per channel: outcome `sent` or `failed` with the reason."""
-
     now = time.time() if now is None else now
     nid = f"test-{uuid.uuid4().hex[:12]}"
     n = Notification(
@@ -193,13 +197,57 @@ def send_test(cfg: NotifyConfig, names: list[str], now: float | None = None) -> 
     out = []
     for name in names:
         try:
-            receipt = build(name, cfg).send(Envelope(n))
+            outcome, detail = "sent", build(name, cfg).send(Envelope(n)).detail or None
         except DeliveryError as exc:
-            out.append(Delivery(name, nid, n.key, "test", "failed", f"{exc.reason} ({exc.kind})"))
+            outcome, detail = "failed", f"{exc.reason} ({exc.kind})"
         except Exception as exc:  # one channel failing never stops the others
-            out.append(
-                Delivery(name, nid, n.key, "test", "failed", f"unexpected {type(exc).__name__}")
-            )
-        else:
-            out.append(Delivery(name, nid, n.key, "test", "sent", receipt.detail or None))
+            outcome, detail = "failed", f"unexpected {type(exc).__name__}"
+        out.append(Delivery(name, nid, n.key, "test", outcome, detail))
+    return out
+
+
+@dataclass(frozen=True)
+class WouldSend:
+    """One notification a real run would queue: its kind (alert, changed, repeat, resolved,
+    escalated), the alert key, status and summary, and the channels it would go to (none:
+    `held` says why)."""
+
+    kind: str
+    key: str
+    status: str
+    summary: str
+    channels: tuple[str, ...]
+    held: str | None = None
+
+    def line(self) -> str:
+        where = ", ".join(self.channels) if self.channels else f"no channel ({self.held})"
+        return f"would send {self.kind} {self.status} {self.key} to {where}: {self.summary}"
+
+
+def preview(alerts: list[Alert], cfg: NotifyConfig, state: StateDir, now: float) -> list[WouldSend]:
+    """The notifications `process(alerts, ...)` would queue now; nothing is written."""
+    data = _load(state)
+    silences = Silences(state).load()
+    out: list[WouldSend] = []
+    for alert in (redact_alert(a) for a in alerts):
+        prev = KeyState.from_dict(data["keys"].get(alert.key))
+        new, decision = decide(prev, alert, now, cfg.repeat_interval, cfg.min_failures)
+        kind, status = decision.kind or "", decision.status
+        n = Notification("dry-run", alert.key, kind, status, alert.summary, fields_of(alert), now)
+        if decision.kind:
+            channels = route(cfg, decision, prev)
+            silence = matching(silences, n, now)
+            held = None
+            if silence is not None and not (decision.kind == "resolved" and channels):
+                held, channels = f"held by silence {silence.id}", []
+            elif not channels:
+                held = "no channel takes this status"
+            out.append(WouldSend(decision.kind, alert.key, decision.status, alert.summary,
+                                 tuple(channels), held))  # fmt: skip
+            if decision.kind != "resolved":
+                new.channels = sorted(set(new.channels) | set(channels))
+        if new.notified is not None and cfg.escalate:
+            for channel, _note in silence_escalate.escalate(cfg, new, n, now):
+                out.append(WouldSend("escalated", alert.key, new.status, alert.summary,
+                                     (channel,)))  # fmt: skip
     return out

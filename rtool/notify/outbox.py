@@ -12,7 +12,8 @@ import contextlib
 import json
 import logging
 import os
-from dataclasses import dataclass, field
+from collections import Counter
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -43,18 +44,7 @@ class Item:
         return f"{base}.from-{self.fallback_from}" if self.fallback_from else base
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "channel": self.channel,
-            "notification": self.notification.to_dict(),
-            "created": self.created,
-            "seq": self.seq,
-            "attempts": self.attempts,
-            "next_attempt": self.next_attempt,
-            "last_error": self.last_error,
-            "note": self.note,
-            "fallback_from": self.fallback_from,
-            "extra": self.extra,
-        }
+        return asdict(self)  # the notification too: Notification.to_dict is asdict
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Item:
@@ -145,7 +135,4 @@ class Outbox:
             return None
 
     def counts(self) -> dict[str, int]:
-        out: dict[str, int] = {}
-        for item in self.items():
-            out[item.channel] = out.get(item.channel, 0) + 1
-        return out
+        return dict(Counter(item.channel for item in self.items()))

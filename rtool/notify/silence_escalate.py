@@ -67,7 +67,7 @@ def end_expired(
 
 def summary(s: Silence, keys: dict[str, Any], epoch: str, now: float) -> Notification:
     held = [Notification.from_dict(h["notification"]) for h in s.held if "notification" in h]
-    open_keys = sorted({n.key for n in held if _still_open(keys, n.key)})
+    open_keys = sorted({n.key for n in held if KeyState.from_dict(keys.get(n.key)).status != "OK"})
     resolved = sorted({n.key for n in held} - set(open_keys))
     statuses = [
         Status[n.status] for n in held if n.key in open_keys and n.status in Status.__members__
@@ -97,11 +97,6 @@ def summary(s: Silence, keys: dict[str, Any], epoch: str, now: float) -> Notific
         since=s.starts,
         duration=now - s.starts,
     )
-
-
-def _still_open(keys: dict[str, Any], key: str) -> bool:
-    state = KeyState.from_dict(keys.get(key))
-    return state.status != "OK"
 
 
 def _reopen(keys: dict[str, Any], s: Silence) -> None:

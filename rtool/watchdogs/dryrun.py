@@ -7,7 +7,7 @@ read run: rtool.core.slurm.cmd). Then, instead of acting and alerting:
 - each result's actions (hold, requeue, signal, py-spy dump) are described, not carried out;
 - the Slurm commands a probe asked for (a suspect node added to a pending job's ExcNodeList)
   are listed, not run;
-- the notifications notify would queue are listed with their channels (rtool.notify.preview),
+- the notifications notify would queue are listed with their channels (rtool.notify.engine.preview),
   and none is queued or sent;
 - --tee and --prom-textfile are not written.
 
@@ -20,7 +20,7 @@ from __future__ import annotations
 import shlex
 from typing import TYPE_CHECKING, Any
 
-from rtool.notify.preview import preview
+from rtool.notify.engine import preview
 from rtool.watchdogs.base import CheckResult, Output
 
 if TYPE_CHECKING:

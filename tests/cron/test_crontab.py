@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from rtool.cron.crontab import is_due, next_fire, parse_cron_file
+from rtool.cron.jobs import is_due, next_fire, parse_cron_file
 
 TEXT = """\
 # a comment

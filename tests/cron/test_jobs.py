@@ -7,10 +7,8 @@ import time
 from pathlib import Path
 
 from rtool.cron import manage
-from rtool.cron.cleanup import expired, remove_old_logs
 from rtool.cron.jobs import scan
-from rtool.cron.runner import log_slug, slurm_outcome
-from rtool.cron.status import format_status
+from rtool.cron.runner import expired, log_slug, remove_old_logs, slurm_outcome
 
 
 def make_dir(tmp_path: Path) -> Path:
@@ -93,7 +91,7 @@ def test_status_lists_never_run_and_recorded_jobs(tmp_path: Path) -> None:
         }
     }
     beat = {"time": now - 30, "lateness": 0.4, "next_slot": now + 30}
-    lines = format_status(
+    lines = manage.format_status(
         tmp_path, "rtool-cron-x", [], None, beat, records, ["cron.hourly/a.sh", "b.sh"], now
     )
     text = "\n".join(lines)

@@ -26,7 +26,7 @@ from rtool.core.slurm.parse import (
     parse_slurm_duration,
     parse_squeue,
 )
-from rtool.cron.crontab import parse_cron_file
+from rtool.cron.jobs import parse_cron_file
 from rtool.slurm_templates import specs
 from rtool.slurm_templates.jobs import validate_begin
 from rtool.watchdogs.quota import QuotaParseError, parse_quota

@@ -15,7 +15,6 @@ from rtool.app.plumbing.fromspec import default_note
 from rtool.core.errors import UsageError
 from rtool.core.redact import redact_data
 from rtool.cron import manage
-from rtool.cron.install import install, uninstall
 from rtool.cron.listing import chains, render
 from rtool.cron.scron import Backend
 from rtool.cron.store import dir_problem, resolve_dir
@@ -170,7 +169,7 @@ def install_cmd(
         chosen = Backend(backend)
     except ValueError:
         raise UsageError(f"--backend: {backend!r} is not scrontab, jobs or auto") from None
-    for line in install(_env(ctx, directory), chosen):
+    for line in manage.install(_env(ctx, directory), chosen):
         typer.echo(line)
     return 0
 
@@ -185,7 +184,7 @@ def uninstall_cmd(
     Example: rtool cron uninstall --dir ~/rtool-cron
     """
 
-    for line in uninstall(_env(ctx, directory)):
+    for line in manage.uninstall(_env(ctx, directory)):
         typer.echo(line)
     return 0
 

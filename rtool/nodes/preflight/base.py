@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from rtool.core.alert import clip
 from rtool.core.config.fields import setting
 from rtool.core.config.types import Duration, Section
 from rtool.core.gpu import nvidia_smi
@@ -38,10 +39,7 @@ class Outcome:
     output: str = ""  # what the probed command printed: its last MAX_OUTPUT characters
 
     def __post_init__(self) -> None:
-        detail = " ".join(self.detail.split())
-        if len(detail) > MAX_DETAIL:
-            detail = detail[: MAX_DETAIL - 1] + "…"
-        object.__setattr__(self, "detail", detail)
+        object.__setattr__(self, "detail", clip(" ".join(self.detail.split()), MAX_DETAIL))
         object.__setattr__(self, "check", self.check[:64])
         if len(self.output) > MAX_OUTPUT:
             object.__setattr__(self, "output", "…" + self.output[-(MAX_OUTPUT - 1) :])

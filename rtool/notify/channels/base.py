@@ -29,7 +29,6 @@ class DeliveryError(Exception):
     """
 
     def __init__(self, reason: str, *, permanent: bool, retry_after: float | None = None):
-
         reason = redact(reason)  # a requests error may quote the webhook URL
         super().__init__(reason)
         self.reason = reason
@@ -96,23 +95,16 @@ def scrub(text: str, secrets: list[str | None]) -> str:
     return text
 
 
-class ScrubFilter(logging.Filter):
-    """Masks secrets in the records of a third-party logger (slack_sdk logs URLs at INFO)."""
+@contextlib.contextmanager
+def scrubbed_logs(names: list[str], secrets: list[str | None]) -> Iterator[logging.Logger]:
+    """While sending, mask `secrets` in what the loggers `names` emit (third-party loggers:
+    slack_sdk logs URLs at INFO); yields the first one."""
 
-    def __init__(self, secrets: list[str | None]) -> None:
-        super().__init__()
-        self.secrets = secrets
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        record.msg = scrub(record.getMessage(), self.secrets)
+    def flt(record: logging.LogRecord) -> bool:
+        record.msg = scrub(record.getMessage(), secrets)
         record.args = None
         return True
 
-
-@contextlib.contextmanager
-def scrubbed_logs(names: list[str], secrets: list[str | None]) -> Iterator[logging.Logger]:
-    """While sending, mask `secrets` in what the loggers `names` emit; yields the first one."""
-    flt = ScrubFilter(secrets)
     loggers = [logging.getLogger(n) for n in names]
     for lg in loggers:
         lg.addFilter(flt)

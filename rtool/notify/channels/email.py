@@ -72,13 +72,10 @@ class EmailChannel:
     def __init__(self, cfg: EmailConfig) -> None:
         self.cfg = cfg
 
-    def _password(self) -> str | None:
-        return channel_secret(self.cfg.password_env, self.cfg.password_file, "email password")
-
     def send(self, envelope: Envelope) -> Receipt:
         import smtplib
 
-        password = self._password()
+        password = channel_secret(self.cfg.password_env, self.cfg.password_file, "email password")
         msg = build_message(self.cfg, envelope)
         try:
             with self._connect() as smtp:

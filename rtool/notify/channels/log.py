@@ -15,8 +15,6 @@ from rtool.core.safeio import UnsafeFileError, append_fd
 from rtool.notify.channels.base import ALL, ChannelSection, DeliveryError, Envelope, Receipt
 from rtool.notify.channels.notification import subject
 
-__all__ = ["LogChannel", "LogConfig", "format_line"]
-
 
 def format_line(env: Envelope) -> str:
     """`2024-05-01T10:00:00 [rtool CRITICAL] disk /scratch: 91% used ... key=disk:/scratch ...`."""

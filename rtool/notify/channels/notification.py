@@ -48,13 +48,8 @@ class Notification:
     @property
     def label(self) -> str:
         """`CRITICAL`, `RESOLVED`, `TEST`: what a subject line starts with."""
-        if self.kind == "resolved":
-            return "RESOLVED"
-        if self.kind == "test":
-            return "TEST"
-        if self.kind == "summary":
-            return "SILENCE ENDED"
-        return self.status
+        labels = {"resolved": "RESOLVED", "test": "TEST", "summary": "SILENCE ENDED"}
+        return labels.get(self.kind, self.status)
 
 
 def what(key: str) -> tuple[str, str]:
@@ -92,14 +87,12 @@ def headline(n: Notification) -> str:
         return f"{n.key} is OK again{lasted} (was {n.previous or 'not OK'})."
     if n.kind == "changed":
         return f"{n.key} changed from {n.previous} to {n.status}."
-    if n.kind == "repeat":
+    if n.kind in ("repeat", "escalated"):
         lasting = f" for {format_duration(n.time - n.since)}" if n.since is not None else ""
-        return f"{n.key} is still {n.status}{lasting}."
+        escalated = ": escalated" if n.kind == "escalated" else ""
+        return f"{n.key} is still {n.status}{lasting}{escalated}."
     if n.kind == "test":
         return "Test notification from rtool: this channel works."
-    if n.kind == "escalated":
-        lasting = f" for {format_duration(n.time - n.since)}" if n.since is not None else ""
-        return f"{n.key} is still {n.status}{lasting}: escalated."
     if n.kind == "summary":
         return n.summary
     return f"{n.key} is {n.status}."

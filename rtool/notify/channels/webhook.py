@@ -34,24 +34,9 @@ SCHEMA = "rtool.notification/1"
 
 
 def document(env: Envelope) -> dict[str, Any]:
+    """The schema's keys are the Notification's fields plus schema, title and note."""
     n = env.notification
-    return {
-        "schema": SCHEMA,
-        "id": n.id,
-        "kind": n.kind,
-        "key": n.key,
-        "status": n.status,
-        "previous": n.previous,
-        "summary": n.summary,
-        "title": subject(n),
-        "fields": dict(n.fields),
-        "host": n.host,
-        "time": n.time,
-        "since": n.since,
-        "duration": n.duration,
-        "incident": n.incident,
-        "note": env.note,
-    }
+    return {"schema": SCHEMA, **n.to_dict(), "title": subject(n), "note": env.note}
 
 
 class WebhookConfig(ChannelSection):
