@@ -20,9 +20,9 @@ polling thread), deadline (when to stop before the job's end), watch (what else 
 ends the process for: unresponsive after TERM, hung, another rank failed), stopping (save,
 stop, hold at a step boundary), report and heartbeat (the heartbeat record), crash (uncaught
 exceptions), distributed (agreement across ranks), signals, forced_exit (save timeout),
-slurm (scontrol/scancel from inside a job), checkpoints (`latest_checkpoint`: the newest
-complete checkpoint to resume from), preempt (the save bound and detail of a stop while Slurm
-preempts the job); integrations/ for Hugging Face and Lightning. `import rtool.shim` loads
+slurm (scontrol/scancel from inside a job; the save bound of a stop while Slurm preempts
+the job), checkpoints (`latest_checkpoint`: the newest complete checkpoint to resume from);
+integrations/ for Hugging Face and Lightning. `import rtool.shim` loads
 only the standard library, psutil and stdlib-only rtool.core modules (units, heartbeat).
 """
 

@@ -13,6 +13,7 @@ import faulthandler
 import os
 import sys
 import threading
+import time
 from collections.abc import Callable
 
 #: Seconds after the timeout at which the C-level backup fires.
@@ -49,11 +50,14 @@ class ForcedExit:
         end_dumped(self.code)
 
 
-def end_dumped(code: int) -> None:
-    """End the process now with `code`, every thread's traceback on stderr first."""
-    with contextlib.suppress(Exception):
-        faulthandler.dump_traceback(all_threads=True)
+def end_dumped(code: int, dump: bool = True) -> None:
+    """End the process now with `code`, every thread's traceback on stderr first (unless
+    `dump` is False: the stacks were written already)."""
+    if dump:
+        with contextlib.suppress(Exception):
+            faulthandler.dump_traceback(all_threads=True)
     with contextlib.suppress(Exception):
         sys.stderr.flush()
         sys.stdout.flush()
+    time.sleep(0)  # let a pending heartbeat write thread run
     os._exit(code)

@@ -213,7 +213,7 @@ class Guard:
         if self._countdown > 0:
             return CONTINUE
         flags, self._countdown = agreement.agree(self._collect(), urgent=near)
-        self._p.report.straggler = agreement.slowest()
+        self._p.report.agreed(agreement.slowest())
         return self._act(step, flags)
 
     def _collect(self) -> int:

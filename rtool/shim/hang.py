@@ -36,7 +36,6 @@ import stat
 import subprocess
 import sys
 import sysconfig
-import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -221,12 +220,3 @@ class HangWatch:
         write_abort(
             self.abort_file, Abort(rank, host, os.getpid(), self.launch, reason, detail[:500])
         )
-
-
-def end(code: int) -> None:
-    """End the process now (after the stacks and the heartbeat were written)."""
-    with contextlib.suppress(Exception):
-        sys.stderr.flush()
-        sys.stdout.flush()
-    time.sleep(0)  # let a pending heartbeat write thread run
-    os._exit(code)

@@ -40,13 +40,8 @@ class Reporter:
             if self.writer.enabled:
                 self.writer.clear_done()
 
-    @property
-    def straggler(self) -> dict[str, Any]:
-        return self._straggler
-
-    @straggler.setter
-    def straggler(self, slowest: dict[str, Any]) -> None:
-        """An agreement's slowest rank (the guard sets it): kept in the step log too."""
+    def agreed(self, slowest: dict[str, Any]) -> None:
+        """An agreement's slowest rank (the guard tells it): kept in the step log too."""
         self._straggler, self._agreed = slowest, True
         self.steps.add(slowest)
 

@@ -11,7 +11,6 @@ import logging
 import time
 from collections.abc import Callable
 
-from rtool.shim import preempt
 from rtool.shim import slurm as shim_slurm
 from rtool.shim.decision import (
     CONTINUE,
@@ -162,8 +161,8 @@ class Stopper:
             if self.preempted is not None:
                 reason = PREEMPTED
                 self.report.grace = self.preempted.grace
-                self.forced.timeout = preempt.save_bound(
-                    self.preempted, self.opts.save_timeout, self.timing.longest_save
+                self.forced.timeout = self.preempted.save_bound(
+                    self.opts.save_timeout, self.timing.longest_save
                 )
         code = stop_code(self.opts, self.report.ident, reason)
         saved = False
@@ -274,7 +273,7 @@ def _detail(
     local = {
         KILLED: s.kill and f"kill switch {opts.kill_switch}",
         SIGNAL: s.signal,
-        PREEMPTED: preempted and preempt.detail(s.signal, preempted),
+        PREEMPTED: preempted and preempted.detail(s.signal),
         TIME_LIMIT: s.time_up,
         MEMORY: s.memory,
         GPU_MEMORY: s.gpu,
