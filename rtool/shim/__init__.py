@@ -13,7 +13,7 @@
 
     sys.exit(guard.exit_code)                     # with exit=False: the code the guard decided
 
-Modules: guard (the Guard), parts (its collaborators, built in one place), state (the
+Modules: guard (the Guard and its collaborators, built in one place), state (the
 records they share: the loop, what was found, what was measured), options (GuardOptions:
 every setting, and the RTOOL_* environment), decision (Decision, exit codes), monitor (the
 polling thread), deadline (when to stop before the job's end), watch (what else the thread

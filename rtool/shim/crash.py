@@ -37,7 +37,6 @@ class CrashHooks:
         self._prev_thread = threading.excepthook
         sys.excepthook = self._sys_hook
         threading.excepthook = self._thread_hook
-        self._installed = True
 
     def _sys_hook(
         self, kind: type[BaseException], exc: BaseException, tb: TracebackType | None
@@ -53,9 +52,6 @@ class CrashHooks:
         self._prev_thread(args)
 
     def restore(self) -> None:
-        if not self._installed:
-            return
-        self._installed = False
         if sys.excepthook == self._sys_hook:
             sys.excepthook = self._prev_sys
         if threading.excepthook == self._thread_hook:
