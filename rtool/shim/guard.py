@@ -26,17 +26,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from rtool.shim.crash import CrashHooks, error_info
 from rtool.shim.deadline import Deadline
-from rtool.shim.decision import CONTINUE, KILLED, Decision
 from rtool.shim.distributed import detect
 from rtool.shim.hang import HangWatch
 from rtool.shim.heartbeat_writer import JobIdentity
 from rtool.shim.monitor import Monitor
 from rtool.shim.options import GuardOptions, ShimConfigError
-from rtool.shim.report import Reporter
+from rtool.shim.report import CrashHooks, Reporter, error_info
 from rtool.shim.signals import SignalFlags
-from rtool.shim.state import Loop, MonitorConfig, Sources, Timing
+from rtool.shim.state import CONTINUE, KILLED, Decision, Loop, MonitorConfig, Sources, Timing
 from rtool.shim.stopping import Stopper
 from rtool.shim.switchfile import switch_set
 from rtool.shim.watch import InProcessWatch

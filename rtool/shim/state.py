@@ -6,6 +6,7 @@
   per attribute); `flags()` gives them as the F_* bits the ranks agree on.
 - `Timing`: the step and save durations measured so far, and when the step last moved.
 - `MonitorConfig`: the options the polling thread and the deadline use, and what they learn.
+- `Decision`: what guard.step() decided, with the stop reasons and exit codes.
 """
 
 from __future__ import annotations
@@ -20,6 +21,41 @@ from rtool.shim.options import GuardOptions
 F_KILL, F_SIGNAL, F_TIME, F_MEMORY, F_GPU, F_NONFINITE, F_SAVE, F_PERIODIC = (
     1 << i for i in range(8)
 )
+
+
+# -- what the guard decided at a step, its stop reasons and exit codes ----------------------
+
+REQUEUE_EXIT_CODE = 85
+NONFINITE_EXIT_CODE = 86
+SAVE_FAILED_EXIT_CODE = 87
+SAVE_TIMEOUT_EXIT_CODE = 88
+#: The process was ended by the shim as hung (no step for `hang_after`), or because another
+#: rank hung or crashed: the batch script restarts it in place (docs/runs.md).
+HANG_EXIT_CODE = 89
+
+# Stop / save reasons (Decision.reason, heartbeat stop_reason).
+KILLED, SIGNAL, TIME_LIMIT, MEMORY = "killed", "signal", "time_limit", "memory"
+GPU_MEMORY, NONFINITE, SAVE_SWITCH = "gpu_memory", "nonfinite_loss", "save_switch"
+SAVE_TIMEOUT, UNRESPONSIVE = "save_timeout", "unresponsive"
+HUNG, PEER_FAILED = "hung", "peer_failed"
+PREEMPTED = "preempted"  # a SIGNAL stop while Slurm preempts the job
+PERIODIC = "periodic"  # a save of the save_every cadence (training goes on)
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What guard.step() did at this step."""
+
+    saved: bool = False  # save(step) was called and returned
+    stopping: bool = False  # training must stop (the guard exits unless exit=False)
+    reason: str | None = None  # killed, signal, time_limit, memory, gpu_memory, ...
+    save_requested: bool = False  # a save was due (with save=None: the caller must save)
+    exit_code: int | None = None  # the code the process exits (or should exit) with
+    step: int | None = None
+    detail: str | None = None
+
+
+CONTINUE = Decision()
 
 
 class Loop:

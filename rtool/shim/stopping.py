@@ -12,8 +12,20 @@ import time
 from collections.abc import Callable
 
 from rtool.shim import slurm as shim_slurm
-from rtool.shim.decision import (
+from rtool.shim.hang import ForcedExit
+from rtool.shim.heartbeat_writer import JobIdentity
+from rtool.shim.options import GuardOptions
+from rtool.shim.report import Reporter
+from rtool.shim.state import (
     CONTINUE,
+    F_GPU,
+    F_KILL,
+    F_MEMORY,
+    F_NONFINITE,
+    F_PERIODIC,
+    F_SAVE,
+    F_SIGNAL,
+    F_TIME,
     GPU_MEMORY,
     KILLED,
     MEMORY,
@@ -28,20 +40,6 @@ from rtool.shim.decision import (
     SIGNAL,
     TIME_LIMIT,
     Decision,
-)
-from rtool.shim.forced_exit import ForcedExit
-from rtool.shim.heartbeat_writer import JobIdentity
-from rtool.shim.options import GuardOptions
-from rtool.shim.report import Reporter
-from rtool.shim.state import (
-    F_GPU,
-    F_KILL,
-    F_MEMORY,
-    F_NONFINITE,
-    F_PERIODIC,
-    F_SAVE,
-    F_SIGNAL,
-    F_TIME,
     Loop,
     Sources,
     Timing,

@@ -10,13 +10,22 @@ import math
 import signal
 
 from rtool.core.heartbeat import ErrorInfo
-from rtool.shim.decision import HANG_EXIT_CODE, HUNG, PEER_FAILED, SIGNAL, UNRESPONSIVE, Decision
-from rtool.shim.forced_exit import end_dumped
-from rtool.shim.hang import Abort, HangWatch, dump_stacks
+from rtool.shim.hang import Abort, HangWatch, dump_stacks, end_dumped
 from rtool.shim.options import GuardOptions
 from rtool.shim.report import Reporter
 from rtool.shim.signals import SignalFlags
-from rtool.shim.state import Loop, MonitorConfig, Sources, Timing
+from rtool.shim.state import (
+    HANG_EXIT_CODE,
+    HUNG,
+    PEER_FAILED,
+    SIGNAL,
+    UNRESPONSIVE,
+    Decision,
+    Loop,
+    MonitorConfig,
+    Sources,
+    Timing,
+)
 from rtool.shim.stopping import stop_code
 
 log = logging.getLogger("rtool.shim")
