@@ -83,7 +83,7 @@ class GuardOptions:
             if name == "max_memory_used":
                 out["max_memory_percent"], out["max_memory_bytes"] = memory_limit(value)
             else:
-                out[name] = _PARSERS.get(name, _keep)(name, value)
+                out[name] = _PARSERS.get(name, lambda n, v: v)(name, value)
         opts = cls(**out)
         problem = heartbeat_problem(opts.heartbeat)
         if problem is not None:  # left on disk, not a setting: never end the training for it
@@ -155,11 +155,7 @@ def signals(value: Iterable[str | int] | str | None) -> tuple[signal.Signals, ..
     if value is None:
         return ()
     items = value.replace(" ", ",").split(",") if isinstance(value, str) else list(value)
-    out: list[signal.Signals] = []
-    for item in items:
-        if isinstance(item, str) and not item.strip():
-            continue
-        out.append(_signal(item))
+    out = [_signal(i) for i in items if not (isinstance(i, str) and not i.strip())]
     return tuple(dict.fromkeys(out))
 
 
@@ -191,10 +187,6 @@ def heartbeat_problem(path: str | None) -> str | None:
     if not (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)):
         return f"{path} is not a regular file"
     return None
-
-
-def _keep(name: str, value: Any) -> Any:
-    return value
 
 
 def _path(name: str, value: Any) -> str | None:
