@@ -114,14 +114,7 @@ class RtoolCallback(GuardCallback, TrainerCallback):  # type: ignore[misc]
             self._losses.append(loss.detach())
 
     def on_pre_optimizer_step(self, args: Any, state: Any, control: Any, **kwargs: Any) -> Any:
-        losses, self._losses = self._losses, []
-        finite = True
-        if losses:
-            finite = self.guard.check_loss(common.summed_loss(losses))
-        self.update_skipped = self._killed_at_start or not finite
-        optimizer = kwargs.get("optimizer")
-        if self.update_skipped and optimizer is not None:
-            optimizer.zero_grad(set_to_none=True)  # the step's update is dropped
+        self._check_update(kwargs.get("optimizer"), skip=self._killed_at_start)
         return control
 
     def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> Any:

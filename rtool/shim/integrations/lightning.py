@@ -100,13 +100,7 @@ class RtoolCallback(GuardCallback, Callback):  # type: ignore[misc]
             self._losses.append(loss.detach())
 
     def on_before_optimizer_step(self, trainer: Any, pl_module: Any, optimizer: Any) -> None:
-        losses, self._losses = self._losses, []
-        if not losses:
-            self.update_skipped = False
-            return
-        self.update_skipped = not self.guard.check_loss(common.summed_loss(losses))
-        if self.update_skipped:
-            optimizer.zero_grad(set_to_none=True)  # the step's update is dropped
+        self._check_update(optimizer)
 
     def on_train_batch_end(
         self, trainer: Any, pl_module: Any, outputs: Any, batch: Any, batch_idx: int
