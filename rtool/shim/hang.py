@@ -219,16 +219,17 @@ class HangWatch:
 
     def stack_file(self, rank: int) -> tuple[str | None, str]:
         """(this rank's stack file beside the abort file, or None; its first line)."""
-        host = os.environ.get("SLURMD_NODENAME") or socket.gethostname()
-        head = f"rtool-stacks rank={rank} host={host} pid={os.getpid()} launch={self.launch}"
+        head = f"rtool-stacks rank={rank} host={_host()} pid={os.getpid()} launch={self.launch}"
         return (f"{self.abort_file}.stacks-{rank}" if self.abort_file else None), head
 
     def abort(self, rank: int, reason: str, detail: str) -> None:
         """Tell the other ranks of this launch (the abort file)."""
-        host = os.environ.get("SLURMD_NODENAME") or socket.gethostname()
-        write_abort(
-            self.abort_file, Abort(rank, host, os.getpid(), self.launch, reason, detail[:500])
-        )
+        abort = Abort(rank, _host(), os.getpid(), self.launch, reason, detail[:500])
+        write_abort(self.abort_file, abort)
+
+
+def _host() -> str:
+    return os.environ.get("SLURMD_NODENAME") or socket.gethostname()
 
 
 #: Seconds after the timeout at which the C-level backup fires.

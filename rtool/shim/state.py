@@ -1,12 +1,6 @@
-"""What the parts of one Guard share, as plain records handed to each part's constructor.
-
-- `Loop`: the training loop's side: the step, `alive()` calls, the rank, and the one flag
-  (`alert`) the step path reads; any part calls `wake()` to make the next step look.
-- `Sources`: what the monitor thread, the signal handlers and check_loss found (one writer
-  per attribute); `flags()` gives them as the F_* bits the ranks agree on.
-- `Timing`: the step and save durations measured so far, and when the step last moved.
-- `MonitorConfig`: the options the polling thread and the deadline use, and what they learn.
-- `Decision`: what guard.step() decided, with the stop reasons and exit codes.
+"""What the parts of one Guard share, as plain records handed to each part's constructor:
+the loop (`Loop`), what was found (`Sources`), what was measured (`Timing`), the polling
+options (`MonitorConfig`), and what guard.step() decided (`Decision`, its reasons and exit codes).
 """
 
 from __future__ import annotations
@@ -59,7 +53,8 @@ CONTINUE = Decision()
 
 
 class Loop:
-    """The training loop as the other parts see it (slots: the step path writes it)."""
+    """The training loop as the other parts see it (slots: the step path writes it); any part
+    calls `wake()` to make the next step look."""
 
     __slots__ = ("alert", "alive", "rank", "step", "stopping")
 
@@ -76,7 +71,8 @@ class Loop:
 
 @dataclass
 class Sources:
-    """What the thread, the signal handlers and check_loss found; read by the step path."""
+    """What the thread, the signal handlers and check_loss found (one writer per attribute);
+    read by the step path, as the F_* bits the ranks agree on (`flags()`)."""
 
     signal: str | None = None  # written by the signal handler
     deadline_signal: str | None = None  # a signal announcing the job's end (the thread acts)
