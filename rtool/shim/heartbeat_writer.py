@@ -12,6 +12,7 @@ waits at most WRITE_TIMEOUT seconds (a stuck file system never holds the trainin
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import os
 import socket
@@ -158,23 +159,17 @@ class JobIdentity:
         )
 
     def base_record(self) -> Heartbeat:
-        """The `starting` heartbeat of this process."""
+        """The `starting` heartbeat of this process (every field of the identity is one of the
+        heartbeat's)."""
         now = time.time()
         return Heartbeat(
             state=RunState.STARTING,
             time=now,
-            run=self.run,
-            job_id=self.job_id,
-            array_job_id=self.array_job_id,
-            array_task_id=self.array_task_id,
-            restart_count=self.restart_count,
-            host=socket.gethostname(),
-            rank=self.rank,
-            world_size=self.world_size,
-            pid=os.getpid(),
             started=now,
-            launch=self.launch,
+            host=socket.gethostname(),
+            pid=os.getpid(),
             rtool_version=__version__,
+            **dataclasses.asdict(self),
         )
 
 
