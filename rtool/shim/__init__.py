@@ -13,21 +13,23 @@
 
     sys.exit(guard.exit_code)                     # with exit=False: the code the guard decided
 
-Modules: guard (the Guard), parts (its collaborators, built in one place), state (the
-records they share: the loop, what was found, what was measured), options (GuardOptions:
-every setting, and the RTOOL_* environment), decision (Decision, exit codes), monitor (the
-polling thread), deadline (when to stop before the job's end), watch (what else the thread
-ends the process for: unresponsive after TERM, hung, another rank failed), stopping (save,
-stop, hold at a step boundary), report and heartbeat (the heartbeat record), crash (uncaught
-exceptions), distributed (agreement across ranks), signals, forced_exit (save timeout),
-slurm (scontrol/scancel from inside a job), checkpoints (`latest_checkpoint`: the newest
-complete checkpoint to resume from), preempt (the save bound and detail of a stop while Slurm
-preempts the job); integrations/ for Hugging Face and Lightning. `import rtool.shim` loads
-only the standard library, psutil and stdlib-only rtool.core modules (units, heartbeat).
+Modules: guard (the Guard and its collaborators, built in one place), state (the records they
+share: the loop, what was found, what was measured; Decision, exit codes), options
+(GuardOptions: every setting, and the RTOOL_* environment), monitor (the polling thread),
+deadline (when to stop before the job's end), watch (what else the thread ends the process
+for: unresponsive after TERM, hung, another rank failed), hang (hangs, the abort file, and a
+save that does not return in time), stopping (save, stop, hold at a step boundary), report
+and heartbeat_writer (the heartbeat record, uncaught exceptions), distributed (agreement
+across ranks), signals, slurm (scontrol/scancel from inside a job; the save bound of a stop
+while Slurm preempts the job), checkpoints (`latest_checkpoint`: the newest complete
+checkpoint to resume from); integrations/ for Hugging Face and Lightning. `import rtool.shim`
+loads only the standard library, psutil and stdlib-only rtool.core modules (units, heartbeat).
 """
 
 from rtool.shim.checkpoints import latest_checkpoint
-from rtool.shim.decision import (
+from rtool.shim.guard import Guard
+from rtool.shim.options import GuardOptions, ShimConfigError
+from rtool.shim.state import (
     HANG_EXIT_CODE,
     NONFINITE_EXIT_CODE,
     REQUEUE_EXIT_CODE,
@@ -35,8 +37,6 @@ from rtool.shim.decision import (
     SAVE_TIMEOUT_EXIT_CODE,
     Decision,
 )
-from rtool.shim.guard import Guard
-from rtool.shim.options import GuardOptions, ShimConfigError
 
 __all__ = [
     "HANG_EXIT_CODE",

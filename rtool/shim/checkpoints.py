@@ -117,9 +117,10 @@ def find(
         move_aside = _rank() == 0
     aside: list[SetAside] = []
     rejected: set[str] = set()
-    detail = DETAIL
+    req: dict[str, Any] = {"path": os.fspath(base), "pattern": pattern, "files": list(files)}
+    req.update(marker=marker, detail=DETAIL, settle=settle)  # the scan's (rtool.core.ckptscan)
     while True:
-        judged = _judged(base, pattern, files, marker, min_size, settle, detail)
+        judged = _judged(base, req, min_size, settle)
         if judged is None:
             return Resume(os.fspath(base), None)
         unseen = False
@@ -136,29 +137,13 @@ def find(
                 rejected.add(j.ckpt.name)
                 moved = _move_aside(base, j.ckpt.name) if move_aside else None
                 aside.append(SetAside(j.ckpt.name, moved, why))
-        if not unseen or detail >= ckptscan.DETAIL_CAP:
+        if not unseen or req["detail"] >= ckptscan.DETAIL_CAP:
             return Resume(os.fspath(base), None, tuple(aside))
-        detail *= 4  # older ones were not looked into: look further back
+        req["detail"] *= 4  # older ones were not looked into: look further back
 
 
-def _judged(
-    base: Path,
-    pattern: str | None,
-    files: Sequence[str],
-    marker: str | None,
-    min_size: float,
-    settle: float,
-    detail: int,
-) -> list[Judged] | None:
+def _judged(base: Path, req: dict[str, Any], min_size: float, settle: float) -> list[Judged] | None:
     """The folder's checkpoints judged, oldest first (None: no such folder)."""
-    req = {
-        "path": os.fspath(base),
-        "pattern": pattern,
-        "files": list(files),
-        "marker": marker,
-        "detail": detail,
-        "settle": settle,
-    }
     try:
         scanned = ckptscan.scan(req)
     except FileNotFoundError:

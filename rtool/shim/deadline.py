@@ -50,11 +50,6 @@ class Deadline:
         self._boundary: float | None = None  # the step path's previous boundary, once near
         self._span: float | None = None  # the time left when the end was first known
 
-    @property
-    def knows_end_time(self) -> bool:
-        """The job's end can be known (a job id to ask Slurm, or a given end time)."""
-        return bool(self.config.job_id) or self.config.end_time is not None
-
     # -- the lead ---------------------------------------------------------------------------
 
     def step_estimate(self) -> float:
@@ -62,14 +57,11 @@ class Deadline:
         t = self.timing
         return max(t.longest_step, t.recent_step or 0.0)
 
-    def measured(self) -> bool:
-        return self.timing.longest_save > 0
-
     def lead(self, floor: float, mono: float | None = None) -> float:
         """Seconds before the end at which the save must start (`floor`: the margin while no
         save was measured)."""
         c, t = self.config, self.timing
-        if self.measured():
+        if t.longest_save > 0:
             return c.opts.safety_factor * t.longest_save + EXIT_SLACK
         step = t.longest_step if mono is None else max(t.longest_step, t.step_age(mono))
         need = (

@@ -34,14 +34,10 @@ def initialised_dist() -> Any | None:
     import sys
 
     mod = sys.modules.get("torch.distributed")
-    if mod is None:
-        return None
     try:
-        if mod.is_available() and mod.is_initialized():
-            return mod
+        return mod if mod is not None and mod.is_available() and mod.is_initialized() else None
     except Exception:
         return None
-    return None
 
 
 def detect(

@@ -10,6 +10,11 @@ REQUEUE: the shim never runs `scontrol requeue` itself; it exits REQUEUE_EXIT_CO
 batch script requeues. The scontrol/scancel calls (EndTime, hold, cancel) live in
 rtool.shim.slurm with their own timeout: the documented exception to rtool.core.proc. See
 docs/shim.md for the environment, exit codes and the heartbeat.
+
+The Guard's parts are made in one place (`build`), in the order they need each other; each gets
+what it reads and writes as constructor arguments, and what several share are the plain records
+of state.py. The training thread drives the stopper (guard.step), the monitor thread polls the
+files, the memory and the deadline and runs the watch's round, the signal handlers note signals.
 """
 
 from __future__ import annotations
@@ -18,15 +23,21 @@ import logging
 import math
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from rtool.shim.crash import error_info
-from rtool.shim.decision import CONTINUE, KILLED, Decision
+from rtool.shim.deadline import Deadline
 from rtool.shim.distributed import detect
+from rtool.shim.hang import HangWatch
 from rtool.shim.heartbeat_writer import JobIdentity
+from rtool.shim.monitor import Monitor
 from rtool.shim.options import GuardOptions, ShimConfigError
-from rtool.shim.parts import build
+from rtool.shim.report import CrashHooks, Reporter, error_info
+from rtool.shim.signals import SignalFlags
+from rtool.shim.state import CONTINUE, KILLED, Decision, Loop, MonitorConfig, Sources, Timing
+from rtool.shim.stopping import Stopper
 from rtool.shim.switchfile import switch_set
+from rtool.shim.watch import InProcessWatch
 
 __all__ = ["Guard"]
 
@@ -34,6 +45,44 @@ log = logging.getLogger("rtool.shim")
 
 _NEVER = 1 << 62
 _UNDETECTED: Any = object()
+
+
+@dataclass(frozen=True)
+class Parts:
+    """One Guard's collaborators."""
+
+    loop: Loop
+    sources: Sources
+    timing: Timing
+    config: MonitorConfig
+    report: Reporter
+    stopper: Stopper
+    deadline: Deadline
+    signals: SignalFlags
+    watch: InProcessWatch
+    monitor: Monitor
+    crash: CrashHooks
+
+
+def build(opts: GuardOptions, ident: JobIdentity, save: Callable[[int], object] | None) -> Parts:
+    """The parts, the signal handlers and crash hooks installed (the thread not started)."""
+    loop, src, timing = Loop(ident.rank), Sources(), Timing()
+    config = MonitorConfig.from_options(opts, None if opts.end_time is not None else ident.job_id)
+    report = Reporter(opts.heartbeat, ident, timing, loop)
+    report.carry_previous()
+    stopper = Stopper(opts, save, src, timing, loop, report)
+    deadline = Deadline(config, src, timing, loop)
+    hang = HangWatch(opts.hang_after, opts.abort_file, ident.launch, timing)
+    # a deadline signal defers the stop only where the job's end can be known (asked, or given)
+    ends = opts.deadline_signals if config.job_id or config.end_time is not None else ()
+    signals = SignalFlags(opts.signals, ends, src, loop)
+    watch = InProcessWatch(opts, config, src, timing, loop, signals, hang, report)
+    monitor = Monitor(config, src, timing, loop, deadline, report, watch)
+    report.start()
+    crash = CrashHooks(watch.crashed)
+    return Parts(
+        loop, src, timing, config, report, stopper, deadline, signals, watch, monitor, crash
+    )
 
 
 class Guard:
@@ -213,7 +262,7 @@ class Guard:
         if self._countdown > 0:
             return CONTINUE
         flags, self._countdown = agreement.agree(self._collect(), urgent=near)
-        self._p.report.straggler = agreement.slowest()
+        self._p.report.agreed(agreement.slowest())
         return self._act(step, flags)
 
     def _collect(self) -> int:

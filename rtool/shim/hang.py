@@ -10,6 +10,12 @@ and ends the process with HANG_EXIT_CODE (89); the batch script restarts the tra
 crash hook writes it) ends the same way at once, instead of waiting in a collective for a
 peer that is gone. Nothing is saved: the last checkpoint stays.
 
+A save on the way out that does not return in time is ended too (`ForcedExit`): a daemon
+`threading.Timer` calls `on_fire()` (log, heartbeat) then `os._exit(code)` after `timeout`;
+faulthandler's C-level watchdog is armed `BACKUP` seconds later as a backup for a save stuck in
+C code that holds the GIL (it dumps every thread's traceback and exits 1). Note that
+faulthandler.dump_traceback_later is process-wide: arming it replaces one the program set.
+
 The abort file (`RTOOL_ABORT_FILE`, set by the batch script on a shared folder, removed before
 each launch) holds one JSON object: rank, host, pid, launch, reason, detail. Only a regular
 file of yours (or root's) of this launch counts.
@@ -36,7 +42,9 @@ import stat
 import subprocess
 import sys
 import sysconfig
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -211,20 +219,59 @@ class HangWatch:
 
     def stack_file(self, rank: int) -> tuple[str | None, str]:
         """(this rank's stack file beside the abort file, or None; its first line)."""
-        host = os.environ.get("SLURMD_NODENAME") or socket.gethostname()
-        head = f"rtool-stacks rank={rank} host={host} pid={os.getpid()} launch={self.launch}"
+        head = f"rtool-stacks rank={rank} host={_host()} pid={os.getpid()} launch={self.launch}"
         return (f"{self.abort_file}.stacks-{rank}" if self.abort_file else None), head
 
     def abort(self, rank: int, reason: str, detail: str) -> None:
         """Tell the other ranks of this launch (the abort file)."""
-        host = os.environ.get("SLURMD_NODENAME") or socket.gethostname()
-        write_abort(
-            self.abort_file, Abort(rank, host, os.getpid(), self.launch, reason, detail[:500])
-        )
+        abort = Abort(rank, _host(), os.getpid(), self.launch, reason, detail[:500])
+        write_abort(self.abort_file, abort)
 
 
-def end(code: int) -> None:
-    """End the process now (after the stacks and the heartbeat were written)."""
+def _host() -> str:
+    return os.environ.get("SLURMD_NODENAME") or socket.gethostname()
+
+
+#: Seconds after the timeout at which the C-level backup fires.
+BACKUP = 30.0
+
+
+class ForcedExit:
+    def __init__(self, timeout: float, code: int, on_fire: Callable[[], None]) -> None:
+        self.timeout = timeout
+        self.code = code
+        self._on_fire = on_fire
+        self._timer: threading.Timer | None = None
+
+    def arm(self) -> None:
+        if self.timeout <= 0 or self._timer is not None:
+            return
+        timer = threading.Timer(self.timeout, self._fire)
+        timer.daemon = True
+        timer.start()
+        self._timer = timer
+        with contextlib.suppress(Exception):  # no usable stderr: the Python timer still works
+            faulthandler.dump_traceback_later(self.timeout + BACKUP, exit=True)
+
+    def disarm(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+            with contextlib.suppress(Exception):
+                faulthandler.cancel_dump_traceback_later()
+
+    def _fire(self) -> None:
+        with contextlib.suppress(Exception):
+            self._on_fire()
+        end_dumped(self.code)
+
+
+def end_dumped(code: int, dump: bool = True) -> None:
+    """End the process now with `code`, every thread's traceback on stderr first (unless
+    `dump` is False: the stacks were written already)."""
+    if dump:
+        with contextlib.suppress(Exception):
+            faulthandler.dump_traceback(all_threads=True)
     with contextlib.suppress(Exception):
         sys.stderr.flush()
         sys.stdout.flush()

@@ -12,6 +12,7 @@ waits at most WRITE_TIMEOUT seconds (a stuck file system never holds the trainin
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import os
 import socket
@@ -31,14 +32,7 @@ log = logging.getLogger("rtool.shim")
 WRITE_TIMEOUT = 2.0
 #: Fields of the last stop, carried over from the previous run until this run stops.
 STOP_FIELDS = ("stop_reason", "stop_detail", "stop_step", "stop_time", "stop_job_id", "exit_code")
-_CREATE = (
-    os.O_WRONLY
-    | os.O_CREAT
-    | os.O_EXCL
-    | os.O_NONBLOCK
-    | getattr(os, "O_NOFOLLOW", 0)
-    | getattr(os, "O_CLOEXEC", 0)
-)
+_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 def done_marker(path: str | os.PathLike[str]) -> Path:
@@ -95,23 +89,21 @@ class HeartbeatWriter:
 
     def progress(self, state: RunState, fields: dict[str, Any], *, bounded: bool = True) -> None:
         """A write while this process lives (skipped after a stop, finish or crash)."""
-        with self._lock:
-            if self.frozen:
-                return
-            self.current = self.current.replace(state=state, **fields)
-            record = self.current
-        if self.enabled:
-            self._write(self.path, record, bounded)
+        self._record(state, fields, bounded, final=False)
 
     def final(self, state: RunState, fields: dict[str, Any]) -> None:
         """A last write of this process: `stopped`, `finished` or `crashed` (a later one, e.g.
         a save timeout after the stop, replaces it; progress writes end here)."""
+        self._record(state, fields, True, final=True)
+
+    def _record(self, state: RunState, fields: dict[str, Any], bounded: bool, final: bool) -> None:
         with self._lock:
-            self.frozen = True
-            self.current = self.current.replace(state=state, **fields)
-            record = self.current
+            if self.frozen and not final:
+                return
+            self.frozen = self.frozen or final
+            self.current = record = self.current.replace(state=state, **fields)
         if self.enabled:
-            self._write(self.path, record, True)
+            self._write(self.path, record, bounded)
 
     def mark_done(self) -> None:
         """Write `<heartbeat>.done` (rank 0 only)."""
@@ -167,23 +159,17 @@ class JobIdentity:
         )
 
     def base_record(self) -> Heartbeat:
-        """The `starting` heartbeat of this process."""
+        """The `starting` heartbeat of this process (every field of the identity is one of the
+        heartbeat's)."""
         now = time.time()
         return Heartbeat(
             state=RunState.STARTING,
             time=now,
-            run=self.run,
-            job_id=self.job_id,
-            array_job_id=self.array_job_id,
-            array_task_id=self.array_task_id,
-            restart_count=self.restart_count,
-            host=socket.gethostname(),
-            rank=self.rank,
-            world_size=self.world_size,
-            pid=os.getpid(),
             started=now,
-            launch=self.launch,
+            host=socket.gethostname(),
+            pid=os.getpid(),
             rtool_version=__version__,
+            **dataclasses.asdict(self),
         )
 
 

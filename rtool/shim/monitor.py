@@ -11,7 +11,7 @@ import logging
 import os
 import threading
 import time
-from typing import Protocol
+from typing import TYPE_CHECKING
 
 import psutil
 
@@ -22,18 +22,15 @@ from rtool.shim.report import Reporter
 from rtool.shim.state import Loop, MonitorConfig, Sources, Timing
 from rtool.shim.switchfile import file_ident, switch_set
 
+if TYPE_CHECKING:
+    from rtool.shim.watch import InProcessWatch  # more checks the thread makes each round
+
 log = logging.getLogger("rtool.shim")
 
 #: How often GPU memory is checked (it goes through torch/CUDA: rarely).
 GPU_INTERVAL = 30.0
 #: `save_every = "auto"`: save as often as keeps the measured save at this share of the time.
 SAVE_OVERHEAD = 0.01
-
-
-class Watch(Protocol):
-    """More checks the thread makes each round (rtool.shim.watch.InProcessWatch)."""
-
-    def round(self, mono: float) -> None: ...
 
 
 class Monitor:
@@ -47,7 +44,7 @@ class Monitor:
         loop: Loop,
         deadline: Deadline,
         report: Reporter,
-        watch: Watch | None = None,
+        watch: InProcessWatch | None = None,
     ) -> None:
         self.config, self.sources, self.timing, self.loop = config, sources, timing, loop
         self.deadline, self.report, self.watch = deadline, report, watch

@@ -12,7 +12,7 @@ import logging
 import os
 import signal
 import stat
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -20,31 +20,14 @@ from rtool.core.units import UnitError, parse_duration, parse_percent, parse_siz
 
 log = logging.getLogger("rtool.shim")
 
-#: RTOOL_* variable -> Guard keyword (values parsed by Guard like keyword values).
-ENV_OPTIONS = {
-    "RTOOL_KILL_SWITCH": "kill_switch",
-    "RTOOL_SAVE_SWITCH": "save_switch",
-    "RTOOL_HEARTBEAT": "heartbeat",
-    "RTOOL_EXIT_BEFORE_END": "exit_before_end",
-    "RTOOL_SIGNALS": "signals",
-    "RTOOL_MAX_MEMORY_USED": "max_memory_used",
-    "RTOOL_MIN_GPU_FREE": "min_gpu_free",
-    "RTOOL_SAVE_TIMEOUT": "save_timeout",
-    "RTOOL_MAX_NONFINITE": "max_nonfinite",
-    "RTOOL_AUTO_REQUEUE": "auto_requeue",
-    "RTOOL_MAX_REQUEUES": "max_requeues",
-    "RTOOL_REQUEUE_EXIT_CODE": "requeue_exit_code",
-    "RTOOL_SYNC_EVERY": "sync_every",
-    "RTOOL_POLL_INTERVAL": "poll_interval",
-    "RTOOL_HEARTBEAT_INTERVAL": "heartbeat_interval",
-    "RTOOL_DEADLINE_SIGNALS": "deadline_signals",
-    "RTOOL_DEADLINE_WINDOW": "deadline_window",
-    "RTOOL_END_TIME_REFRESH": "end_time_refresh",
-    "RTOOL_UNRESPONSIVE_AFTER": "unresponsive_after",
-    "RTOOL_HANG_AFTER": "hang_after",
-    "RTOOL_ABORT_FILE": "abort_file",
-    "RTOOL_SAVE_EVERY": "save_every",
-}
+_ENV_KEYWORDS = (
+    "kill_switch save_switch heartbeat exit_before_end signals max_memory_used min_gpu_free "
+    "save_timeout max_nonfinite auto_requeue max_requeues requeue_exit_code sync_every "
+    "poll_interval heartbeat_interval deadline_signals deadline_window end_time_refresh "
+    "unresponsive_after hang_after abort_file save_every"
+)
+#: RTOOL_<KEYWORD> variable -> Guard keyword (values parsed by Guard like keyword values).
+ENV_OPTIONS = {f"RTOOL_{kw.upper()}": kw for kw in _ENV_KEYWORDS.split()}
 _UNCATCHABLE = {signal.SIGKILL, signal.SIGSTOP}
 
 
@@ -100,7 +83,7 @@ class GuardOptions:
             if name == "max_memory_used":
                 out["max_memory_percent"], out["max_memory_bytes"] = memory_limit(value)
             else:
-                out[name] = _PARSERS.get(name, _keep)(name, value)
+                out[name] = _PARSERS.get(name, lambda n, v: v)(name, value)
         opts = cls(**out)
         problem = heartbeat_problem(opts.heartbeat)
         if problem is not None:  # left on disk, not a setting: never end the training for it
@@ -128,11 +111,15 @@ def env_options(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
     return {kw: env[var] for var, kw in ENV_OPTIONS.items() if env.get(var, "").strip() != ""}
 
 
-def duration(name: str, value: str | float) -> float:
+def _units(name: str, parse: Callable[[Any], Any], value: Any) -> Any:
     try:
-        return parse_duration(value)
+        return parse(value)
     except UnitError as exc:
         raise ShimConfigError(f"rtool.shim: {name}: {exc}") from None
+
+
+def duration(name: str, value: str | float) -> float:
+    return float(_units(name, parse_duration, value))
 
 
 def flag(name: str, value: bool | str) -> bool:
@@ -146,8 +133,13 @@ def flag(name: str, value: bool | str) -> bool:
     raise ShimConfigError(f"rtool.shim: {name}: not a yes/no value: {value!r} (write 1 or 0)")
 
 
+def _off(value: Any) -> bool:
+    """None, or a word for off ("off", "none", ...; "0" is a value)."""
+    return value is None or (isinstance(value, str) and value.strip().lower() in _OFF - {"0"})
+
+
 def count(name: str, value: int | str | None, minimum: int = 0) -> int | None:
-    if value is None or (isinstance(value, str) and value.strip().lower() in _OFF - {"0"}):
+    if value is None or _off(value):
         return None
     try:
         n = int(value)
@@ -163,11 +155,7 @@ def signals(value: Iterable[str | int] | str | None) -> tuple[signal.Signals, ..
     if value is None:
         return ()
     items = value.replace(" ", ",").split(",") if isinstance(value, str) else list(value)
-    out: list[signal.Signals] = []
-    for item in items:
-        if isinstance(item, str) and not item.strip():
-            continue
-        out.append(_signal(item))
+    out = [_signal(i) for i in items if not (isinstance(i, str) and not i.strip())]
     return tuple(dict.fromkeys(out))
 
 
@@ -201,24 +189,15 @@ def heartbeat_problem(path: str | None) -> str | None:
     return None
 
 
-def _keep(name: str, value: Any) -> Any:
-    return value
-
-
 def _path(name: str, value: Any) -> str | None:
     return os.fspath(value) if value else None
 
 
-def _duration_or_none(name: str, value: Any) -> float | None:
-    if value is None or (isinstance(value, str) and value.strip().lower() in _OFF - {"0"}):
-        return None
-    return duration(name, value)
-
-
 def _auto_duration(name: str, value: Any) -> float | str | None:
-    if isinstance(value, str) and value.strip().lower() == "auto":
+    """ "auto", seconds, or None (off)."""
+    if _auto(value):
         return "auto"
-    return _duration_or_none(name, value)
+    return None if _off(value) else duration(name, value)
 
 
 def _positive(name: str, value: float | str | None) -> float | str | None:
@@ -234,48 +213,22 @@ def _exit_code(name: str, value: Any) -> int:
     return n
 
 
-def exit_before_end(value: str | float | None) -> float | str | None:
-    """ "auto", seconds, or None (off)."""
-    if value is None:
-        return None
-    if isinstance(value, str):
-        low = value.strip().lower()
-        if low == "auto":
-            return "auto"
-        if low in _OFF - {"0"}:
-            return None
-    return duration("exit_before_end", value)
-
-
 def memory_limit(value: str | float | None) -> tuple[float | None, int | None]:
     """`"95%"` -> (95.0, None); `"200GiB"` -> (None, bytes); a bare number <= 100 is percent."""
     if value is None:
         return None, None
-    try:
-        if isinstance(value, str) and not value.strip().endswith("%"):
-            text = value.strip()
-            if text.replace(".", "", 1).isdigit() and float(text) <= 100:
-                return parse_percent(text), None
-            return None, parse_size(text)
-        return parse_percent(value), None
-    except UnitError as exc:
-        raise ShimConfigError(f"rtool.shim: max_memory_used: {exc}") from None
+    text = value.strip() if isinstance(value, str) else value
+    if (
+        isinstance(text, str)
+        and not text.endswith("%")
+        and not (text.replace(".", "", 1).isdigit() and float(text) <= 100)
+    ):
+        return None, _units("max_memory_used", parse_size, text)
+    return _units("max_memory_used", parse_percent, text), None
 
 
-def size(name: str, value: str | int | None) -> int | None:
-    if value is None:
-        return None
-    try:
-        return parse_size(value)
-    except UnitError as exc:
-        raise ShimConfigError(f"rtool.shim: {name}: {exc}") from None
-
-
-def sync_every(value: int | str) -> int | None:
-    """A fixed number of steps between agreements, or None for "auto"."""
-    if isinstance(value, str) and value.strip().lower() == "auto":
-        return None
-    return count("sync_every", value, minimum=1)
+def _auto(value: Any) -> bool:
+    return isinstance(value, str) and value.strip().lower() == "auto"
 
 
 _PARSERS: dict[str, Any] = {
@@ -289,16 +242,16 @@ _PARSERS: dict[str, Any] = {
     "hang_after": lambda n, v: _positive(n, _auto_duration(n, v)),
     "abort_file": _path,
     "save_every": lambda n, v: _positive(n, _auto_duration(n, v)),
-    "exit_before_end": lambda n, v: exit_before_end(v),
+    "exit_before_end": _auto_duration,
     "end_time": lambda n, v: None if v is None else float(v),
     "end_time_refresh": duration,
-    "min_gpu_free": size,
+    "min_gpu_free": lambda n, v: None if v is None else _units(n, parse_size, v),
     "save_timeout": duration,
     "max_nonfinite": lambda n, v: count(n, v, minimum=1) or 10,
     "auto_requeue": flag,
     "max_requeues": count,
     "requeue_exit_code": _exit_code,
-    "sync_every": lambda n, v: sync_every(v),
+    "sync_every": lambda n, v: None if _auto(v) else count(n, v, minimum=1),  # None: auto
     "sync_seconds": duration,
     "poll_interval": duration,
     "heartbeat_interval": duration,

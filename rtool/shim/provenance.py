@@ -122,15 +122,13 @@ class Provenance:
     def __init__(self, argv: list[str] | None = None) -> None:
         self._argv = list(sys.argv if argv is None else argv)
         self._fields: dict[str, Any] = {}
-        self._started = False
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
         with self._lock:
-            if self._started:
+            if self._thread is not None:
                 return
-            self._started = True
             self._thread = threading.Thread(
                 target=self._collect, name="rtool-provenance", daemon=True
             )

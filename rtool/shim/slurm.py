@@ -1,4 +1,5 @@
-"""The few Slurm calls the in-loop shim makes: EndTime lookup, hold and cancel of pending tasks.
+"""The few Slurm calls the in-loop shim makes: EndTime lookup, hold and cancel of pending tasks,
+and whether Slurm is preempting the job (its save bound and detail: `Preemption`).
 
 The shim reads Slurm's output with the core's pure parsers (`rtool.core.slurm.parse`), but
 its calls are the one documented exception to "every subprocess goes through
@@ -26,10 +27,9 @@ def parse_end_time(show_job: str, job_id: str | None = None) -> float | None:
     the job whose record counts (`123`, or `88_3` for an array task) when the output holds
     several: `scontrol show job <array id>` lists every task of the array, and Slurm gives the
     array's own id to its last task, so the first record may be another, finished task."""
-    # imported when asked (rarely: Slurm exports the end time), so `import rtool.shim` stays light
-    from rtool.core.slurm.parse import ParseError, parse_scontrol_show_job, parse_slurm_timestamp
+    from rtool.core.slurm.parse import ParseError, parse_slurm_timestamp
 
-    record = own_record(parse_scontrol_show_job(show_job), job_id)
+    record = _job_record(show_job, job_id)
     if record is None:
         return None
     try:
@@ -37,6 +37,13 @@ def parse_end_time(show_job: str, job_id: str | None = None) -> float | None:
     except ParseError:
         return None
     return stamp.timestamp() if stamp is not None else None
+
+
+def _job_record(show_job: str, job_id: str | None) -> dict[str, str] | None:
+    # imported when asked (rarely: Slurm exports the end time), so `import rtool.shim` stays light
+    from rtool.core.slurm.parse import parse_scontrol_show_job
+
+    return own_record(parse_scontrol_show_job(show_job), job_id)
 
 
 def own_record(records: list[dict[str, str]], job_id: str | None) -> dict[str, str] | None:
@@ -134,6 +141,46 @@ class Preemption:
         """Seconds of the grace left at `now` (None with GraceTime 0)."""
         return max(0.0, self.grace - (now - self.at)) if self.grace > 0 else None
 
+    def _grace(self) -> str:
+        return f"partition {self.partition or '?'}, GraceTime {self.grace:g}s"
+
+    def save_bound(self, save_timeout: float, measured: float) -> float:
+        """Seconds the stop's save may take (the forced exit's timeout), said in the log: what
+        is left of the partition's GraceTime when that is shorter than `save_timeout`
+        (docs/shim.md), with the longest save measured."""
+        left = self.left(time.time())
+        seen = f"; the longest save measured took {measured:.1f}s" if measured else ""
+        if left is None or (save_timeout > 0 and left >= save_timeout):
+            log.warning(
+                "rtool.shim: Slurm is preempting this job (%s): the save is bounded by "
+                "save_timeout %gs%s",
+                self._grace(),
+                save_timeout,
+                seen,
+            )
+            return save_timeout
+        log.warning(
+            "rtool.shim: Slurm is preempting this job (%s): the save has the %.1fs left of the "
+            "grace%s",
+            self._grace(),
+            left,
+            seen,
+        )
+        if measured > left:
+            log.warning(
+                "rtool.shim: the save (%.1fs) is longer than the grace left (%.1fs): ask for a "
+                "longer GraceTime or save more often (save_every)",
+                measured,
+                left,
+            )
+        return max(1.0, left)
+
+    def detail(self, signal: str | None) -> str:
+        """The stop's detail: `SIGTERM while Slurm preempts the job (since 15:35:05, ...)`."""
+        sig = signal or "a signal seen on another rank"
+        when = time.strftime("%H:%M:%S", time.localtime(self.at))
+        return f"{sig} while Slurm preempts the job (since {when}, {self._grace()})"
+
 
 def parse_preemption(
     show_job: str, now: float, restart: int, job_id: str | None = None
@@ -142,9 +189,9 @@ def parse_preemption(
     being preempted (PreemptTime set) or was requeued while attempt `restart` runs (its
     `Restarts=` is higher: GraceTime 0, the job COMPLETING; since `now`), else None. The
     record read is `job_id`'s when the output holds several (own_record)."""
-    from rtool.core.slurm.parse import ParseError, parse_scontrol_show_job, parse_slurm_timestamp
+    from rtool.core.slurm.parse import ParseError, parse_slurm_timestamp
 
-    rec = own_record(parse_scontrol_show_job(show_job), job_id)
+    rec = _job_record(show_job, job_id)
     if rec is None:
         return None
     try:

@@ -1,11 +1,6 @@
-"""What the parts of one Guard share, as plain records handed to each part's constructor.
-
-- `Loop`: the training loop's side: the step, `alive()` calls, the rank, and the one flag
-  (`alert`) the step path reads; any part calls `wake()` to make the next step look.
-- `Sources`: what the monitor thread, the signal handlers and check_loss found (one writer
-  per attribute); `flags()` gives them as the F_* bits the ranks agree on.
-- `Timing`: the step and save durations measured so far, and when the step last moved.
-- `MonitorConfig`: the options the polling thread and the deadline use, and what they learn.
+"""What the parts of one Guard share, as plain records handed to each part's constructor:
+the loop (`Loop`), what was found (`Sources`), what was measured (`Timing`), the polling
+options (`MonitorConfig`), and what guard.step() decided (`Decision`, its reasons and exit codes).
 """
 
 from __future__ import annotations
@@ -22,8 +17,44 @@ F_KILL, F_SIGNAL, F_TIME, F_MEMORY, F_GPU, F_NONFINITE, F_SAVE, F_PERIODIC = (
 )
 
 
+# -- what the guard decided at a step, its stop reasons and exit codes ----------------------
+
+REQUEUE_EXIT_CODE = 85
+NONFINITE_EXIT_CODE = 86
+SAVE_FAILED_EXIT_CODE = 87
+SAVE_TIMEOUT_EXIT_CODE = 88
+#: The process was ended by the shim as hung (no step for `hang_after`), or because another
+#: rank hung or crashed: the batch script restarts it in place (docs/runs.md).
+HANG_EXIT_CODE = 89
+
+# Stop / save reasons (Decision.reason, heartbeat stop_reason).
+KILLED, SIGNAL, TIME_LIMIT, MEMORY = "killed", "signal", "time_limit", "memory"
+GPU_MEMORY, NONFINITE, SAVE_SWITCH = "gpu_memory", "nonfinite_loss", "save_switch"
+SAVE_TIMEOUT, UNRESPONSIVE = "save_timeout", "unresponsive"
+HUNG, PEER_FAILED = "hung", "peer_failed"
+PREEMPTED = "preempted"  # a SIGNAL stop while Slurm preempts the job
+PERIODIC = "periodic"  # a save of the save_every cadence (training goes on)
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What guard.step() did at this step."""
+
+    saved: bool = False  # save(step) was called and returned
+    stopping: bool = False  # training must stop (the guard exits unless exit=False)
+    reason: str | None = None  # killed, signal, time_limit, memory, gpu_memory, ...
+    save_requested: bool = False  # a save was due (with save=None: the caller must save)
+    exit_code: int | None = None  # the code the process exits (or should exit) with
+    step: int | None = None
+    detail: str | None = None
+
+
+CONTINUE = Decision()
+
+
 class Loop:
-    """The training loop as the other parts see it (slots: the step path writes it)."""
+    """The training loop as the other parts see it (slots: the step path writes it); any part
+    calls `wake()` to make the next step look."""
 
     __slots__ = ("alert", "alive", "rank", "step", "stopping")
 
@@ -40,7 +71,8 @@ class Loop:
 
 @dataclass
 class Sources:
-    """What the thread, the signal handlers and check_loss found; read by the step path."""
+    """What the thread, the signal handlers and check_loss found (one writer per attribute);
+    read by the step path, as the F_* bits the ranks agree on (`flags()`)."""
 
     signal: str | None = None  # written by the signal handler
     deadline_signal: str | None = None  # a signal announcing the job's end (the thread acts)

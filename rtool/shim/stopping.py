@@ -11,10 +11,21 @@ import logging
 import time
 from collections.abc import Callable
 
-from rtool.shim import preempt
 from rtool.shim import slurm as shim_slurm
-from rtool.shim.decision import (
+from rtool.shim.hang import ForcedExit
+from rtool.shim.heartbeat_writer import JobIdentity
+from rtool.shim.options import GuardOptions
+from rtool.shim.report import Reporter
+from rtool.shim.state import (
     CONTINUE,
+    F_GPU,
+    F_KILL,
+    F_MEMORY,
+    F_NONFINITE,
+    F_PERIODIC,
+    F_SAVE,
+    F_SIGNAL,
+    F_TIME,
     GPU_MEMORY,
     KILLED,
     MEMORY,
@@ -29,20 +40,6 @@ from rtool.shim.decision import (
     SIGNAL,
     TIME_LIMIT,
     Decision,
-)
-from rtool.shim.forced_exit import ForcedExit
-from rtool.shim.heartbeat_writer import JobIdentity
-from rtool.shim.options import GuardOptions
-from rtool.shim.report import Reporter
-from rtool.shim.state import (
-    F_GPU,
-    F_KILL,
-    F_MEMORY,
-    F_NONFINITE,
-    F_PERIODIC,
-    F_SAVE,
-    F_SIGNAL,
-    F_TIME,
     Loop,
     Sources,
     Timing,
@@ -162,8 +159,8 @@ class Stopper:
             if self.preempted is not None:
                 reason = PREEMPTED
                 self.report.grace = self.preempted.grace
-                self.forced.timeout = preempt.save_bound(
-                    self.preempted, self.opts.save_timeout, self.timing.longest_save
+                self.forced.timeout = self.preempted.save_bound(
+                    self.opts.save_timeout, self.timing.longest_save
                 )
         code = stop_code(self.opts, self.report.ident, reason)
         saved = False
@@ -274,7 +271,7 @@ def _detail(
     local = {
         KILLED: s.kill and f"kill switch {opts.kill_switch}",
         SIGNAL: s.signal,
-        PREEMPTED: preempted and preempt.detail(s.signal, preempted),
+        PREEMPTED: preempted and preempted.detail(s.signal),
         TIME_LIMIT: s.time_up,
         MEMORY: s.memory,
         GPU_MEMORY: s.gpu,

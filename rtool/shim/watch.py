@@ -10,13 +10,22 @@ import math
 import signal
 
 from rtool.core.heartbeat import ErrorInfo
-from rtool.shim.decision import HANG_EXIT_CODE, HUNG, PEER_FAILED, SIGNAL, UNRESPONSIVE, Decision
-from rtool.shim.forced_exit import end_dumped
-from rtool.shim.hang import Abort, HangWatch, dump_stacks, end
+from rtool.shim.hang import Abort, HangWatch, dump_stacks, end_dumped
 from rtool.shim.options import GuardOptions
 from rtool.shim.report import Reporter
 from rtool.shim.signals import SignalFlags
-from rtool.shim.state import Loop, MonitorConfig, Sources, Timing
+from rtool.shim.state import (
+    HANG_EXIT_CODE,
+    HUNG,
+    PEER_FAILED,
+    SIGNAL,
+    UNRESPONSIVE,
+    Decision,
+    Loop,
+    MonitorConfig,
+    Sources,
+    Timing,
+)
 from rtool.shim.stopping import stop_code
 
 log = logging.getLogger("rtool.shim")
@@ -106,7 +115,7 @@ class InProcessWatch:
         log.critical("rtool.shim: %s: %s; exit code %d", reason, detail, HANG_EXIT_CODE)
         d = Decision(False, True, reason, False, HANG_EXIT_CODE, step, detail)
         self.report.stopped(d, at_progress=True)
-        end(HANG_EXIT_CODE)
+        end_dumped(HANG_EXIT_CODE, dump=False)
 
     def crashed(self, info: ErrorInfo, main_thread: bool) -> None:
         """An uncaught exception: recorded; the training's own ends the other ranks at once."""

@@ -42,6 +42,8 @@ class GuardCallback:
     """The part of a framework callback that reports the guard's outcome."""
 
     guard: Guard
+    update_skipped: bool
+    _losses: list[Any]  # the step's (detached) loss tensors, checked before the optimizer step
 
     @property
     def stopped(self) -> Decision | None:
@@ -52,6 +54,14 @@ class GuardCallback:
     def exit_code(self) -> int:
         """`sys.exit(cb.exit_code)` after training: 0, 85 to requeue, 86 (non-finite) ..."""
         return self.guard.exit_code
+
+    def _check_update(self, optimizer: Any, skip: bool = False) -> None:
+        """The step's losses checked: a non-finite sum (or `skip`) drops the step's update."""
+        losses, self._losses = self._losses, []
+        finite = not losses or self.guard.check_loss(summed_loss(losses))
+        self.update_skipped = skip or not finite
+        if self.update_skipped and optimizer is not None:
+            optimizer.zero_grad(set_to_none=True)  # the step's update is dropped
 
     def _training_ended(self, global_step: int) -> None:
         """A run that was not stopped is finished (done marker); a stopped one just closes."""

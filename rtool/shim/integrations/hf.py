@@ -7,27 +7,15 @@
     trainer.train(resume_from_checkpoint=last_checkpoint(args.output_dir))
     sys.exit(rtool_cb.exit_code)                     # 0, 85 (requeue), 86 (non-finite) ...
 
-The Trainer does the saving (its own `checkpoint-N`, so `resume_from_checkpoint` finds it):
-- save switch: `control.should_save` at the step, training goes on;
-- stop (kill switch, signal, time limit, memory): `should_save` + `should_training_stop`;
-  `train()` returns normally (callbacks, loggers and `on_train_end` run as at a normal end)
-  and the script exits with `exit_code`. No second checkpoint at the epoch end.
-- non-finite loss: read where the loss is computed (the model's output `loss`, summed over the
-  step's micro-batches; works with `logging_nan_inf_filter=True`), checked before the optimizer
-  step; a non-finite step is skipped (its gradients dropped, so no weight turns NaN). After
-  `max_nonfinite` (default 3 here) in a row: stop WITHOUT any checkpoint (the Trainer's own
-  `save_steps` / epoch saves are cancelled at that step), the array's pending tasks held.
-- kill switch present at start, or a run already complete (resumed at `max_steps`): `train()`
-  returns without running a step (the epoch's batches are not even loaded), nothing is saved;
-  a complete run is marked finished again.
-- `on_save` tells the guard every checkpoint the Trainer wrote, with its measured duration
-  (heartbeat `last_saved_step`, `last_save_seconds`, written at once); a complete run calls
-  `guard.finished()`. While the Trainer evaluates (`on_prediction_step`) or saves, no step
-  comes: the guard's hang detection (`RTOOL_HANG_AFTER`) is told so.
-A model whose output has no `loss` (a custom `compute_loss`) can call `rtool_cb.check_loss(x)`.
-`last_checkpoint(output_dir)` is `get_last_checkpoint` that skips a half-written checkpoint-N
-(rtool.shim.latest_checkpoint: trainer_state.json, written last, missing, or a file that does
-not load) and sets it aside.
+The Trainer does the saving (its own `checkpoint-N`, so `resume_from_checkpoint` finds it): the
+callback sets `control.should_save` on the save switch and on a stop, and
+`should_training_stop` on a stop, so `train()` returns normally and the script exits with
+`exit_code`. A non-finite loss is read where it is computed (the model output's `loss`; a
+custom `compute_loss` calls `rtool_cb.check_loss(x)`) and its step's update dropped; after
+`max_nonfinite` (3 here) in a row the run stops with no checkpoint at all. Evaluation and the
+Trainer's own saves are progress, not a hang. What happens at each event: docs/shim.md
+(Frameworks). `last_checkpoint(output_dir)` is `get_last_checkpoint` that skips (and sets aside)
+a half-written checkpoint-N (docs/guide/resume.md).
 """
 
 from __future__ import annotations
@@ -114,14 +102,7 @@ class RtoolCallback(GuardCallback, TrainerCallback):  # type: ignore[misc]
             self._losses.append(loss.detach())
 
     def on_pre_optimizer_step(self, args: Any, state: Any, control: Any, **kwargs: Any) -> Any:
-        losses, self._losses = self._losses, []
-        finite = True
-        if losses:
-            finite = self.guard.check_loss(common.summed_loss(losses))
-        self.update_skipped = self._killed_at_start or not finite
-        optimizer = kwargs.get("optimizer")
-        if self.update_skipped and optimizer is not None:
-            optimizer.zero_grad(set_to_none=True)  # the step's update is dropped
+        self._check_update(kwargs.get("optimizer"), skip=self._killed_at_start)
         return control
 
     def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> Any:

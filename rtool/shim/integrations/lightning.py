@@ -7,29 +7,17 @@
     trainer.fit(model, ckpt_path=last_checkpoint("checkpoints"))
     sys.exit(rtool_cb.exit_code)                     # 0, 85 (requeue), 86 (non-finite) ...
 
-- `last_checkpoint(folder)`: the newest `*.ckpt` of the folder (rtool's and ModelCheckpoint's)
-  that was completely written (not far smaller than the one before, its zip directory whole);
-  newer half-written ones are set aside (rtool.shim.latest_checkpoint). A `ckpt_path` with
-  `{step}` keeps one file per save, so a save cut short leaves the one before it.
-- The guard saves with `trainer.save_checkpoint(ckpt_path)` (on every rank, at the same step)
-  on the save switch (training goes on) and on a stop, then sets `trainer.should_stop`; the
-  ModelCheckpoint callbacks are told that step is saved, so one stop writes ONE checkpoint.
-  `fit()` returns normally: later callbacks, `on_train_end` and the loggers' `finalize
-  ("success")` run as at a normal end.
-- Signals: rtool owns them. Lightning's SIGTERM handler (it raises a bare SystemExit at the
-  next batch) and its SLURM auto-requeue (SIGUSR1 -> save an hpc checkpoint and `scontrol
-  requeue` from inside the job) are displaced: the callback turns `auto_requeue` off on a
-  SLURMEnvironment and puts rtool's handlers back once Lightning installed its own. Requeue
-  goes through the exit code (85) and the batch script, as without Lightning.
-- Non-finite loss: the loss is read in `on_before_backward` and checked before the optimizer
-  step; a non-finite step's update is dropped. After `max_nonfinite` (3 here) in a row: stop
-  without any checkpoint (ModelCheckpoint's included), the array's pending tasks held.
-  `check_loss=False` skips the check (it costs one GPU sync per step).
-- Kill switch present at start: `fit()` ends before the first batch, nothing saved.
-- A run that ends complete saves `ckpt_path` at its last step first (heartbeat
-  `last_saved_step`), so a restart resumes at the end and runs no step again.
-- Evaluation batches and the checkpoints Lightning writes on its own are progress, not a hang
-  (`RTOOL_HANG_AFTER`).
+The guard saves with `trainer.save_checkpoint(ckpt_path)` (on every rank, at the same step) on
+the save switch and on a stop, then sets `trainer.should_stop`: ModelCheckpoint is told that
+step is saved (one stop, ONE checkpoint) and `fit()` returns normally. rtool owns the signals:
+Lightning's SIGTERM handler and SLURM auto-requeue are displaced, and the requeue goes through
+the exit code (85) and the batch script. A non-finite loss (read in `on_before_backward`;
+`check_loss=False`: not read, it costs one GPU sync per step) drops its step's update; after
+`max_nonfinite` (3 here) in a row the run stops with no checkpoint at all. A run that ends
+complete saves `ckpt_path` at its last step, so a restart runs no step again. What happens at
+each event: docs/shim.md (Frameworks). `last_checkpoint(folder)`: the newest complete `*.ckpt`
+that loads, newer half-written ones set aside (docs/guide/resume.md); `{step}` in `ckpt_path`
+keeps one file per save, so a save cut short leaves the one before it.
 """
 
 from __future__ import annotations
@@ -100,13 +88,7 @@ class RtoolCallback(GuardCallback, Callback):  # type: ignore[misc]
             self._losses.append(loss.detach())
 
     def on_before_optimizer_step(self, trainer: Any, pl_module: Any, optimizer: Any) -> None:
-        losses, self._losses = self._losses, []
-        if not losses:
-            self.update_skipped = False
-            return
-        self.update_skipped = not self.guard.check_loss(common.summed_loss(losses))
-        if self.update_skipped:
-            optimizer.zero_grad(set_to_none=True)  # the step's update is dropped
+        self._check_update(optimizer)
 
     def on_train_batch_end(
         self, trainer: Any, pl_module: Any, outputs: Any, batch: Any, batch_idx: int
