@@ -21,7 +21,7 @@ import stat
 from pathlib import Path
 
 from rtool.core.identity import trusted_uid
-from rtool.core.safeio import DEFAULT_LIMIT, UnsafeFileError, trust_problem
+from rtool.core.safeio import DEFAULT_LIMIT, UnsafeFileError, read_fd, trust_problem
 from rtool.core.stdchild import follow
 
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
@@ -116,20 +116,6 @@ def open_at(dirfd: int, name: str, shown: str, *, trust: bool = True) -> tuple[i
         os.close(fd)
         raise UnsafeFileError(problem)
     return fd, st
-
-
-def read_fd(fd: int, shown: str, limit: int = DEFAULT_LIMIT) -> bytes:
-    """At most `limit` bytes of the open file `fd` from its start (UnsafeFileError past it)."""
-    chunks, total = [], 0
-    while total <= limit:
-        chunk = os.pread(fd, min(1 << 20, limit + 1 - total), total)
-        if not chunk:
-            break
-        chunks.append(chunk)
-        total += len(chunk)
-    if total > limit:
-        raise UnsafeFileError(f"{shown} is too large (more than {limit} bytes)")
-    return b"".join(chunks)
 
 
 def read_checked(

@@ -92,20 +92,25 @@ def read_bytes_bounded(
     try:
         if st.st_size > limit:
             raise UnsafeFileError(f"{path} is too large ({st.st_size} bytes, limit {limit})")
-        chunks, total = [], 0
-        while total <= limit:
-            chunk = os.read(fd, min(1 << 20, limit + 1 - total))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            total += len(chunk)
-        if total > limit:  # it grew while we read
-            raise UnsafeFileError(f"{path} is too large (more than {limit} bytes)")
-        return b"".join(chunks)
+        return read_fd(fd, str(path), limit)  # UnsafeFileError when it grew while we read
     except OSError as exc:
         raise UnsafeFileError(f"cannot read {path}: {exc.strerror}") from None
     finally:
         os.close(fd)
+
+
+def read_fd(fd: int, shown: str, limit: int = DEFAULT_LIMIT) -> bytes:
+    """At most `limit` bytes of the open file `fd` from its start (UnsafeFileError past it)."""
+    chunks, total = [], 0
+    while total <= limit:
+        chunk = os.pread(fd, min(1 << 20, limit + 1 - total), total)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+    if total > limit:
+        raise UnsafeFileError(f"{shown} is too large (more than {limit} bytes)")
+    return b"".join(chunks)
 
 
 def read_bounded(

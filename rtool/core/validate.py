@@ -24,7 +24,6 @@ _NAME_BAD = re.compile(r"[\x00-\x1f\x7f,]", _A)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]", _A)
 _USER = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]{0,63}\$?", _A)
 _NODE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]{0,127}", _A)
-_HOSTLIST = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-\[\],]{0,4095}", _A)
 _SIGNAL = re.compile(r"(?:SIG)?([A-Z][A-Z0-9]{1,7}|[0-9]{1,2})", _A)
 _STATES = re.compile(r"[A-Za-z_]{1,20}(?:,[A-Za-z_]{1,20}){0,30}", _A)
 _WORD = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]{0,127}", _A)
@@ -117,13 +116,6 @@ def user(value: object, what: str = "user name") -> str:
 
 def node(value: object, what: str = "node name") -> str:
     return _matching(_NODE, value, what, "expected a host name such as node01")
-
-
-def hostlist(value: object, what: str = "node list") -> str:
-    text = _text(value, what)
-    if _HOSTLIST.fullmatch(text) and text.count("[") == text.count("]"):
-        return text
-    raise ArgvError(f"{what} {text!r}: expected names like node01,gpu[01-04]")
 
 
 def signal_name(value: object, what: str = "signal") -> str:

@@ -20,7 +20,7 @@ from rtool.core.config.layers import DEFAULT, Layer, Layered, Origin, config_fil
 from rtool.core.config.render import MASK  # what `config show` prints for a secret
 from rtool.core.errors import ConfigError
 from rtool.core.identity import trusted_uid
-from rtool.core.safeio import UnsafeFileError, open_regular, trust_problem
+from rtool.core.safeio import UnsafeFileError, open_regular, read_fd, trust_problem
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -131,9 +131,6 @@ def read_trusted_config(found: Path) -> str:
 
 
 def _read_checked_config(found: Path) -> bytes:
-
-    from rtool.core.fdwalk import read_fd
-
     fd, st = open_regular(found)
     try:
         problem = trust_problem(found, st)

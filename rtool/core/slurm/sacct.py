@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, TypedDict
 
+from rtool.core import validate as v
 from rtool.core.slurm.parse import (
     ParseError,
     expand_hostlist,
@@ -47,7 +48,6 @@ NO_FAILED_NODE = 'invalid field requested: "failednode"'
 #: What sacct prints (stderr) on a cluster without an accounting daemon.
 DISABLED_MESSAGE = "accounting storage is disabled"
 
-_JOB_ID = re.compile(r"[0-9]+(?:_[0-9]+)?")  # ASCII digits only
 _STATE = re.compile(r"[A-Z_]{1,20}", re.ASCII)
 _SHOWN_ID = re.compile(r"(\d+)(?:_(\d+|\[[^\]]*\]))?(?:\+\d+)?")
 
@@ -80,20 +80,6 @@ class SacctRecord:
         return self.end is not None and self.state not in {"RUNNING", "PENDING", "REQUEUED"}
 
 
-def validate_job_id(job_id: str) -> str:
-    """A job id fit for argv: `15` or `12_3` (anything else raises ValueError)."""
-    if not isinstance(job_id, str) or not _JOB_ID.fullmatch(job_id):
-        raise ArgvError(f"not a Slurm job id: {job_id!r}")
-    return job_id
-
-
-def validate_name(name: str) -> str:
-    """A job name fit for a `--name=a,b` argument (no leading '-', no comma, no newline)."""
-    if not name or name.startswith("-") or "," in name or any(c in name for c in "\n\r\0"):
-        raise ArgvError(f"not a usable job name: {name!r}")
-    return name
-
-
 class SacctQuery(TypedDict, total=False):
     """Which attempts to ask for (`Slurm.sacct`, `sacct_argv`); every key may be left out."""
 
@@ -109,8 +95,8 @@ def sacct_argv(**q: Unpack[SacctQuery]) -> list[str]:
     """The sacct command line (arguments validated; see `Slurm.sacct`). `states`: only the
     attempts that were in one of them between `since` and now (`--state`, with `--endtime=now`:
     without it sacct's window ends at the start time); `failed_node`: ask FailedNode too."""
-    ids = [validate_job_id(j) for j in q.get("job_ids", ())]
-    name_list = [validate_name(n) for n in q.get("names", ())]
+    ids = [v.job_id(j) for j in q.get("job_ids", ())]
+    name_list = [v.name(n, "job name") for n in q.get("names", ())]
     wanted = [validate_state(s) for s in q.get("states", ())]
     fmt = FAILED_NODE_FORMAT if q.get("failed_node") else SACCT_FORMAT
     argv = ["sacct", "-P", "-n", "-X", f"--format={fmt}"]
