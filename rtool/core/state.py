@@ -150,10 +150,8 @@ class StateDir:
             return  # nothing there yet (or not a folder: the first real run says so)
         data = read_json_file(self.path / FORMAT_FILE, aside=not self.look_only)
         if data is None:
-            if self.look_only:
-                return
-            mark = {"format": STATE_FORMAT, "created_by": f"rtool {__version__}"}
-            self.write_json(FORMAT_FILE, mark)
+            if not self.look_only:
+                self._mark()
             return
         found = data.get("format")
         valid = isinstance(found, int) and not isinstance(found, bool) and found > 0
@@ -162,8 +160,7 @@ class StateDir:
         if not valid:  # corrupt, not newer: say so, move it aside, mark the folder again
             if not self.look_only:
                 move_aside(self.path / FORMAT_FILE, f"format {found!r} is not a version number")
-                mark = {"format": STATE_FORMAT, "created_by": f"rtool {__version__}"}
-                self.write_json(FORMAT_FILE, mark)
+                self._mark()
             return
         by = str(data.get("created_by") or "another rtool")[:60]
         raise StateDirError(
@@ -171,6 +168,9 @@ class StateDir:
             f"reads format {STATE_FORMAT}: run the newer rtool, or give this one its own "
             "[state] dir (docs/upgrading.md)"
         )
+
+    def _mark(self) -> None:
+        self.write_json(FORMAT_FILE, {"format": STATE_FORMAT, "created_by": f"rtool {__version__}"})
 
     def file(self, *parts: str) -> Path:
         """Path of a file inside the state dir (its folder is created)."""
@@ -195,7 +195,6 @@ class StateDir:
             self.write_failed(target, exc)
 
     def read_text(self, rel: str, default: str | None = None) -> str | None:
-
         if rel in self.overlay:
             return self.overlay[rel]
         target = self.path / rel

@@ -160,9 +160,7 @@ class SlurmReads:
         argv.append(f"--user={self.user}")
         try:
             res = self._run(argv)
-        except SlurmTimeout:
-            raise
-        except SlurmError as exc:
+        except SlurmError as exc:  # a SlurmTimeout too: its stderr is empty
             err = (exc.stderr or "").lower()
             if DISABLED_MESSAGE in err:
                 raise AccountingDisabled(argv, "Slurm accounting storage is disabled") from None

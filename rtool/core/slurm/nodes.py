@@ -80,11 +80,16 @@ class NodeEvent:
         return "DOWN" in self.state.upper()
 
 
-def _epoch(text: str) -> float | None:
+def timestamp_or_none(text: str) -> datetime | None:
+    """`parse_slurm_timestamp`, or None for a time it cannot read."""
     try:
-        when = parse_slurm_timestamp(text)
+        return parse_slurm_timestamp(text)
     except ParseError:
         return None
+
+
+def _epoch(text: str) -> float | None:
+    when = timestamp_or_none(text)
     return when.timestamp() if when is not None else None
 
 
@@ -117,10 +122,6 @@ def parse_sinfo_nodes(text: str) -> list[NodeState]:
     """Every line of `sinfo -N -h -o SINFO_FORMAT` (a node in two partitions gives two)."""
     out = []
     for name, partition, state, when, user, reason in _rows(text, SINFO_FIELDS, "sinfo"):
-        try:
-            stamp = parse_slurm_timestamp(when)
-        except ParseError:
-            stamp = None
         out.append(
             NodeState(
                 name=name,
@@ -128,7 +129,7 @@ def parse_sinfo_nodes(text: str) -> list[NodeState]:
                 state=state,
                 reason=_opt(reason),
                 reason_user=_opt(user),
-                reason_time=stamp,
+                reason_time=timestamp_or_none(when),
             )
         )
     return out

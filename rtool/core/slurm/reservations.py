@@ -15,12 +15,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
-from rtool.core.slurm.parse import (
-    ParseError,
-    expand_hostlist,
-    parse_scontrol_record,
-    parse_slurm_timestamp,
-)
+from rtool.core.slurm.nodes import timestamp_or_none
+from rtool.core.slurm.parse import expand_hostlist, parse_scontrol_record
 
 #: Pending reasons under which a reservation may be what a job waits for.
 RESERVATION_REASONS = ("reqnodenotavail", "resources", "reservation", "nodes required for job")
@@ -60,13 +56,6 @@ def _words(value: str) -> tuple[str, ...]:
     return tuple(w for w in value.split(",") if w.strip().lower() not in _NULL)
 
 
-def _when(value: str) -> datetime | None:
-    try:
-        return parse_slurm_timestamp(value)
-    except ParseError:
-        return None
-
-
 def parse_reservations(text: str) -> list[Reservation]:
     """Every reservation in `scontrol show reservation` output (`No reservations in the
     system` gives []). Raises ParseError on a node list it cannot read."""
@@ -79,8 +68,8 @@ def parse_reservations(text: str) -> list[Reservation]:
         out.append(
             Reservation(
                 name=rec["ReservationName"],
-                start=_when(rec.get("StartTime", "")),
-                end=_when(rec.get("EndTime", "")),
+                start=timestamp_or_none(rec.get("StartTime", "")),
+                end=timestamp_or_none(rec.get("EndTime", "")),
                 nodes=tuple(expand_hostlist(nodes)) if nodes.lower() not in _NULL else (),
                 flags=frozenset(f.strip().upper() for f in _words(rec.get("Flags", ""))),
                 users=_words(rec.get("Users", "")),
