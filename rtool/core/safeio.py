@@ -4,10 +4,10 @@
   anything that is not a regular file (FIFO, device, socket, folder) with one line, reads at most
   `limit` bytes (a 50 MB line or a huge file costs `limit`), decodes with replacement (binary
   never raises). The one bounded reader: every file rtool reads goes through it.
-- `read_json_object(path)`: a JSON object from a file; a corrupt one (truncated, binary, wrong
+- `read_json_file(path)`: a JSON object from a file; a corrupt one (truncated, binary, wrong
   type, a folder where the file belongs) is moved aside to `<name>.corrupt-<time>` with a
   warning and treated as missing.
-- `trusted(path)` / `check_trusted(path, what)`: owned by the user or root and not writable by
+- `trust_problem(path)` / `check_trusted(path, what)`: owned by the user or root and not writable by
   group or others (the rule for config files, cron jobs and switch folders).
 - `create_nofollow(path)`: create or touch a file without ever following a symlink.
 """
@@ -183,10 +183,12 @@ def trust_problem(path: str | os.PathLike[str], st: os.stat_result | None = None
     return None
 
 
-def check_trusted(path: str | os.PathLike[str], what: str) -> None:
+def check_trusted(
+    path: str | os.PathLike[str], what: str, st: os.stat_result | None = None
+) -> None:
     """Raise UnsafeFileError naming `what` when `path` (or the file a symlink points to, and the
-    symlink itself) is not trustworthy."""
-    problem = trust_problem(path)
+    symlink itself) is not trustworthy; `st`: the fstat of the descriptor that will be read."""
+    problem = trust_problem(path, st)
     if problem is None and os.path.islink(path):  # a link's own mode means nothing; its owner
         owner = os.lstat(path).st_uid
         if owner not in (os.getuid(), 0):

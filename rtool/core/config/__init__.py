@@ -8,7 +8,6 @@ none, built-in defaults. Every error is reported at once with its key path, file
 from __future__ import annotations
 
 import os
-import stat
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -19,8 +18,7 @@ from pydantic import ValidationError
 from rtool.core.config.layers import DEFAULT, Layer, Layered, Origin, config_files, locate
 from rtool.core.config.render import MASK  # what `config show` prints for a secret
 from rtool.core.errors import ConfigError
-from rtool.core.identity import trusted_uid
-from rtool.core.safeio import UnsafeFileError, open_regular, read_fd, trust_problem
+from rtool.core.safeio import UnsafeFileError, check_trusted, open_regular, read_fd
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -133,12 +131,7 @@ def read_trusted_config(found: Path) -> str:
 def _read_checked_config(found: Path) -> bytes:
     fd, st = open_regular(found)
     try:
-        problem = trust_problem(found, st)
-        link = os.lstat(found)
-        if not problem and stat.S_ISLNK(link.st_mode) and not trusted_uid(link.st_uid):
-            problem = f"it is a symlink owned by uid {link.st_uid}, not by you or root"
-        if problem:
-            raise UnsafeFileError(f"refusing config file {found}: {problem}")
+        check_trusted(found, "config file", st)
         return read_fd(fd, str(found), 1024 * 1024)
     finally:
         os.close(fd)
