@@ -58,23 +58,6 @@ class RunState(str, enum.Enum):
         return self.value
 
 
-#: Reasons the shim stops a run (Heartbeat.stop_reason).
-STOP_REASONS = (
-    "killed",
-    "signal",
-    "time_limit",
-    "memory",
-    "gpu_memory",
-    "nonfinite_loss",
-    "save_timeout",
-    "unresponsive",
-    "crashed",
-    "hung",  # no step for the hang threshold: stacks dumped, process ended (rtool.shim)
-    "peer_failed",  # another rank hung or crashed: this one ended with it
-    "preempted",  # SIGTERM while Slurm preempts the job (its PreemptTime is set)
-)
-
-
 @dataclass(frozen=True)
 class ErrorInfo:
     """An uncaught exception: its type, message and the last line of its traceback."""
@@ -151,7 +134,7 @@ class Heartbeat:
     longest_save_seconds: float | None = None
     save_over_grace: str | None = None  # a preempted stop's save longer than the GraceTime
     nonfinite_count: int = 0
-    stop_reason: str | None = None  # of the last stop (carried over until this run stops)
+    stop_reason: str | None = None  # of the last stop (docs/shim.md); kept until this run stops
     stop_detail: str | None = None
     stop_step: int | None = None
     stop_time: float | None = None

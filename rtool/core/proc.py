@@ -18,8 +18,6 @@ from rtool.core.errors import RtoolError
 
 log = logging.getLogger(__name__)
 
-DEFAULT_TIMEOUT = 30.0
-
 
 class ProcError(RtoolError):
     """A command that could not start, exited non-zero or timed out."""
