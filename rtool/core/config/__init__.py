@@ -190,15 +190,12 @@ def _nesting(text: str) -> int:
     return deepest
 
 
-def format_errors(exc: Any, layered: Layered | str) -> list[str]:
+def format_errors(exc: Any, layered: Layered) -> list[str]:
     """One line per error: `notify.email.port (line 7): Input should be a valid integer`
     (`(FILE:7)` when several files were merged).
 
     The offending value is never echoed: it might be a secret pasted in the wrong place.
     """
-    if isinstance(layered, str):
-        text, layered = layered, Layered()
-        layered.add(Layer(Path("<config>"), text, {}))
     problems = []
     for err in exc.errors(include_input=False, include_url=False):
         loc = tuple(err["loc"])
