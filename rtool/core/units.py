@@ -33,24 +33,11 @@ _NUMBER = re.compile(r"\d{1,40}(?:\.\d{1,40})?", re.ASCII)
 MAX_DURATION = 100 * 365 * 86400.0
 MAX_SIZE = 2**60
 
-_SIZE_UNITS = {
-    "": 1,
-    "b": 1,
-    "k": 1000,
-    "kb": 1000,
-    "m": 1000**2,
-    "mb": 1000**2,
-    "g": 1000**3,
-    "gb": 1000**3,
-    "t": 1000**4,
-    "tb": 1000**4,
-    "p": 1000**5,
-    "pb": 1000**5,
-    "kib": 1024,
-    "mib": 1024**2,
-    "gib": 1024**3,
-    "tib": 1024**4,
-    "pib": 1024**5,
+#: Size suffixes (lower case) -> bytes: `k`, `kb` decimal (1000), `kib` binary (1024), to peta.
+_SIZE_UNITS = {"": 1, "b": 1} | {
+    name: base**n
+    for n, p in enumerate("kmgtp", 1)
+    for name, base in ((p, 1000), (p + "b", 1000), (p + "ib", 1024))
 }
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$", re.ASCII)
 _PERCENT = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*%?\s*$", re.ASCII)
