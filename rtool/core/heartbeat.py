@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import json
 import os
 import stat
@@ -234,14 +235,11 @@ def read_heartbeat(
 
 # -- type checks -------------------------------------------------------------------------------
 
-_TYPES: dict[str, Any] = {}
 
-
+@functools.cache
 def _field_types() -> dict[str, Any]:
-    if not _TYPES:
-        hints = typing.get_type_hints(Heartbeat)
-        _TYPES.update({f.name: hints[f.name] for f in dataclasses.fields(Heartbeat)})
-    return _TYPES
+    hints = typing.get_type_hints(Heartbeat)
+    return {f.name: hints[f.name] for f in dataclasses.fields(Heartbeat)}
 
 
 def _convert(name: str, value: Any, kind: Any) -> Any:

@@ -116,7 +116,8 @@ class Layered:
         return tuple(path) in self.sources
 
 
-def _is_tables(value: Any) -> bool:
+def is_tables(value: Any) -> bool:
+    """An array of tables (`[[watch.disk]]`): a non-empty list of dicts."""
     return isinstance(value, list) and bool(value) and all(isinstance(v, dict) for v in value)
 
 
@@ -129,7 +130,7 @@ def _merge(
         if isinstance(value, dict) and isinstance(old, dict):
             out.sources[path] = (i, here)
             _merge(out, old, value, path, here, i)
-        elif isinstance(old, list) and _is_tables(value) and _is_tables(old):
+        elif isinstance(old, list) and is_tables(value) and is_tables(old):
             for n, entry in enumerate(value):
                 if entry in old:
                     continue  # the same entry in two files: watched once
@@ -147,7 +148,7 @@ def _record(out: Layered, path: KeyPath, local: KeyPath, value: Any, i: int) -> 
     if isinstance(value, dict):
         for k, v in value.items():
             _record(out, (*path, k), (*local, k), v, i)
-    elif _is_tables(value):
+    elif is_tables(value):
         for n, v in enumerate(value):
             _record(out, (*path, n), (*local, n), v, i)
 

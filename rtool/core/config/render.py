@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from rtool.core.config.layers import KeyPath, Layered
+from rtool.core.config.layers import KeyPath, Layered, is_tables
 from rtool.core.redact import redact
 
 if TYPE_CHECKING:
@@ -82,7 +82,7 @@ def _fill(table: Any, data: dict[str, Any], at: KeyPath, origin: Any) -> None:
 
     later = []
     for key, value in data.items():
-        if isinstance(value, dict) or _is_tables(value):
+        if isinstance(value, dict) or is_tables(value):
             later.append((key, value))
             continue
         item = tomlkit.item(value)
@@ -107,10 +107,6 @@ def _fill(table: Any, data: dict[str, Any], at: KeyPath, origin: Any) -> None:
         table.add(key, aot)
 
 
-def _is_tables(value: Any) -> bool:
-    return isinstance(value, list) and bool(value) and all(isinstance(v, dict) for v in value)
-
-
 def origin_of(layered: Layered) -> Callable[[KeyPath], str]:
     """The comment of a value: `from FILE:LINE` where a file gave it, else `default`."""
 
@@ -129,7 +125,7 @@ def origins_map(data: dict[str, Any], layered: Layered) -> dict[str, str]:
         if isinstance(obj, dict):
             for k, v in obj.items():
                 walk(v, (*at, k))
-        elif _is_tables(obj):
+        elif is_tables(obj):
             for n, v in enumerate(obj):
                 walk(v, (*at, n))
         else:
