@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import ValidationError
 
-from rtool.core.config.layers import DEFAULT, Layer, Layered, Origin, config_files, locate
+from rtool.core.config.layers import Layer, Layered, config_files, locate
 from rtool.core.config.render import MASK  # what `config show` prints for a secret
 from rtool.core.errors import ConfigError
 from rtool.core.safeio import UnsafeFileError, check_trusted, open_regular, read_fd
@@ -26,9 +26,7 @@ if TYPE_CHECKING:
     M = TypeVar("M", bound=BaseModel)
 
 __all__ = [
-    "DEFAULT",
     "Layered",
-    "Origin",
     "config_files",
     "find_config_path",
     "format_errors",
