@@ -14,13 +14,9 @@ import pwd
 import stat
 
 
-def current_uid() -> int:
-    return os.getuid()
-
-
 def current_user() -> str:
     """The user name of this process's uid (its number when the passwd database has none)."""
-    return _user_of(current_uid())
+    return _user_of(os.getuid())
 
 
 @functools.lru_cache(maxsize=8)
@@ -37,13 +33,13 @@ def is_mine(user: str | None) -> bool:
     if not user:
         return False
     text = user.strip()
-    uid = current_uid()
+    uid = os.getuid()
     return text == _user_of(uid) or text == str(uid)
 
 
 def trusted_uid(uid: int) -> bool:
     """You or root: the only owners whose files may steer your run."""
-    return uid in (current_uid(), 0)
+    return uid in (os.getuid(), 0)
 
 
 def foreign_owner(path: str | os.PathLike[str]) -> int | None:

@@ -8,12 +8,12 @@ else's, also when rtool runs as root or a Slurm operator.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol
 
 from rtool.core import validate as v
-from rtool.core.identity import current_uid
 from rtool.core.slurm.failures import ForeignJob, SlurmError
 
 #: scontrol verbs that act on jobs named by their ids (the owner is checked first).
@@ -56,7 +56,7 @@ def foreign(records: Iterable[Mapping[str, str]], job_id: str, me: str) -> str |
     """Why rtool may not act on the job whose `scontrol show job` records these are (one of
     them is not yours, or does not say whose it is); None when every one is yours."""
     for rec in records:
-        if record_uid(rec) != current_uid():
+        if record_uid(rec) != os.getuid():
             owner = rec.get("UserId") or "an unknown user"
             return f"job {job_id} belongs to {owner}, not to you ({me}): not touched"
     return None
