@@ -70,7 +70,7 @@ SLURM_ENV = {"SLURM_TIME_FORMAT": "standard"}
 
 class SlurmReads:
     """The read-only half of `Slurm`: the command runner, queue and accounting queries.
-    `look_only` (`--dry-run`): only commands that read run (`withhold`)."""
+    `look_only` (`--dry-run`): only commands that read run (the rest: `withheld`)."""
 
     def __init__(self, timeout: float = 30.0, *, look_only: bool = False) -> None:
         self.timeout = timeout
@@ -92,7 +92,11 @@ class SlurmReads:
         timeout: float | None = None,
     ) -> Result:
         if self.look_only and not reads_only(argv):
-            return withhold(self, argv)
+            # hold, requeue, an ExcNodeList update, scancel, sbatch, srun, scrontab changes:
+            # recorded, not run, and answered with an empty success, whoever asks for it
+            self.withheld.append(list(argv))
+            log.info("look-only: not running %s", " ".join(argv))
+            return Result(list(argv), 0, "", "")
         self.calls.append(list(argv))
         limit = timeout or self.timeout
         try:
@@ -334,12 +338,3 @@ class Slurm(SlurmReads):
         if res.returncode == 0 or exclusion_applied(self.show_job(job_id), names):
             return text
         raise SlurmError(argv, f"exit code {res.returncode}", res.returncode, res.stderr)
-
-
-def withhold(slurm: SlurmReads, argv: Sequence[str]) -> Result:
-    """Look-only: any command that is not `reads_only` (hold, requeue, an ExcNodeList update,
-    scancel, sbatch, srun, scrontab changes) is recorded in `slurm.withheld`, not run, and
-    answered with an empty success, whoever asks for it."""
-    slurm.withheld.append(list(argv))
-    log.info("look-only: not running %s", " ".join(argv))
-    return Result(list(argv), 0, "", "")
