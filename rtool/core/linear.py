@@ -72,12 +72,10 @@ def _chars(op: Any, av: Any, ignore_case: bool) -> set[str] | None:
     else:
         return None
     if ignore_case:
-        return {c for c in _UNIVERSE if any(len(v) == 1 and test(v) for v in _cases(c))}
+        return {
+            c for c in _UNIVERSE if any(len(v) == 1 and test(v) for v in (c, c.lower(), c.upper()))
+        }
     return {c for c in _UNIVERSE if test(c)}
-
-
-def _cases(c: str) -> tuple[str, str, str]:
-    return (c, c.lower(), c.upper())
 
 
 def _items(sub: Any) -> list[tuple[Any, Any]]:

@@ -307,10 +307,6 @@ def _ranges(spec: str, whole: str) -> list[tuple[int, int, int]]:
     return out
 
 
-def _too_many(whole: str) -> ParseError:
-    return ParseError(f"host list {_clipped(whole)!r} names more than {MAX_HOSTS} hosts")
-
-
 def expand_hostlist(text: str) -> list[str]:
     """Slurm's compact host list, expanded in order: `n[1-3],gpu01` -> n1, n2, n3, gpu01.
 
@@ -336,7 +332,7 @@ def expand_hostlist(text: str) -> list[str]:
         for ranges in groups:
             count *= sum(hi - lo + 1 for lo, hi, _ in ranges)
             if len(hosts) + count > MAX_HOSTS:
-                raise _too_many(text)
+                raise ParseError(f"host list {_clipped(text)!r} names more than {MAX_HOSTS} hosts")
         names = [""]
         for prefix, ranges in zip(pieces, groups, strict=True):
             parts = [str(n).zfill(w) for lo, hi, w in ranges for n in range(lo, hi + 1)]
