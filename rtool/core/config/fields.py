@@ -27,6 +27,7 @@ from pydantic import Field
 from pydantic.fields import FieldInfo
 
 from rtool.core.config.types import Duration, Percent, PositiveDuration, Size
+from rtool.core.units import exact_size
 
 _KEY = "rtool"
 
@@ -126,14 +127,6 @@ def exact_duration(seconds: float) -> str:
         if s and s % size == 0 and (unit != "d" or s >= 2 * 86400):
             return f"{s // size}{unit}"
     return f"{s}s"
-
-
-def exact_size(n: int) -> str:
-    """A size exactly: `1GiB`, `64KiB`, `1500B`."""
-    for unit, size in (("TiB", 1024**4), ("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
-        if n and n % size == 0:
-            return f"{n // size}{unit}"
-    return f"{n}B"
 
 
 def shown(value: Any, unit: str | None = None) -> str | None:
