@@ -77,18 +77,9 @@ def pid_is(pid: int | None, program: str) -> bool:
         return False
 
 
-def stop_pid(pid: int | None, program: str, grace: float = 10.0, sig: int = signal.SIGTERM) -> None:
-    """Send `sig` to `pid` when it runs `program`, wait up to `grace` s, then SIGKILL."""
-    if not pid_is(pid, program):
-        return
-    assert pid is not None
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, sig)
-    if wait_until(lambda: not pid_alive(pid), grace):
-        return
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGKILL)
-    wait_until(lambda: not pid_alive(pid), 5)
+def stop_pid(pid: int | None, program: str, grace: float = 10.0) -> None:
+    """SIGTERM `pid` when it runs `program`, wait up to `grace` s, then SIGKILL."""
+    stop_pids([(pid, program)], grace)
 
 
 def stop_pids(pids: list[tuple[int | None, str]], grace: float = 10.0) -> None:

@@ -22,29 +22,12 @@ from devtools.localslurm.slurmconf import (
 )
 
 
-def _mariadb(directory: Path, sql: str, timeout: float = 20) -> None:
-    sh(
-        ["mariadb", "--no-defaults", f"--socket={directory / 'mysql.sock'}", "-u", "root"],
-        input=sql,
-        timeout=timeout,
-    )
-
-
-def _db_answers(directory: Path) -> bool:
-    res = sh(
-        [
-            "mariadb",
-            "--no-defaults",
-            f"--socket={directory / 'mysql.sock'}",
-            "-u",
-            "root",
-            "-e",
-            "SELECT 1",
-        ],
-        timeout=10,
-        check=False,
-    )
-    return res.returncode == 0
+def _mariadb(directory: Path, *args: str, sql: str | None = None, check: bool = True) -> bool:
+    """Run the `mariadb` client on the cluster's own database, as its root; True when it
+    succeeds (LocalSlurmError when it fails and `check`)."""
+    socket = f"--socket={directory / 'mysql.sock'}"
+    argv = ["mariadb", "--no-defaults", socket, "-u", "root", *args]
+    return sh(argv, input=sql, timeout=20, check=check).returncode == 0
 
 
 def start_database(directory: Path, layout: Layout, timeout: float = 60) -> None:
@@ -80,7 +63,7 @@ def start_database(directory: Path, layout: Layout, timeout: float = 60) -> None
         ],
         timeout=20,
     )
-    if not wait_until(lambda: _db_answers(directory), timeout, step=0.3):
+    if not wait_until(lambda: _mariadb(directory, "-e", "SELECT 1", check=False), timeout, 0.3):
         raise LocalSlurmError(
             f"MariaDB did not answer in {timeout:g}s\n" + tail(directory / "log" / "mariadbd.log")
         )
@@ -90,7 +73,7 @@ def start_database(directory: Path, layout: Layout, timeout: float = 60) -> None
         f"GRANT ALL ON {DB_NAME}.* TO '{DB_USER}'@'{h}';"
         for h in ("127.0.0.1", "localhost")
     )
-    _mariadb(directory, grants + "FLUSH PRIVILEGES;")
+    _mariadb(directory, sql=grants + "FLUSH PRIVILEGES;")
 
 
 def start_slurmdbd(
