@@ -10,7 +10,7 @@ array starts after `rtool stop`.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 _STEP = re.compile(r"^step=(\d+) job=(\S+) task=(\S+) pid=(\d+)$")
 _START = re.compile(r"starting at step (\d+) of (\d+) \(job=(\S+) task=(\S+) pid=(\d+)\)")
@@ -89,7 +89,7 @@ class Accounting:
 
     runs: int  # processes that ran steps
     steps_run: int  # step lines, duplicates included
-    distinct: int
+    distinct_steps: int
     last_step: int  # highest step recorded (-1: none)
     final_checkpoint: int  # step of the last save (-1: none)
     holes: list[int]  # steps up to the final checkpoint never run: progress lost
@@ -108,21 +108,8 @@ class Accounting:
         return self.lost == 0 and not self.run_twice_after_save and not self.bad_resumes
 
     def as_dict(self) -> dict[str, object]:
-        return {
-            "runs": self.runs,
-            "steps_run": self.steps_run,
-            "distinct_steps": self.distinct,
-            "last_step": self.last_step,
-            "final_checkpoint": self.final_checkpoint,
-            "steps_lost": self.lost,
-            "holes": self.holes,
-            "discarded": self.discarded,
-            "redone": self.redone,
-            "run_twice_after_save": self.run_twice_after_save,
-            "bad_resumes": self.bad_resumes,
-            "resumes": [list(r) for r in self.resumes],
-            "ok": self.ok,
-        }
+        """summary.json's `accounting` entry: the fields, `steps_lost` and `ok`."""
+        return {**asdict(self), "steps_lost": self.lost, "ok": self.ok}
 
 
 def account(steps: list[StepLine], saves_by_pid: dict[int, list[int]]) -> Accounting:
@@ -158,7 +145,7 @@ def account(steps: list[StepLine], saves_by_pid: dict[int, list[int]]) -> Accoun
     return Accounting(
         runs=len(order),
         steps_run=len(steps),
-        distinct=len(counts),
+        distinct_steps=len(counts),
         last_step=last,
         final_checkpoint=saved,
         holes=[s for s in range(saved + 1) if s not in counts],

@@ -9,10 +9,9 @@ import time
 from devtools.demo.observe import compress
 from devtools.demo.scenario import Demo, StepFailed
 from devtools.demo.workspace import LIMIT, TRAIN
+from devtools.localslurm.control import READY
 from rtool.core.slurm import SacctRecord, SlurmError
 from rtool.core.slurm.parse import ParseError, parse_slurm_timestamp
-
-READY = ("idle", "mixed", "allocated")
 
 _PID = re.compile(r"pid=(\d+)")
 
