@@ -26,10 +26,7 @@ class PagerDutyLikeServer(SlackLikeServer):
         self.routing_key = routing_key
         self.open: dict[str, dict[str, Any]] = {}
         self.events: list[dict[str, Any]] = []  # every accepted event, in order
-
-    @property
-    def url(self) -> str:
-        return f"{self.base}/v2/enqueue"
+        self.url = f"{self.base}/v2/enqueue"
 
     def _handle(self, req: BaseHTTPRequestHandler) -> None:
         raw = req.rfile.read(int(req.headers.get("Content-Length") or 0))
@@ -55,14 +52,10 @@ class PagerDutyLikeServer(SlackLikeServer):
             status, answer = 400, _invalid(["forced invalid (test mode)"])
         with self._lock:
             self.requests.append({"path": req.path, "body": body, "status": status})
-        data = json.dumps(answer).encode()
-        req.send_response(status)
-        req.send_header("Content-Type", "application/json")
+        headers = {"Content-Type": "application/json"}
         if status == 429:
-            req.send_header("Retry-After", str(self.retry_after))
-        req.send_header("Content-Length", str(len(data)))
-        req.end_headers()
-        req.wfile.write(data)
+            headers["Retry-After"] = str(self.retry_after)
+        self._reply(req, status, answer, headers)
 
     def _event(self, path: str, body: Any) -> tuple[int, dict[str, Any]]:
         if path != "/v2/enqueue":

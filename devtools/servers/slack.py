@@ -43,22 +43,10 @@ class SlackLikeServer:
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
         self._ts = 1700000000.0
-
-    @property
-    def base(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    @property
-    def webhook_url(self) -> str:
-        return f"{self.base}/services/T000/B000/{self.secret}"
-
-    @property
-    def api_url(self) -> str:
-        return f"{self.base}/api/"
-
-    @property
-    def hook_url(self) -> str:
-        return f"{self.base}/hook"
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.webhook_url = f"{self.base}/services/T000/B000/{self.secret}"
+        self.api_url = f"{self.base}/api/"
+        self.hook_url = f"{self.base}/hook"
 
     def script(self, *modes: str) -> None:
         """Answer the next requests with `modes`, one each, then `self.mode` again."""
@@ -116,6 +104,13 @@ class SlackLikeServer:
             self.requests.append(record)
             if mode == "ok":
                 self.accepted.append(record)
+        self._reply(req, status, answer, headers)
+
+    @staticmethod
+    def _reply(
+        req: BaseHTTPRequestHandler, status: int, answer: Any, headers: dict[str, str]
+    ) -> None:
+        """Send `answer` (bytes as they are, anything else as JSON) with `headers`."""
         data = answer if isinstance(answer, bytes) else json.dumps(answer).encode()
         req.send_response(status)
         for name, value in headers.items():
