@@ -22,10 +22,6 @@ class Message:
         return "RESOLVED" in self.title
 
 
-def _slack_text(body: dict[str, Any]) -> str:
-    return str(body.get("text") or body)
-
-
 class Inbox:
     """Every notification delivered so far, per channel; `new()` gives the unseen ones."""
 
@@ -65,7 +61,7 @@ class Inbox:
             out += [Message("email", str(m["Subject"])) for m in list(self.smtp.messages)]
         if self.slack is not None:
             accepted = list(self.slack.accepted)
-            out += [Message("slack", _slack_text(r["body"])) for r in accepted]
+            out += [Message("slack", str(r["body"].get("text") or r["body"])) for r in accepted]
         return out
 
     def new(self) -> list[Message]:

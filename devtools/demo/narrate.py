@@ -85,8 +85,4 @@ class Narrator:
     def pause(self, seconds: float, what: str) -> None:
         """Let time pass (printing what arrives meanwhile)."""
         end = time.monotonic() + seconds
-
-        def done() -> bool:
-            return time.monotonic() >= end
-
-        self.wait(what, done, seconds + 5)
+        self.wait(what, lambda: time.monotonic() >= end, seconds + 5)

@@ -124,30 +124,15 @@ class Demo:
         sig: str,
         sbatch_extra: tuple[str, ...] = (),
     ) -> str:
-        args = [
-            "submit",
-            str(self.toy),
-            "--array",
-            f"0-{tasks - 1}%1",
-            "--time",
-            time_limit,
-            "--signal",
-            sig,
-            "--job-name",
-            name,
-            "--heartbeat",
-            str(self.ws.run_dir(name) / "heartbeat.json"),
-            "--hang-after",  # the hang scene shows the cron log watchdog's part (the backstop)
-            "off",
-            "--args",
-            shlex.join(toy_args),
-            "--parsable",
-            "--",
-            "--open-mode=append",  # a requeued task appends to its output instead of wiping it
-            *sbatch_extra,
-        ]
+        array, heartbeat = f"0-{tasks - 1}%1", str(self.ws.run_dir(name) / "heartbeat.json")
+        args = ["submit", str(self.toy), "--array", array, "--time", time_limit, "--signal", sig]
+        args += ["--job-name", name, "--heartbeat", heartbeat]
+        # --hang-after off: the hang scene shows the cron log watchdog's part (the backstop)
+        args += ["--hang-after", "off", "--args", shlex.join(toy_args), "--parsable"]
+        # --open-mode=append: a requeued task appends to its output instead of wiping it
+        args += ["--", "--open-mode=append", *sbatch_extra]
         shown = (
-            f"rtool submit train_toy.py --array 0-{tasks - 1}%1 --time {time_limit} "
+            f"rtool submit train_toy.py --array {array} --time {time_limit} "
             f"--signal {sig} --job-name {name} --args '{' '.join(toy_args[:4])} ...'"
         )
         job_id = self.rtool(*args, shown=shown, cwd=self.ws.job_dir(name)).strip()

@@ -38,14 +38,8 @@ class PagerDutyLikeServer(SlackLikeServer):
         if mode == "ok":
             status, answer = self._event(req.path, body)
         elif mode == "ratelimit":
-            status, answer = (
-                429,
-                {
-                    "status": "throttle event",
-                    "message": "Requests for this "
-                    "service are arriving too quickly. Please retry later.",
-                },
-            )
+            why = "Requests for this service are arriving too quickly. Please retry later."
+            status, answer = 429, {"status": "throttle event", "message": why}
         elif mode == "error":
             status, answer = 500, {"status": "error", "message": "internal error"}
         else:
