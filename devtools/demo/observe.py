@@ -10,6 +10,7 @@ array starts after `rtool stop`.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 
 _STEP = re.compile(r"^step=(\d+) job=(\S+) task=(\S+) pid=(\d+)$")
@@ -120,30 +121,23 @@ def account(steps: list[StepLine], saves_by_pid: dict[int, list[int]]) -> Accoun
     (highest step saved by the runs before it) + 1, and must not run a step at or below that
     save. Steps after a hang but before the next save are legitimately redone.
     """
-    order: list[int] = []
-    by_pid: dict[int, list[int]] = {}
+    by_pid: dict[int, list[int]] = {}  # in the order of their first line
     for s in steps:
-        if s.pid not in by_pid:
-            order.append(s.pid)
-            by_pid[s.pid] = []
-        by_pid[s.pid].append(s.step)
+        by_pid.setdefault(s.pid, []).append(s.step)
     saved = -1
     twice: list[int] = []
     bad: list[str] = []
     resumes: list[tuple[int, int]] = []
-    for pid in order:
-        run = by_pid[pid]
+    for pid, run in by_pid.items():
         resumes.append((pid, run[0]))
         if run[0] != saved + 1:
             bad.append(f"pid {pid} started at step {run[0]}, the last save was step {saved}")
         twice += [s for s in run if s <= saved]
         saved = max([saved, *saves_by_pid.get(pid, [])])
-    counts: dict[int, int] = {}
-    for s in steps:
-        counts[s.step] = counts.get(s.step, 0) + 1
+    counts = Counter(s.step for s in steps)
     last = max(counts, default=-1)
     return Accounting(
-        runs=len(order),
+        runs=len(by_pid),
         steps_run=len(steps),
         distinct_steps=len(counts),
         last_step=last,

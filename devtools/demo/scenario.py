@@ -187,11 +187,7 @@ class Demo:
         return out
 
     def run_of(self, name: str, pid: int) -> RunInfo | None:
-        for out in self.outputs(name):
-            for r in out.runs:
-                if r.pid == pid:
-                    return r
-        return None
+        return next((r for out in self.outputs(name) for r in out.runs if r.pid == pid), None)
 
     def runs(self, name: str) -> list[tuple[int, str, int]]:
         """(pid, task, first step) of each run, in the order they trained."""

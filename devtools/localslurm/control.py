@@ -39,7 +39,7 @@ from devtools.localslurm.slurmconf import (
     system_program,
     write_slurm_conf,
 )
-from devtools.localslurm.slurmdb import accounting_pids, start_database, start_slurmdbd
+from devtools.localslurm.slurmdb import start_database, start_slurmdbd
 from rtool.core.slurm.hostlist import compress_hostlist
 
 __all__ = ["DEFAULT_DIR", "READY", "Cluster", "LocalSlurmError", "down", "main", "status", "up"]
@@ -112,8 +112,11 @@ def _munge_ok() -> bool:
         return False
 
 
-def _is_ours(cluster: Cluster) -> bool:
-    """The controller that answers is this cluster's own (its StateSaveLocation is ours)."""
+def _up(cluster: Cluster) -> bool:
+    """Its slurmctld runs, and the controller that answers is this cluster's own (its
+    StateSaveLocation is ours)."""
+    if not (cluster.conf.exists() and cluster.alive("slurmctld")):
+        return False
     res = sh(["scontrol", "show", "config"], env=cluster.env, timeout=15, check=False)
     for line in res.stdout.splitlines():
         key, _, value = line.partition("=")
@@ -124,9 +127,7 @@ def _is_ours(cluster: Cluster) -> bool:
 
 def ready(cluster: Cluster) -> bool:
     """Every node takes jobs, and sacct answers when the cluster has accounting."""
-    if not (cluster.conf.exists() and cluster.nodes and cluster.alive("slurmctld")):
-        return False
-    if not _is_ours(cluster):
+    if not (cluster.nodes and _up(cluster)):
         return False
     states = cluster.node_states()
     if any(states.get(n) not in READY for n in cluster.nodes):  # simulated ones: any state
@@ -140,7 +141,7 @@ def ready(cluster: Cluster) -> bool:
 def status(cluster: Cluster) -> str | None:
     """`n[1-2] idle, n3 drained; accounting on; Slurm 24.11` (nodes grouped by state, in
     Slurm's compressed form) or None when it is not up."""
-    if not (cluster.conf.exists() and cluster.alive("slurmctld") and _is_ours(cluster)):
+    if not _up(cluster):
         return None
     states = cluster.node_states()
     by_state: dict[str, list[str]] = {}
@@ -150,8 +151,7 @@ def status(cluster: Cluster) -> str | None:
     if not cluster.accounting:
         acct = "accounting off"
     else:
-        pids = accounting_pids(cluster.dir)
-        down_ones = [d for d, p in pids.items() if p is None]
+        down_ones = [d for d in ("slurmdbd", "mariadbd") if not cluster.alive(d)]
         acct = "accounting on" if not down_ones else f"accounting DOWN ({', '.join(down_ones)})"
     return f"{nodes}; {acct}; Slurm {cluster.release.name}"
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from devtools.localslurm.daemons import LocalSlurmError, pid_alive, read_pid, sh, tail, wait_until
+from devtools.localslurm.daemons import LocalSlurmError, sh, tail, wait_until
 from devtools.localslurm.slurmconf import (
     CLUSTER_NAME,
     DB_NAME,
@@ -94,12 +94,3 @@ def start_slurmdbd(
     shown = sh(["sacctmgr", "-n", "-P", "show", "cluster", "format=cluster"], env=env, timeout=15)
     if CLUSTER_NAME not in shown.stdout.split():
         sh(["sacctmgr", "-i", "add", "cluster", CLUSTER_NAME], env=env, timeout=30)
-
-
-def accounting_pids(directory: Path) -> dict[str, int | None]:
-    """{daemon: pid or None when not running} for slurmdbd and mariadbd."""
-    out: dict[str, int | None] = {}
-    for daemon in ("slurmdbd", "mariadbd"):
-        pid = read_pid(directory / f"{daemon}.pid")
-        out[daemon] = pid if pid_alive(pid) else None
-    return out
