@@ -28,7 +28,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from devtools.localslurm import nodeops, releases, slurmbuild
+from devtools.localslurm import daemons, nodeops, releases, slurmbuild
 from devtools.localslurm.daemons import LocalSlurmError, read_pid, sh, stop_pid, stop_pids, tail
 from devtools.localslurm.nodeops import READY, Cluster
 from devtools.localslurm.slurmconf import (
@@ -39,7 +39,6 @@ from devtools.localslurm.slurmconf import (
     system_program,
     write_slurm_conf,
 )
-from devtools.localslurm.slurmdb import start_database, start_slurmdbd
 from rtool.core.slurm.hostlist import compress_hostlist
 
 __all__ = ["DEFAULT_DIR", "READY", "Cluster", "LocalSlurmError", "down", "main", "status", "up"]
@@ -216,8 +215,10 @@ def _current(cluster: Cluster) -> bool:
 
 def _start(cluster: Cluster, layout: Layout, timeout: float) -> None:
     if layout.accounting:
-        start_database(cluster.dir, layout, timeout)
-        start_slurmdbd(cluster.dir, layout, cluster.env, cluster.program("slurmdbd"), timeout)
+        daemons.start_database(cluster.dir, layout, timeout)
+        daemons.start_slurmdbd(
+            cluster.dir, layout, cluster.env, cluster.program("slurmdbd"), timeout
+        )
     sh([cluster.program("slurmctld"), "-f", str(cluster.conf)], env=cluster.env)
     for name in layout.nodes:
         nodeops.start_slurmd(cluster, name)
