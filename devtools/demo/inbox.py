@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from devtools.demo.observe import read_text
 from devtools.servers import SlackLikeServer, SmtpServer
 from rtool.core.errors import RtoolError
 
@@ -105,7 +106,4 @@ def log_title(line: str) -> str:
 
 
 def _lines(path: Path) -> list[str]:
-    try:
-        return [ln for ln in path.read_text(errors="replace").splitlines() if ln.strip()]
-    except FileNotFoundError:
-        return []
+    return [ln for ln in read_text(path).splitlines() if ln.strip()]

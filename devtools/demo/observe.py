@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 _STEP = re.compile(r"^step=(\d+) job=(\S+) task=(\S+) pid=(\d+)$")
 _START = re.compile(r"starting at step (\d+) of (\d+) \(job=(\S+) task=(\S+) pid=(\d+)\)")
@@ -49,6 +50,14 @@ class OutputInfo:
 
     runs: list[RunInfo] = field(default_factory=list)
     kill_switch_exits: int = 0
+
+
+def read_text(path: Path) -> str:
+    """The file's text, "" while it does not exist."""
+    try:
+        return path.read_text(errors="replace")
+    except FileNotFoundError:
+        return ""
 
 
 def parse_steps(text: str) -> list[StepLine]:

@@ -23,6 +23,7 @@ from devtools.demo.observe import (
     StepLine,
     parse_output,
     parse_steps,
+    read_text,
 )
 from devtools.demo.workspace import LIMIT, TRAIN, Timing, Workspace, locate_toy
 from devtools.localslurm import control
@@ -172,19 +173,10 @@ class Demo:
     # -- what the toy wrote ---------------------------------------------------------------
 
     def steps(self, name: str) -> list[StepLine]:
-        try:
-            return parse_steps((self.ws.run_dir(name) / "steps.log").read_text())
-        except FileNotFoundError:
-            return []
+        return parse_steps(read_text(self.ws.run_dir(name) / "steps.log"))
 
     def outputs(self, name: str) -> list[OutputInfo]:
-        out = []
-        for path in self.ws.outputs(name):
-            try:
-                out.append(parse_output(path.read_text(errors="replace")))
-            except FileNotFoundError:
-                continue
-        return out
+        return [parse_output(read_text(path)) for path in self.ws.outputs(name)]
 
     def run_of(self, name: str, pid: int) -> RunInfo | None:
         return next((r for out in self.outputs(name) for r in out.runs if r.pid == pid), None)
@@ -223,10 +215,7 @@ class Demo:
         self._watch_news()
 
     def _watch_news(self) -> None:
-        try:
-            lines = self.ws.watch_log.read_text(errors="replace").splitlines()
-        except FileNotFoundError:
-            return
+        lines = read_text(self.ws.watch_log).splitlines()
         for line in lines[self._watch_lines :]:
             words = line.split(" ", 4)  # stamp, LOG, STATUS, -, text
             status = words[2] if len(words) > 2 else None

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 import time
 
-from devtools.demo.observe import compress
+from devtools.demo.observe import KILLED_MARK, compress, read_text
 from devtools.demo.scenario import Demo, StepFailed
 from devtools.demo.workspace import LIMIT, TRAIN
 from devtools.localslurm.control import READY
@@ -222,7 +222,7 @@ def _task_done(d: Demo, task: str) -> bool:
 def _killed_task(d: Demo, task: str) -> bool:
     for path in d.ws.outputs(TRAIN):
         if path.name.endswith(f"_{task}.out"):
-            return "is present; exiting without starting the run" in path.read_text()
+            return KILLED_MARK in read_text(path)
     return False
 
 
