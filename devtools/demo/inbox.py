@@ -75,19 +75,12 @@ class Inbox:
             self._seen[channel] = len(mine)
         return fresh
 
-    def count(self, channel: str, *, resolved: bool | None = None) -> int:
-        return sum(
-            1
-            for m in self.all()
-            if m.channel == channel and (resolved is None or m.resolved == resolved)
-        )
-
     def tally(self) -> dict[str, dict[str, int]]:
         """Per channel: alerts (any status but OK) and resolved notices delivered."""
-        return {
-            c: {"alert": self.count(c, resolved=False), "resolved": self.count(c, resolved=True)}
-            for c in self.channels
-        }
+        out = {c: {"alert": 0, "resolved": 0} for c in self.channels}
+        for m in self.all():
+            out[m.channel]["resolved" if m.resolved else "alert"] += 1
+        return out
 
     def received(self) -> dict[str, list[str]]:
         out: dict[str, list[str]] = {c: [] for c in self.channels}
