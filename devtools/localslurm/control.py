@@ -93,11 +93,8 @@ def ensure_munge() -> None:
     run_dir.mkdir(parents=True, exist_ok=True)
     shutil.chown(run_dir, "munge", "munge")
     sh([system_program("munged"), "--force"], check=False)
-    for _ in range(50):
-        if _munge_ok():
-            return
-        time.sleep(0.1)
-    raise LocalSlurmError("munged did not start (munge -n | unmunge fails)")
+    if not daemons.wait_until(_munge_ok, 5, step=0.1):
+        raise LocalSlurmError("munged did not start (munge -n | unmunge fails)")
 
 
 def _munge_ok() -> bool:
