@@ -8,7 +8,6 @@ from typing import Any
 
 from devtools.servers.slack import SlackLikeServer
 
-PD_MODES = ("ok", "ratelimit", "error", "invalid")
 PD_ACTIONS = ("trigger", "acknowledge", "resolve")
 PD_SEVERITIES = ("critical", "error", "warning", "info")
 

@@ -63,10 +63,9 @@ class SlackLikeServer:
             def log_message(self, format: str, *args: Any) -> None:
                 pass
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
-        self._server.daemon_threads = True
-        server = self._server
-        threading.Thread(target=lambda: server.serve_forever(0.05), daemon=True).start()
+        server = self._server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        server.daemon_threads = True
+        threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
         return self
 
     def stop(self) -> None:
