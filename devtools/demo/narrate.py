@@ -28,15 +28,12 @@ class Narrator:
         self.background: Callable[[], None] = lambda: None
         self.root = ""  # shown relative to this folder
 
-    def short(self, text: str) -> str:
-        return text.replace(self.root + "/", "") if self.root else text
-
     def elapsed(self) -> float:
         return time.monotonic() - self.start
 
     def _say(self, mark: str, text: str, style: str = "") -> None:
         stamp = f"[dim]{self.elapsed():6.1f}s[/dim]"
-        text = escape(self.short(text))
+        text = escape(text.replace(self.root + "/", "") if self.root else text)
         body = f"[{style}]{text}[/{style}]" if style else text
         self.console.print(f"{stamp} {mark} {body}")
 

@@ -95,8 +95,11 @@ class SlackLikeServer:
             time.sleep(self.delay)
             mode = "ok"
         api = req.path.startswith("/api/")
-        if api and mode == "ok":
-            mode = self._check_api(req, body)
+        if api and mode == "ok":  # the Web API checks the token, then the channel
+            if req.headers.get("Authorization") != f"Bearer {self.token}":
+                mode = "invalid_auth"
+            elif body.get("channel") not in self.channels:
+                mode = "channel_not_found"
         status, answer, headers = self._answer(mode, api, req.path)
         with self._lock:
             record = {"path": req.path, "body": body, "status": status, "answer": answer}
@@ -117,13 +120,6 @@ class SlackLikeServer:
         req.send_header("Content-Length", str(len(data)))
         req.end_headers()
         req.wfile.write(data)
-
-    def _check_api(self, req: BaseHTTPRequestHandler, body: dict[str, Any]) -> str:
-        if req.headers.get("Authorization") != f"Bearer {self.token}":
-            return "invalid_auth"
-        if body.get("channel") not in self.channels:
-            return "channel_not_found"
-        return "ok"
 
     def _answer(self, mode: str, api: bool, path: str) -> tuple[int, Any, dict[str, str]]:
         text = {"Content-Type": "text/plain"}
