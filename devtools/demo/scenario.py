@@ -30,7 +30,6 @@ from devtools.localslurm import control
 from rtool.core.errors import RtoolError
 from rtool.core.proc import ProcError, run
 from rtool.core.slurm import Slurm, SlurmError, SqueueJob
-from rtool.core.slurm.parse import parse_slurm_duration
 
 
 class StepFailed(Exception):
@@ -157,10 +156,6 @@ class Demo:
         except (SlurmError, KeyError):
             return {}
         return {r.get("ArrayTaskId", ""): r for r in records}
-
-    @staticmethod
-    def run_seconds(record: dict[str, str]) -> float:
-        return parse_slurm_duration(record.get("RunTime", "")) or 0.0
 
     def check_no_leftovers(self) -> None:
         for name in (LIMIT, TRAIN):
