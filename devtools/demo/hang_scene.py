@@ -39,7 +39,7 @@ def hang(d: Demo) -> None:
     n.ok(f"resolved notice sent {time.monotonic() - t_resume:.0f} s after the resume")
     d.record(
         "hang",
-        first == saved + 1 and _shows_the_hang(dump),
+        first == saved + 1 and any("train_toy.py" in line for line in dump[1:]),
         f"task {task} hung at step {info}: alert {detect:.0f} s later, {task_id} requeued, "
         f"task {task2} resumed at step {first}, resolved {resolved:.0f} s after the hang",
         hang_step=info,
@@ -92,10 +92,6 @@ def stack_dump(d: Demo) -> list[str]:
         head = process[0] if process else "a process of the job"
         return [f"stack dump in the alert: {head}", *frames[:6]]
     return ["no alert of the log watchdog"]
-
-
-def _shows_the_hang(dump: list[str]) -> bool:
-    return any("train_toy.py" in line for line in dump[1:])
 
 
 def _hung(d: Demo, pid: int) -> tuple[int] | None:

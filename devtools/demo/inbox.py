@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from devtools.demo.observe import read_text
 from devtools.servers import SlackLikeServer, SmtpServer
 from rtool.core.errors import RtoolError
 
@@ -20,10 +21,6 @@ class Message:
     @property
     def resolved(self) -> bool:
         return "RESOLVED" in self.title
-
-
-def _slack_text(body: dict[str, Any]) -> str:
-    return str(body.get("text") or body)
 
 
 class Inbox:
@@ -65,7 +62,7 @@ class Inbox:
             out += [Message("email", str(m["Subject"])) for m in list(self.smtp.messages)]
         if self.slack is not None:
             accepted = list(self.slack.accepted)
-            out += [Message("slack", _slack_text(r["body"])) for r in accepted]
+            out += [Message("slack", str(r["body"].get("text") or r["body"])) for r in accepted]
         return out
 
     def new(self) -> list[Message]:
@@ -78,19 +75,12 @@ class Inbox:
             self._seen[channel] = len(mine)
         return fresh
 
-    def count(self, channel: str, *, resolved: bool | None = None) -> int:
-        return sum(
-            1
-            for m in self.all()
-            if m.channel == channel and (resolved is None or m.resolved == resolved)
-        )
-
     def tally(self) -> dict[str, dict[str, int]]:
         """Per channel: alerts (any status but OK) and resolved notices delivered."""
-        return {
-            c: {"alert": self.count(c, resolved=False), "resolved": self.count(c, resolved=True)}
-            for c in self.channels
-        }
+        out = {c: {"alert": 0, "resolved": 0} for c in self.channels}
+        for m in self.all():
+            out[m.channel]["resolved" if m.resolved else "alert"] += 1
+        return out
 
     def received(self) -> dict[str, list[str]]:
         out: dict[str, list[str]] = {c: [] for c in self.channels}
@@ -109,7 +99,4 @@ def log_title(line: str) -> str:
 
 
 def _lines(path: Path) -> list[str]:
-    try:
-        return [ln for ln in path.read_text(errors="replace").splitlines() if ln.strip()]
-    except FileNotFoundError:
-        return []
+    return [ln for ln in read_text(path).splitlines() if ln.strip()]

@@ -28,15 +28,12 @@ class Narrator:
         self.background: Callable[[], None] = lambda: None
         self.root = ""  # shown relative to this folder
 
-    def short(self, text: str) -> str:
-        return text.replace(self.root + "/", "") if self.root else text
-
     def elapsed(self) -> float:
         return time.monotonic() - self.start
 
     def _say(self, mark: str, text: str, style: str = "") -> None:
         stamp = f"[dim]{self.elapsed():6.1f}s[/dim]"
-        text = escape(self.short(text))
+        text = escape(text.replace(self.root + "/", "") if self.root else text)
         body = f"[{style}]{text}[/{style}]" if style else text
         self.console.print(f"{stamp} {mark} {body}")
 
@@ -85,8 +82,4 @@ class Narrator:
     def pause(self, seconds: float, what: str) -> None:
         """Let time pass (printing what arrives meanwhile)."""
         end = time.monotonic() + seconds
-
-        def done() -> bool:
-            return time.monotonic() >= end
-
-        self.wait(what, done, seconds + 5)
+        self.wait(what, lambda: time.monotonic() >= end, seconds + 5)

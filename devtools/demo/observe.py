@@ -10,7 +10,9 @@ array starts after `rtool stop`.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 _STEP = re.compile(r"^step=(\d+) job=(\S+) task=(\S+) pid=(\d+)$")
 _START = re.compile(r"starting at step (\d+) of (\d+) \(job=(\S+) task=(\S+) pid=(\d+)\)")
@@ -48,6 +50,14 @@ class OutputInfo:
 
     runs: list[RunInfo] = field(default_factory=list)
     kill_switch_exits: int = 0
+
+
+def read_text(path: Path) -> str:
+    """The file's text, "" while it does not exist."""
+    try:
+        return path.read_text(errors="replace")
+    except FileNotFoundError:
+        return ""
 
 
 def parse_steps(text: str) -> list[StepLine]:
@@ -89,7 +99,7 @@ class Accounting:
 
     runs: int  # processes that ran steps
     steps_run: int  # step lines, duplicates included
-    distinct: int
+    distinct_steps: int
     last_step: int  # highest step recorded (-1: none)
     final_checkpoint: int  # step of the last save (-1: none)
     holes: list[int]  # steps up to the final checkpoint never run: progress lost
@@ -108,21 +118,8 @@ class Accounting:
         return self.lost == 0 and not self.run_twice_after_save and not self.bad_resumes
 
     def as_dict(self) -> dict[str, object]:
-        return {
-            "runs": self.runs,
-            "steps_run": self.steps_run,
-            "distinct_steps": self.distinct,
-            "last_step": self.last_step,
-            "final_checkpoint": self.final_checkpoint,
-            "steps_lost": self.lost,
-            "holes": self.holes,
-            "discarded": self.discarded,
-            "redone": self.redone,
-            "run_twice_after_save": self.run_twice_after_save,
-            "bad_resumes": self.bad_resumes,
-            "resumes": [list(r) for r in self.resumes],
-            "ok": self.ok,
-        }
+        """summary.json's `accounting` entry: the fields, `steps_lost` and `ok`."""
+        return {**asdict(self), "steps_lost": self.lost, "ok": self.ok}
 
 
 def account(steps: list[StepLine], saves_by_pid: dict[int, list[int]]) -> Accounting:
@@ -133,32 +130,25 @@ def account(steps: list[StepLine], saves_by_pid: dict[int, list[int]]) -> Accoun
     (highest step saved by the runs before it) + 1, and must not run a step at or below that
     save. Steps after a hang but before the next save are legitimately redone.
     """
-    order: list[int] = []
-    by_pid: dict[int, list[int]] = {}
+    by_pid: dict[int, list[int]] = {}  # in the order of their first line
     for s in steps:
-        if s.pid not in by_pid:
-            order.append(s.pid)
-            by_pid[s.pid] = []
-        by_pid[s.pid].append(s.step)
+        by_pid.setdefault(s.pid, []).append(s.step)
     saved = -1
     twice: list[int] = []
     bad: list[str] = []
     resumes: list[tuple[int, int]] = []
-    for pid in order:
-        run = by_pid[pid]
+    for pid, run in by_pid.items():
         resumes.append((pid, run[0]))
         if run[0] != saved + 1:
             bad.append(f"pid {pid} started at step {run[0]}, the last save was step {saved}")
         twice += [s for s in run if s <= saved]
         saved = max([saved, *saves_by_pid.get(pid, [])])
-    counts: dict[int, int] = {}
-    for s in steps:
-        counts[s.step] = counts.get(s.step, 0) + 1
+    counts = Counter(s.step for s in steps)
     last = max(counts, default=-1)
     return Accounting(
-        runs=len(order),
+        runs=len(by_pid),
         steps_run=len(steps),
-        distinct=len(counts),
+        distinct_steps=len(counts),
         last_step=last,
         final_checkpoint=saved,
         holes=[s for s in range(saved + 1) if s not in counts],

@@ -160,14 +160,12 @@ def _finish(demo: Demo, problems: list[str], wall: float) -> dict[str, object]:
         lines = demo.steps(name)
         if lines:
             accounting[name] = account(lines, saves_by_pid(demo.outputs(name)))
-    for channel in demo.inbox.channels:
-        alerts = demo.inbox.count(channel, resolved=False)
-        resolved = demo.inbox.count(channel, resolved=True)
+    tally = demo.inbox.tally()
+    for channel, got in tally.items():
+        alerts, resolved = got["alert"], got["resolved"]
         if (alerts, resolved) != (1, 1):
-            problems.append(
-                f"{channel}: {alerts} alert(s) and {resolved} resolved notice(s), not 1+1"
-            )
-    inbox = demo.inbox
-    result = summary.build(demo.events, accounting, inbox.received(), inbox.tally(), wall, problems)
+            why = f"{alerts} alert(s) and {resolved} resolved notice(s), not 1+1"
+            problems.append(f"{channel}: {why}")
+    result = summary.build(demo.events, accounting, demo.inbox.received(), tally, wall, problems)
     summary.write(demo.ws.summary, result)
     return result

@@ -23,13 +23,13 @@ from devtools.demo.observe import (
     StepLine,
     parse_output,
     parse_steps,
+    read_text,
 )
 from devtools.demo.workspace import LIMIT, TRAIN, Timing, Workspace, locate_toy
 from devtools.localslurm import control
 from rtool.core.errors import RtoolError
 from rtool.core.proc import ProcError, run
 from rtool.core.slurm import Slurm, SlurmError, SqueueJob
-from rtool.core.slurm.parse import parse_slurm_duration
 
 
 class StepFailed(Exception):
@@ -124,30 +124,15 @@ class Demo:
         sig: str,
         sbatch_extra: tuple[str, ...] = (),
     ) -> str:
-        args = [
-            "submit",
-            str(self.toy),
-            "--array",
-            f"0-{tasks - 1}%1",
-            "--time",
-            time_limit,
-            "--signal",
-            sig,
-            "--job-name",
-            name,
-            "--heartbeat",
-            str(self.ws.run_dir(name) / "heartbeat.json"),
-            "--hang-after",  # the hang scene shows the cron log watchdog's part (the backstop)
-            "off",
-            "--args",
-            shlex.join(toy_args),
-            "--parsable",
-            "--",
-            "--open-mode=append",  # a requeued task appends to its output instead of wiping it
-            *sbatch_extra,
-        ]
+        array, heartbeat = f"0-{tasks - 1}%1", str(self.ws.run_dir(name) / "heartbeat.json")
+        args = ["submit", str(self.toy), "--array", array, "--time", time_limit, "--signal", sig]
+        args += ["--job-name", name, "--heartbeat", heartbeat]
+        # --hang-after off: the hang scene shows the cron log watchdog's part (the backstop)
+        args += ["--hang-after", "off", "--args", shlex.join(toy_args), "--parsable"]
+        # --open-mode=append: a requeued task appends to its output instead of wiping it
+        args += ["--", "--open-mode=append", *sbatch_extra]
         shown = (
-            f"rtool submit train_toy.py --array 0-{tasks - 1}%1 --time {time_limit} "
+            f"rtool submit train_toy.py --array {array} --time {time_limit} "
             f"--signal {sig} --job-name {name} --args '{' '.join(toy_args[:4])} ...'"
         )
         job_id = self.rtool(*args, shown=shown, cwd=self.ws.job_dir(name)).strip()
@@ -172,10 +157,6 @@ class Demo:
             return {}
         return {r.get("ArrayTaskId", ""): r for r in records}
 
-    @staticmethod
-    def run_seconds(record: dict[str, str]) -> float:
-        return parse_slurm_duration(record.get("RunTime", "")) or 0.0
-
     def check_no_leftovers(self) -> None:
         for name in (LIMIT, TRAIN):
             if self.active(name):
@@ -187,26 +168,13 @@ class Demo:
     # -- what the toy wrote ---------------------------------------------------------------
 
     def steps(self, name: str) -> list[StepLine]:
-        try:
-            return parse_steps((self.ws.run_dir(name) / "steps.log").read_text())
-        except FileNotFoundError:
-            return []
+        return parse_steps(read_text(self.ws.run_dir(name) / "steps.log"))
 
     def outputs(self, name: str) -> list[OutputInfo]:
-        out = []
-        for path in self.ws.outputs(name):
-            try:
-                out.append(parse_output(path.read_text(errors="replace")))
-            except FileNotFoundError:
-                continue
-        return out
+        return [parse_output(read_text(path)) for path in self.ws.outputs(name)]
 
     def run_of(self, name: str, pid: int) -> RunInfo | None:
-        for out in self.outputs(name):
-            for r in out.runs:
-                if r.pid == pid:
-                    return r
-        return None
+        return next((r for out in self.outputs(name) for r in out.runs if r.pid == pid), None)
 
     def runs(self, name: str) -> list[tuple[int, str, int]]:
         """(pid, task, first step) of each run, in the order they trained."""
@@ -242,10 +210,7 @@ class Demo:
         self._watch_news()
 
     def _watch_news(self) -> None:
-        try:
-            lines = self.ws.watch_log.read_text(errors="replace").splitlines()
-        except FileNotFoundError:
-            return
+        lines = read_text(self.ws.watch_log).splitlines()
         for line in lines[self._watch_lines :]:
             words = line.split(" ", 4)  # stamp, LOG, STATUS, -, text
             status = words[2] if len(words) > 2 else None

@@ -6,13 +6,12 @@ from __future__ import annotations
 import re
 import time
 
-from devtools.demo.observe import compress
+from devtools.demo.observe import KILLED_MARK, compress, read_text
 from devtools.demo.scenario import Demo, StepFailed
 from devtools.demo.workspace import LIMIT, TRAIN
+from devtools.localslurm.control import READY
 from rtool.core.slurm import SacctRecord, SlurmError
-from rtool.core.slurm.parse import ParseError, parse_slurm_timestamp
-
-READY = ("idle", "mixed", "allocated")
+from rtool.core.slurm.parse import ParseError, parse_slurm_duration, parse_slurm_timestamp
 
 _PID = re.compile(r"pid=(\d+)")
 
@@ -186,7 +185,11 @@ def stop(d: Demo) -> None:
     n.wait("the remaining tasks to exit (the kill switch is set)", lambda: not d.active(TRAIN), 120)
     burn = time.monotonic() - t1
     records = d.tasks(TRAIN)
-    later = {k: d.run_seconds(r) for k, r in records.items() if _killed_task(d, k)}
+    later = {
+        k: parse_slurm_duration(r.get("RunTime", "")) or 0.0
+        for k, r in records.items()
+        if _killed_task(d, k)
+    }
     slowest = max(later.values(), default=0.0)
     took = "under 1 s" if slowest < 1 else f"{slowest:.0f} s at most"
     # tasks never requeued end as fast as Slurm starts them; a requeued one waits its begin time
@@ -223,7 +226,7 @@ def _task_done(d: Demo, task: str) -> bool:
 def _killed_task(d: Demo, task: str) -> bool:
     for path in d.ws.outputs(TRAIN):
         if path.name.endswith(f"_{task}.out"):
-            return "is present; exiting without starting the run" in path.read_text()
+            return KILLED_MARK in read_text(path)
     return False
 
 

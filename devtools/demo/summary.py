@@ -51,20 +51,24 @@ def write(path: Path, summary: dict[str, Any]) -> None:
     path.write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
 
 
+def _mark(ok: bool) -> str:
+    return "[green]✓[/green]" if ok else "[red]✗[/red]"
+
+
 def render(console: Console, summary: dict[str, Any]) -> None:
     table = Table(title="rtool demo: summary", show_lines=False, title_justify="left")
     table.add_column("", width=2)
     table.add_column("what")
     table.add_column("result", overflow="fold")
     for e in summary["events"]:
-        mark = "[green]✓[/green]" if e["ok"] else "[red]✗[/red]"
-        table.add_row(mark, e["name"], f"{escape(e['detail'])} [dim](at {e['at']:.0f}s)[/dim]")
+        table.add_row(
+            _mark(e["ok"]), e["name"], f"{escape(e['detail'])} [dim](at {e['at']:.0f}s)[/dim]"
+        )
     alerts = ", ".join(
         f"{c}: {n['alert']} alert + {n['resolved']} resolved" for c, n in summary["alerts"].items()
     )
     table.add_row("", "alerts sent", alerts or "none")
     for name, acc in summary["accounting"].items():
-        mark = "[green]✓[/green]" if acc["ok"] else "[red]✗[/red]"
         text = (
             f"0-{acc['final_checkpoint']} checkpointed, {acc['runs']} run(s): "
             f"{acc['steps_lost']} lost, "
@@ -75,9 +79,8 @@ def render(console: Console, summary: dict[str, Any]) -> None:
                 f"; unsaved work of the hung or failed runs: {len(acc['redone'])} step(s) redone, "
                 f"{len(acc['discarded'])} past the final checkpoint"
             )
-        table.add_row(mark, f"steps {name}", text)
-    lost_mark = "[green]✓[/green]" if summary["steps_lost"] == 0 else "[red]✗[/red]"
-    table.add_row(lost_mark, "steps lost", str(summary["steps_lost"]))
+        table.add_row(_mark(acc["ok"]), f"steps {name}", text)
+    table.add_row(_mark(summary["steps_lost"] == 0), "steps lost", str(summary["steps_lost"]))
     wall = summary["wall_seconds"]
     table.add_row("", "wall time", format_duration(wall) if wall >= 600 else f"{wall:.0f} s")
     console.print()

@@ -55,47 +55,22 @@ class Timing:
     train_tasks: int = 6
 
 
-@dataclass(frozen=True)
 class Workspace:
-    root: Path
+    """The paths of the workspace in `root` (see the module doc)."""
 
-    def path(self, *parts: str) -> Path:
-        return self.root.joinpath(*parts)
-
-    @property
-    def config(self) -> Path:
-        return self.path("rtool.toml")
-
-    @property
-    def rtool(self) -> Path:
-        return self.path("bin", "rtool")
-
-    @property
-    def cron(self) -> Path:
-        return self.path("cron")
-
-    @property
-    def state(self) -> Path:
-        return self.path("state")
-
-    @property
-    def alerts_log(self) -> Path:
-        return self.path("alerts.log")
-
-    @property
-    def watch_log(self) -> Path:
-        return self.path("watch.log")
-
-    @property
-    def summary(self) -> Path:
-        return self.path("summary.json")
-
-    @property
-    def slack_secret(self) -> Path:
-        return self.path("secrets", "slack-webhook-url")
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.config = root / "rtool.toml"
+        self.rtool = root / "bin" / "rtool"
+        self.cron = root / "cron"
+        self.state = root / "state"
+        self.alerts_log = root / "alerts.log"
+        self.watch_log = root / "watch.log"
+        self.summary = root / "summary.json"
+        self.slack_secret = root / "secrets" / "slack-webhook-url"
 
     def job_dir(self, name: str) -> Path:
-        return self.path("train" if name == TRAIN else "limit")
+        return self.root / ("train" if name == TRAIN else "limit")
 
     def run_dir(self, name: str) -> Path:
         return self.job_dir(name) / "run"
@@ -134,7 +109,7 @@ def create(
     """Write the whole workspace into the (empty) folder `root`."""
     ws = Workspace(root)
     for sub in ("bin", "train/run", "limit/run"):
-        ws.path(sub).mkdir(parents=True, exist_ok=True)
+        (root / sub).mkdir(parents=True, exist_ok=True)
     ws.state.mkdir(mode=0o700, exist_ok=True)
     if slack_url is not None:
         ws.slack_secret.parent.mkdir(mode=0o700, exist_ok=True)

@@ -13,7 +13,7 @@ that release. `up` prints `export SLURM_CONF=DIR/slurm.conf` (and, for a built r
 PATH with its clients first); every Slurm command must see them. Works as root without
 systemd or cgroups (see shared/slurm-local.md).
 Daemons are stopped by the pids in their pid files, never by name. Ports are picked free, so
-clusters can coexist. The Cluster object also has bounded test helpers (nodeops.py).
+clusters can coexist. The Cluster object (nodeops.py) also has bounded test helpers.
 """
 
 from __future__ import annotations
@@ -25,13 +25,12 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
 
-from devtools.localslurm import nodeops, releases, slurmbuild
-from devtools.localslurm.cluster import ClusterFiles
+from devtools.localslurm import daemons, nodeops, releases, slurmbuild
 from devtools.localslurm.daemons import LocalSlurmError, read_pid, sh, stop_pid, stop_pids, tail
+from devtools.localslurm.nodeops import READY, Cluster
 from devtools.localslurm.slurmconf import (
     MAX_NODES,
     MAX_SIMULATED,
@@ -40,44 +39,15 @@ from devtools.localslurm.slurmconf import (
     system_program,
     write_slurm_conf,
 )
-from devtools.localslurm.slurmdb import accounting_pids, start_database, start_slurmdbd
 from rtool.core.slurm.hostlist import compress_hostlist
 
-__all__ = ["DEFAULT_DIR", "Cluster", "LocalSlurmError", "down", "main", "status", "up"]
+__all__ = ["DEFAULT_DIR", "READY", "Cluster", "LocalSlurmError", "down", "main", "status", "up"]
 
 DEFAULT_DIR = Path(os.environ.get("RTOOL_SLURM_DIR", "/tmp/rtool-slurm"))
 PACKAGES = ["slurmctld", "slurmd", "slurm-client", "munge"]
 ACCOUNTING_PACKAGES = ["slurmdbd", "mariadb-server", "mariadb-client"]
 BINARIES = ["slurmctld", "slurmd", "sbatch", "squeue", "scontrol", "sinfo"]
 ACCOUNTING_BINARIES = ["slurmdbd", "sacct", "sacctmgr", "mariadbd", "mariadb-install-db"]
-READY = ("idle", "mixed", "allocated")
-
-
-@dataclass
-class Cluster(ClusterFiles):
-    """A running local cluster, with bounded test helpers (nodeops.py)."""
-
-    # -- test helpers (bounded in time; see nodeops.py) ---------------------------------------
-    def fail_node(self, name: str, reason: str = "rtool test: node failure") -> list[int]:
-        return nodeops.fail_node(self, name, reason)
-
-    def revive_node(self, name: str, timeout: float = 60) -> None:
-        nodeops.revive_node(self, name, timeout)
-
-    def drain_node(self, name: str, reason: str = "rtool test: drained") -> None:
-        nodeops.drain_node(self, name, reason)
-
-    def node_states(self) -> dict[str, str]:
-        return nodeops.node_states(self)
-
-    def wait_job_state(self, job_id: str, states: Iterable[str], timeout: float = 60) -> str:
-        return nodeops.wait_job_state(self, job_id, states, timeout)
-
-    def stop_controller(self) -> None:
-        stop_pid(self.pid("slurmctld"), "slurmctld")
-
-    def start_controller(self, timeout: float = 60) -> None:
-        nodeops.start_controller(self, timeout)
 
 
 def ensure_installed(release: releases.Release, accounting: bool = True) -> None:
@@ -123,11 +93,8 @@ def ensure_munge() -> None:
     run_dir.mkdir(parents=True, exist_ok=True)
     shutil.chown(run_dir, "munge", "munge")
     sh([system_program("munged"), "--force"], check=False)
-    for _ in range(50):
-        if _munge_ok():
-            return
-        time.sleep(0.1)
-    raise LocalSlurmError("munged did not start (munge -n | unmunge fails)")
+    if not daemons.wait_until(_munge_ok, 5, step=0.1):
+        raise LocalSlurmError("munged did not start (munge -n | unmunge fails)")
 
 
 def _munge_ok() -> bool:
@@ -141,8 +108,11 @@ def _munge_ok() -> bool:
         return False
 
 
-def _is_ours(cluster: Cluster) -> bool:
-    """The controller that answers is this cluster's own (its StateSaveLocation is ours)."""
+def _up(cluster: Cluster) -> bool:
+    """Its slurmctld runs, and the controller that answers is this cluster's own (its
+    StateSaveLocation is ours)."""
+    if not (cluster.conf.exists() and cluster.alive("slurmctld")):
+        return False
     res = sh(["scontrol", "show", "config"], env=cluster.env, timeout=15, check=False)
     for line in res.stdout.splitlines():
         key, _, value = line.partition("=")
@@ -151,27 +121,23 @@ def _is_ours(cluster: Cluster) -> bool:
     return False
 
 
-def _accounting_ready(cluster: Cluster) -> bool:
-    res = sh(["sacct", "-n", "-X", "-S", "now-1minutes"], env=cluster.env, timeout=15, check=False)
-    return res.returncode == 0
-
-
 def ready(cluster: Cluster) -> bool:
     """Every node takes jobs, and sacct answers when the cluster has accounting."""
-    if not (cluster.conf.exists() and cluster.nodes and cluster.alive("slurmctld")):
-        return False
-    if not _is_ours(cluster):
+    if not (cluster.nodes and _up(cluster)):
         return False
     states = cluster.node_states()
     if any(states.get(n) not in READY for n in cluster.nodes):  # simulated ones: any state
         return False
-    return not cluster.accounting or _accounting_ready(cluster)
+    if not cluster.accounting:
+        return True
+    res = sh(["sacct", "-n", "-X", "-S", "now-1minutes"], env=cluster.env, timeout=15, check=False)
+    return res.returncode == 0
 
 
 def status(cluster: Cluster) -> str | None:
     """`n[1-2] idle, n3 drained; accounting on; Slurm 24.11` (nodes grouped by state, in
     Slurm's compressed form) or None when it is not up."""
-    if not (cluster.conf.exists() and cluster.alive("slurmctld") and _is_ours(cluster)):
+    if not _up(cluster):
         return None
     states = cluster.node_states()
     by_state: dict[str, list[str]] = {}
@@ -181,8 +147,7 @@ def status(cluster: Cluster) -> str | None:
     if not cluster.accounting:
         acct = "accounting off"
     else:
-        pids = accounting_pids(cluster.dir)
-        down_ones = [d for d, p in pids.items() if p is None]
+        down_ones = [d for d in ("slurmdbd", "mariadbd") if not cluster.alive(d)]
         acct = "accounting on" if not down_ones else f"accounting DOWN ({', '.join(down_ones)})"
     return f"{nodes}; {acct}; Slurm {cluster.release.name}"
 
@@ -233,13 +198,7 @@ def up(
 
 
 def _shape(layout: Layout) -> tuple[int, int, bool, list[str], str]:
-    return (
-        len(layout.nodes),
-        len(layout.simulated),
-        layout.accounting,
-        layout.extra,
-        layout.release,
-    )
+    return len(layout.nodes), len(layout.simulated), layout.accounting, layout.extra, layout.release
 
 
 def _current(cluster: Cluster) -> bool:
@@ -253,8 +212,10 @@ def _current(cluster: Cluster) -> bool:
 
 def _start(cluster: Cluster, layout: Layout, timeout: float) -> None:
     if layout.accounting:
-        start_database(cluster.dir, layout, timeout)
-        start_slurmdbd(cluster.dir, layout, cluster.env, cluster.program("slurmdbd"), timeout)
+        daemons.start_database(cluster.dir, layout, timeout)
+        daemons.start_slurmdbd(
+            cluster.dir, layout, cluster.env, cluster.program("slurmdbd"), timeout
+        )
     sh([cluster.program("slurmctld"), "-f", str(cluster.conf)], env=cluster.env)
     for name in layout.nodes:
         nodeops.start_slurmd(cluster, name)

@@ -1,4 +1,5 @@
-"""Node and job operations on the local cluster, for tests and the demo; all bounded in time.
+"""The local cluster (`Cluster`: its folder, layout, release, pid files) and its node and job
+operations for tests and the demo, all bounded in time.
 
 A faithful node failure: killing a node's slurmd alone is not a node death (its slurmstepd and
 the job's processes keep running), so `fail_node` also kills that node's slurmstepd processes
@@ -16,18 +17,24 @@ import re
 import signal
 import time
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, TypeVar
+from dataclasses import dataclass
+from pathlib import Path
 
 import psutil
 
-from devtools.localslurm.daemons import LocalSlurmError, pid_is, sh, wait_until
+from devtools.localslurm import releases
+from devtools.localslurm.daemons import (
+    LocalSlurmError,
+    pid_alive,
+    pid_is,
+    read_pid,
+    sh,
+    stop_pid,
+    wait_until,
+)
+from devtools.localslurm.slurmconf import Layout
 from rtool.core.slurm.nodes import SINFO_FORMAT, parse_sinfo_nodes
 from rtool.core.slurm.parse import ParseError, parse_scontrol_show_job
-
-if TYPE_CHECKING:
-    from devtools.localslurm.cluster import ClusterFiles as Cluster
-
-C = TypeVar("C", bound="Cluster")
 
 _NODE = re.compile(r"[A-Za-z][\w-]*")
 _JOB = re.compile(r"\d+(?:_\d+)?")
@@ -61,7 +68,17 @@ def _scontrol(cluster: Cluster, *args: str, check: bool = True) -> str:
     return sh(["scontrol", *args], env=cluster.env, timeout=20, check=check).stdout
 
 
-def wait_ready(cluster: C, timeout: float, ready: Callable[[C], bool]) -> bool:
+#: Node states (as sinfo prints them) of a node that takes jobs.
+READY = ("idle", "mixed", "allocated")
+
+
+def _resume(cluster: Cluster, node: str, state: str) -> None:
+    """Resume a node left down or drained (not one that does not answer: `down*`)."""
+    if state.startswith(("down", "drain")) and not state.endswith("*"):
+        _scontrol(cluster, "update", f"nodename={node}", "state=resume", check=False)
+
+
+def wait_ready(cluster: Cluster, timeout: float, ready: Callable[[Cluster], bool]) -> bool:
     """Wait until `ready(cluster)`; nodes left down or drained by an earlier run are resumed, and
     a slurmd that could not bind its port (taken for a moment by an outgoing connection: seen
     with 256 slurmd and 1,000 nodes) is started again."""
@@ -73,8 +90,7 @@ def wait_ready(cluster: C, timeout: float, ready: Callable[[C], bool]) -> bool:
         for node in dead[:8] if time.monotonic() > settled else []:  # pid files written
             start_slurmd(cluster, node)
         for node, state in node_states(cluster).items():
-            if state.startswith(("down", "drain")) and not state.endswith("*"):
-                _scontrol(cluster, "update", f"nodename={node}", "state=resume", check=False)
+            _resume(cluster, node, state)
         if not cluster.alive("slurmctld"):
             return False
         time.sleep(0.5)
@@ -123,14 +139,9 @@ def _stepds(cluster: Cluster, names: Iterable[str]) -> list[psutil.Process]:
     return found
 
 
-def kill_node_processes(cluster: Cluster, name: str) -> list[int]:
-    """SIGKILL the node's slurmd, its slurmstepd processes and everything under them."""
-    return kill_nodes_processes(cluster, [name])
-
-
 def kill_nodes_processes(cluster: Cluster, names: Iterable[str]) -> list[int]:
-    """`kill_node_processes` for many nodes at once: one scan of the processes, one wait (64
-    nodes go down in about the time of one)."""
+    """SIGKILL the nodes' slurmd, their slurmstepd processes and everything under them: one
+    scan of the processes, one wait (64 nodes go down in about the time of one)."""
     names = list(names)
     victims: list[psutil.Process] = []
     for name in names:
@@ -151,10 +162,10 @@ def kill_nodes_processes(cluster: Cluster, names: Iterable[str]) -> list[int]:
     return killed
 
 
-def fail_node(cluster: Cluster, name: str, reason: str) -> list[int]:
+def fail_node(cluster: Cluster, name: str, reason: str = "rtool test: node failure") -> list[int]:
     """Kill node `name` like a power cut, then mark it down. Returns the pids killed."""
     _node(cluster, name)
-    killed = kill_node_processes(cluster, name)
+    killed = kill_nodes_processes(cluster, [name])
     _scontrol(cluster, "update", f"nodename={name}", "state=down", f"reason={reason}")
     return killed
 
@@ -167,15 +178,16 @@ def revive_node(cluster: Cluster, name: str, timeout: float = 60) -> None:
 
     def back() -> bool:
         state = node_states(cluster).get(name, "")
-        if state.startswith(("down", "drain")) and not state.endswith("*"):
-            _scontrol(cluster, "update", f"nodename={name}", "state=resume", check=False)
-        return state in ("idle", "mixed", "allocated")
+        _resume(cluster, name, state)
+        return state in READY
 
     if not wait_until(back, timeout, step=0.5):
         raise LocalSlurmError(f"node {name} not back in {timeout:g}s: {node_states(cluster)}")
 
 
-def drain_node(cluster: Cluster, name: str, reason: str, settle: float = 10) -> None:
+def drain_node(
+    cluster: Cluster, name: str, reason: str = "rtool test: drained", settle: float = 10
+) -> None:
     """Drain the node; wait up to `settle` s for it to answer (24.11 marks a node resumed a
     moment before `drained*`, not responding, for about a second; a dead one stays so)."""
     _node(cluster, name)
@@ -192,7 +204,9 @@ def job_state(cluster: Cluster, job_id: str) -> str | None:
     return records[0].get("JobState") if records else None
 
 
-def wait_job_state(cluster: Cluster, job_id: str, states: Iterable[str], timeout: float) -> str:
+def wait_job_state(
+    cluster: Cluster, job_id: str, states: Iterable[str], timeout: float = 60
+) -> str:
     """Poll until the job is in one of `states`; returns it, LocalSlurmError after `timeout`."""
     wanted = set(states)
     seen: list[str | None] = [None]
@@ -206,6 +220,10 @@ def wait_job_state(cluster: Cluster, job_id: str, states: Iterable[str], timeout
     return str(seen[0])
 
 
+def stop_controller(cluster: Cluster) -> None:
+    stop_pid(cluster.pid("slurmctld"), "slurmctld")
+
+
 def start_controller(cluster: Cluster, timeout: float = 60) -> None:
     """Start slurmctld again (it recovers its jobs from StateSaveLocation); wait for its ping."""
     if not cluster.alive("slurmctld"):
@@ -217,3 +235,66 @@ def start_controller(cluster: Cluster, timeout: float = 60) -> None:
 
     if not wait_until(pings, timeout, step=0.5):
         raise LocalSlurmError(f"slurmctld did not answer in {timeout:g}s")
+
+
+@dataclass
+class Cluster:
+    """A local cluster: its folder, layout, config, daemons' pid files (cluster.json, written by
+    `control.up`), and the bounded test helpers above as methods."""
+
+    dir: Path
+
+    fail_node = fail_node
+    revive_node = revive_node
+    drain_node = drain_node
+    node_states = node_states
+    wait_job_state = wait_job_state
+    stop_controller = stop_controller
+    start_controller = start_controller
+
+    @property
+    def layout(self) -> Layout | None:
+        return Layout.load(self.dir)
+
+    @property
+    def nodes(self) -> list[str]:
+        layout = self.layout
+        return layout.nodes if layout else []
+
+    @property
+    def accounting(self) -> bool:
+        layout = self.layout
+        return bool(layout and layout.accounting)
+
+    @property
+    def conf(self) -> Path:
+        return self.dir / "slurm.conf"
+
+    @property
+    def release(self) -> releases.Release:
+        """The Slurm release whose daemons run it (the one its clients must come from)."""
+        layout = self.layout
+        return releases.get(layout.release if layout else None)
+
+    def program(self, name: str) -> str:
+        """`slurmctld`, `scontrol`... of the cluster's release, by absolute path."""
+        return self.release.program(name)
+
+    @property
+    def env(self) -> dict[str, str]:
+        """For every Slurm command on it: its slurm.conf, its release's clients first on PATH,
+        times in the standard format."""
+        return {
+            "SLURM_CONF": str(self.conf),
+            "PATH": self.release.path_env(),
+            "SLURM_TIME_FORMAT": "standard",
+        }
+
+    def pid(self, daemon: str) -> int | None:
+        """Pid of `slurmctld`, `slurmd-n1`, `slurmdbd`, `mariadbd` (`slurmd`: the first node)."""
+        if daemon == "slurmd" and self.nodes:
+            daemon = f"slurmd-{self.nodes[0]}"
+        return read_pid(self.dir / f"{daemon}.pid")
+
+    def alive(self, daemon: str) -> bool:
+        return pid_alive(self.pid(daemon))

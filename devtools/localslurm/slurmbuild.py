@@ -21,6 +21,7 @@ import fcntl
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -115,17 +116,8 @@ def from_apt(src: Source, work: Path, tried: list[str]) -> Path | None:
         if version is None:
             tried.append(f"apt: no {src.tarball} in {src.debian_suite}'s {src.debian_package}")
             return None
-        res = _apt(
-            [
-                "apt-get",
-                "source",
-                "--download-only",
-                "--tar-only",
-                f"{src.debian_package}={version}",
-            ],
-            work,
-            600,
-        )
+        spec = f"{src.debian_package}={version}"
+        res = _apt(["apt-get", "source", "--download-only", "--tar-only", spec], work, 600)
     except subprocess.TimeoutExpired as exc:
         tried.append(f"apt: {exc}")
         return None
@@ -138,16 +130,9 @@ def from_apt(src: Source, work: Path, tried: list[str]) -> Path | None:
 def _version_with(showsrc: str, src: Source) -> str | None:
     """The source package version whose files include our tarball with our sha256."""
     for stanza in showsrc.split("\n\n"):
-        version = next(
-            (
-                ln.split(":", 1)[1].strip()
-                for ln in stanza.splitlines()
-                if ln.startswith("Version:")
-            ),
-            None,
-        )
+        version = re.search(r"^Version:[ \t]*(\S+)", stanza, re.MULTILINE)
         if version and f"{src.sha256} " in stanza and src.tarball in stanza:
-            return version
+            return version[1]
     return None
 
 

@@ -187,20 +187,14 @@ def _daemon_lines(d: Path, layout: Layout, host: str) -> list[str]:
 def _node_lines(layout: Layout, host: str, cpus: str, mem: int) -> list[str]:
     """One NodeName line per node: each real one on its own port; the simulated ones on n1's
     (its slurmd answers their pings), picked last by the scheduler (Weight)."""
-    lines = []
-    for name in layout.nodes:
-        lines.append(
-            f"NodeName={name} NodeHostname={host} NodeAddr=127.0.0.1 "
-            f"Port={layout.node_ports[name]} CPUs={cpus} RealMemory={mem} "
-            f"Gres=gpu:{FAKE_GPUS} State=UNKNOWN"
-        )
-    for name in layout.simulated:  # no slurmd: n1's answers its pings; picked last (Weight)
-        lines.append(
-            f"NodeName={name} NodeHostname={host} NodeAddr=127.0.0.1 "
-            f"Port={layout.node_ports[layout.nodes[0]]} CPUs={cpus} RealMemory={mem} "
-            f"Gres=gpu:{FAKE_GPUS} State=UNKNOWN Weight=1000"
-        )
-    return lines
+    first = layout.node_ports[layout.nodes[0]]
+    nodes = [(n, layout.node_ports[n], "") for n in layout.nodes]
+    nodes += [(n, first, " Weight=1000") for n in layout.simulated]
+    return [
+        f"NodeName={name} NodeHostname={host} NodeAddr=127.0.0.1 Port={port} CPUs={cpus} "
+        f"RealMemory={mem} Gres=gpu:{FAKE_GPUS} State=UNKNOWN{weight}"
+        for name, port, weight in nodes
+    ]
 
 
 #: Preemption (docs/local-slurm.md), given as `extra` lines (`local-slurm up --preempt`, the
@@ -263,10 +257,15 @@ def db_password(directory: Path) -> str:
     except OSError:
         pass
     secret = secrets.token_hex(16)
+    _write_private(path, secret)
+    return secret
+
+
+def _write_private(path: Path, text: str) -> None:
+    """A new file of mode 0600 (never through a symlink, never over an existing file)."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     with os.fdopen(fd, "w") as f:
-        f.write(secret + "\n")
-    return secret
+        f.write(text + "\n")
 
 
 def write_dbd_conf(directory: Path, layout: Layout) -> Path:
@@ -291,7 +290,5 @@ def write_dbd_conf(directory: Path, layout: Layout) -> Path:
     )
     path = d / "slurmdbd.conf"
     path.unlink(missing_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    with os.fdopen(fd, "w") as f:
-        f.write(text + "\n")
+    _write_private(path, text)
     return path

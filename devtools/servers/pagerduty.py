@@ -8,7 +8,6 @@ from typing import Any
 
 from devtools.servers.slack import SlackLikeServer
 
-PD_MODES = ("ok", "ratelimit", "error", "invalid")
 PD_ACTIONS = ("trigger", "acknowledge", "resolve")
 PD_SEVERITIES = ("critical", "error", "warning", "info")
 
@@ -26,10 +25,7 @@ class PagerDutyLikeServer(SlackLikeServer):
         self.routing_key = routing_key
         self.open: dict[str, dict[str, Any]] = {}
         self.events: list[dict[str, Any]] = []  # every accepted event, in order
-
-    @property
-    def url(self) -> str:
-        return f"{self.base}/v2/enqueue"
+        self.url = f"{self.base}/v2/enqueue"
 
     def _handle(self, req: BaseHTTPRequestHandler) -> None:
         raw = req.rfile.read(int(req.headers.get("Content-Length") or 0))
@@ -41,28 +37,18 @@ class PagerDutyLikeServer(SlackLikeServer):
         if mode == "ok":
             status, answer = self._event(req.path, body)
         elif mode == "ratelimit":
-            status, answer = (
-                429,
-                {
-                    "status": "throttle event",
-                    "message": "Requests for this "
-                    "service are arriving too quickly. Please retry later.",
-                },
-            )
+            why = "Requests for this service are arriving too quickly. Please retry later."
+            status, answer = 429, {"status": "throttle event", "message": why}
         elif mode == "error":
             status, answer = 500, {"status": "error", "message": "internal error"}
         else:
             status, answer = 400, _invalid(["forced invalid (test mode)"])
         with self._lock:
             self.requests.append({"path": req.path, "body": body, "status": status})
-        data = json.dumps(answer).encode()
-        req.send_response(status)
-        req.send_header("Content-Type", "application/json")
+        headers = {"Content-Type": "application/json"}
         if status == 429:
-            req.send_header("Retry-After", str(self.retry_after))
-        req.send_header("Content-Length", str(len(data)))
-        req.end_headers()
-        req.wfile.write(data)
+            headers["Retry-After"] = str(self.retry_after)
+        self._reply(req, status, answer, headers)
 
     def _event(self, path: str, body: Any) -> tuple[int, dict[str, Any]]:
         if path != "/v2/enqueue":

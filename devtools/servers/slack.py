@@ -43,22 +43,10 @@ class SlackLikeServer:
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
         self._ts = 1700000000.0
-
-    @property
-    def base(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    @property
-    def webhook_url(self) -> str:
-        return f"{self.base}/services/T000/B000/{self.secret}"
-
-    @property
-    def api_url(self) -> str:
-        return f"{self.base}/api/"
-
-    @property
-    def hook_url(self) -> str:
-        return f"{self.base}/hook"
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.webhook_url = f"{self.base}/services/T000/B000/{self.secret}"
+        self.api_url = f"{self.base}/api/"
+        self.hook_url = f"{self.base}/hook"
 
     def script(self, *modes: str) -> None:
         """Answer the next requests with `modes`, one each, then `self.mode` again."""
@@ -75,10 +63,9 @@ class SlackLikeServer:
             def log_message(self, format: str, *args: Any) -> None:
                 pass
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
-        self._server.daemon_threads = True
-        server = self._server
-        threading.Thread(target=lambda: server.serve_forever(0.05), daemon=True).start()
+        server = self._server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        server.daemon_threads = True
+        threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
         return self
 
     def stop(self) -> None:
@@ -108,14 +95,24 @@ class SlackLikeServer:
             time.sleep(self.delay)
             mode = "ok"
         api = req.path.startswith("/api/")
-        if api and mode == "ok":
-            mode = self._check_api(req, body)
+        if api and mode == "ok":  # the Web API checks the token, then the channel
+            if req.headers.get("Authorization") != f"Bearer {self.token}":
+                mode = "invalid_auth"
+            elif body.get("channel") not in self.channels:
+                mode = "channel_not_found"
         status, answer, headers = self._answer(mode, api, req.path)
         with self._lock:
             record = {"path": req.path, "body": body, "status": status, "answer": answer}
             self.requests.append(record)
             if mode == "ok":
                 self.accepted.append(record)
+        self._reply(req, status, answer, headers)
+
+    @staticmethod
+    def _reply(
+        req: BaseHTTPRequestHandler, status: int, answer: Any, headers: dict[str, str]
+    ) -> None:
+        """Send `answer` (bytes as they are, anything else as JSON) with `headers`."""
         data = answer if isinstance(answer, bytes) else json.dumps(answer).encode()
         req.send_response(status)
         for name, value in headers.items():
@@ -123,13 +120,6 @@ class SlackLikeServer:
         req.send_header("Content-Length", str(len(data)))
         req.end_headers()
         req.wfile.write(data)
-
-    def _check_api(self, req: BaseHTTPRequestHandler, body: dict[str, Any]) -> str:
-        if req.headers.get("Authorization") != f"Bearer {self.token}":
-            return "invalid_auth"
-        if body.get("channel") not in self.channels:
-            return "channel_not_found"
-        return "ok"
 
     def _answer(self, mode: str, api: bool, path: str) -> tuple[int, Any, dict[str, str]]:
         text = {"Content-Type": "text/plain"}

@@ -17,7 +17,8 @@ class SmtpServer:
     """A real SMTP server (aiosmtpd) that accepts, answers 451 / 550 after DATA, or stalls.
 
     mode "slow" stalls `delay` seconds at RCPT TO (before the message is transferred), and sets
-    `stalled` when a client got there: a client killed then has delivered nothing.
+    `stalled` when a client got there: a client killed then has delivered nothing. It is its own
+    aiosmtpd handler (handle_RCPT, handle_DATA).
     """
 
     def __init__(
@@ -41,7 +42,7 @@ class SmtpServer:
         if self.auth:
             kwargs = {"auth_require_tls": False, "authenticator": self._authenticate}
         self._controller = Controller(
-            _SmtpHandler(self), hostname="127.0.0.1", port=self.port, ready_timeout=10, **kwargs
+            self, hostname="127.0.0.1", port=self.port, ready_timeout=10, **kwargs
         )
         self._controller.start()
         return self
@@ -66,23 +67,20 @@ class SmtpServer:
         )
         return AuthResult(success=ok, handled=False, auth_data=data if ok else None)
 
-
-class _SmtpHandler:
-    def __init__(self, owner: SmtpServer) -> None:
-        self.owner = owner
-
-    async def handle_RCPT(self, server: Any, session: Any, envelope: Any, address: str, opts: Any):  # type: ignore[no-untyped-def]
-        if self.owner.mode == "slow":
-            self.owner.stalled.set()
-            await asyncio.sleep(self.owner.delay)
+    async def handle_RCPT(
+        self, server: Any, session: Any, envelope: Any, address: str, opts: Any
+    ) -> str:
+        if self.mode == "slow":
+            self.stalled.set()
+            await asyncio.sleep(self.delay)
         envelope.rcpt_tos.append(address)
         return "250 OK"
 
     async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
-        if self.owner.mode == "tempfail":
+        if self.mode == "tempfail":
             return "451 4.3.0 Try again later"
-        if self.owner.mode == "permfail":
+        if self.mode == "permfail":
             return "550 5.7.1 Relaying denied"
         msg = email.message_from_bytes(envelope.content, policy=email.policy.default)
-        self.owner.messages.append(msg)
+        self.messages.append(msg)
         return "250 OK: queued"
