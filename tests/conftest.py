@@ -206,7 +206,14 @@ def peer_cluster(slurm_cluster: control.Cluster, peer: users.LocalUser) -> users
 
 @pytest.fixture
 def slurm(slurm_cluster: control.Cluster) -> Iterator[Slurm]:
-    """rtool's Slurm layer on the local cluster; jobs named by `job_name` are cancelled after."""
+    """rtool's Slurm layer on the local cluster; jobs named by `job_name` are cancelled after.
+    Every node takes jobs when the test starts: one an earlier test failed, drained or left
+    unanswered (a controller restart) is brought back first, so no test sees another's fault
+    (a pending job's reason `ReqNodeNotAvail` instead of its own)."""
+    states = slurm_cluster.node_states()
+    for node in slurm_cluster.nodes:
+        if states.get(node) not in control.READY:
+            slurm_cluster.revive_node(node, timeout=90)
     s = Slurm(timeout=30)
     yield s
 
