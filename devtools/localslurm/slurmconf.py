@@ -159,6 +159,10 @@ def _daemon_lines(d: Path, layout: Layout, host: str) -> list[str]:
         "AuthType=auth/munge",
         "CredType=cred/munge",
         f"SlurmctldPort={layout.ctld_port}",
+        # Job ids of their own: two clusters on this host (the releases' suites side by side)
+        # would otherwise number their jobs alike, and a multi-node launch's rendezvous port
+        # (15000 + job id % 15000) would be the other cluster's launch's at the same moment.
+        f"FirstJobId={layout.ctld_port}",
         f"StateSaveLocation={d / 'state'}",
         f"SlurmdSpoolDir={d / 'spool-%n'}",
         f"SlurmctldPidFile={d / 'slurmctld.pid'}",

@@ -46,3 +46,15 @@ def test_a_layout_saved_before_simulated_nodes_loads_without_them(tmp_path: Path
 def test_node_counts_out_of_bounds_are_refused(nodes: int, simulated: int) -> None:
     with pytest.raises(ValueError, match=f"--nodes must be 1..{MAX_NODES}"):
         Layout.new(nodes, accounting=False, simulated=simulated)
+
+
+def test_two_clusters_on_this_host_number_their_jobs_apart(tmp_path: Path) -> None:
+    """The releases' suites run side by side, each with its own clusters: with the same job ids
+    their multi-node launches picked the same rendezvous port (15000 + id % 15000) at the same
+    moment, and one world never formed (the launchers test, on whichever lost the race)."""
+    firsts = []
+    for name in ("a", "b"):
+        layout = Layout.new(1, accounting=False)
+        conf = write_slurm_conf(tmp_path / name, layout, "/bin/false").read_text()
+        firsts += [ln for ln in conf.splitlines() if ln.startswith("FirstJobId=")]
+    assert len(firsts) == 2 and firsts[0] != firsts[1], firsts
