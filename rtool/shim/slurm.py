@@ -72,17 +72,23 @@ def own_job_id(job_id: str, environ: dict[str, str] | None = None) -> str:
 
 
 def run_slurm(argv: list[str], timeout: float = SLURM_TIMEOUT) -> str | None:
-    """stdout of `argv`, or None (logged) when it fails, is missing or times out."""
+    """stdout of `argv`, or None (logged) when it fails, is missing or times out. A query killed
+    by a signal is asked once more: Slurm signals every process of the job (a preemption's
+    SIGTERM, repeated to the step's tasks), and the query the shim started to learn why it
+    got that signal is one of them."""
     try:
-        res = subprocess.run(
-            argv,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            stdin=subprocess.DEVNULL,
-            check=False,
-            env={**os.environ, "SLURM_TIME_FORMAT": "standard"},  # EndTime= must parse
-        )
+        for _ in range(2):
+            res = subprocess.run(
+                argv,
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                stdin=subprocess.DEVNULL,
+                check=False,
+                env={**os.environ, "SLURM_TIME_FORMAT": "standard"},  # EndTime= must parse
+            )
+            if res.returncode >= 0:
+                break
     except subprocess.TimeoutExpired:
         log.warning("rtool.shim: %s timed out after %gs", " ".join(argv), timeout)
         return None
