@@ -143,7 +143,8 @@ def _mariadb(directory: Path, *args: str, sql: str | None = None, check: bool = 
 
 def start_database(directory: Path, layout: Layout, timeout: float = 60) -> None:
     datadir = directory / "db"
-    if not (datadir / "mysql").is_dir():
+    made = datadir / ".rtool-installed"  # written once the install finished: a try cut short
+    if not made.is_file():  # under load leaves a datadir whose root nobody can log in as
         shutil.rmtree(datadir, ignore_errors=True)
         sh(
             [
@@ -156,6 +157,7 @@ def start_database(directory: Path, layout: Layout, timeout: float = 60) -> None
             ],
             timeout=120,
         )
+        made.touch()
     sh(
         [
             "setsid",

@@ -131,11 +131,30 @@ def read_own_heartbeat(path: str) -> Heartbeat | None:
         return None
 
 
-def line_for(rec: BatchRecord, heartbeat: str | None, abort: str | None = None) -> str:
-    """The record's line, with this attempt's heartbeat at the end (when it is one); when
-    the training hung, its `stacks`: the ranks' dumps beside the abort file `abort`, grouped."""
+#: How long the end record waits for a training caught in its save on the way out: with a
+#: preemption's GraceTime 0 Slurm's SIGTERM ends srun at once while the training still saves,
+#: and the record must carry the stop the training writes after it (the batch script bounds
+#: the whole `rtool record` by 30 s).
+SAVE_WAIT = 20.0
+
+
+def after_save(path: str, hb: Heartbeat | None, wait: float = SAVE_WAIT) -> Heartbeat | None:
+    """The heartbeat once it is no longer SAVING (re-read every 0.2 s, at most `wait` s)."""
+    deadline = time.monotonic() + wait
+    while hb is not None and hb.state is RunState.SAVING and time.monotonic() < deadline:
+        time.sleep(0.2)
+        hb = read_own_heartbeat(path) or hb
+    return hb
+
+
+def line_for(
+    rec: BatchRecord, heartbeat: str | None, abort: str | None = None, wait: float = SAVE_WAIT
+) -> str:
+    """The record's line, with this attempt's heartbeat at the end (when it is one; a save on
+    the way out waited for, up to `wait` s); when the training hung, its `stacks`: the ranks'
+    dumps beside the abort file `abort`, grouped."""
     if rec.event == "end" and heartbeat:
-        hb = read_own_heartbeat(heartbeat)
+        hb = after_save(heartbeat, read_own_heartbeat(heartbeat), wait)
         if hb is not None and belongs(hb, rec):
             try:
                 return dataclasses.replace(rec, heartbeat=clipped(hung_stacks(hb, abort))).to_line()

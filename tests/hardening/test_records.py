@@ -210,3 +210,32 @@ def test_hostlist_expansion_is_capped() -> None:
         expand_hostlist(",".join(["n[1-60000]"] * 2))
     assert time.monotonic() - start < 1
     assert len(expand_hostlist("n[1-100000]")) == MAX_HOSTS
+
+
+def test_the_end_record_waits_for_a_save_on_the_way_out(tmp_path: Path) -> None:
+    """With a preemption's GraceTime 0, Slurm's SIGTERM ends srun while the training still
+    saves: the end record waits for the stop the training writes after its save (seen on the
+    local cluster: the attempt showed no stop reason instead of `preempted`)."""
+    hb = tmp_path / "hb.json"
+    hb.write_text(_heartbeat(state=RunState.SAVING).to_json())
+    stopped = _heartbeat(stop_reason="preempted", stop_job_id=JOB, last_saved_step=7)
+    later = threading.Timer(1.5, lambda: hb.write_text(stopped.to_json()))
+    later.start()
+    try:
+        res = _record(tmp_path, "end", "--rc", "143")
+    finally:
+        later.join()
+    assert res.returncode == 0, res.stderr
+    (rec,) = read_records(str(tmp_path / "hb.json.attempts")).records
+    assert rec.heartbeat is not None and rec.heartbeat.state is RunState.STOPPED
+    assert (rec.heartbeat.stop_reason, rec.heartbeat.last_saved_step) == ("preempted", 7)
+
+
+def test_a_save_that_never_ends_holds_the_end_record_a_bounded_time(tmp_path: Path) -> None:
+    hb = tmp_path / "hb.json"
+    hb.write_text(_heartbeat(state=RunState.SAVING).to_json())
+    rec = attempt_record_writer.from_env("end", {"SLURM_JOB_ID": JOB}, 143, 1000.0)
+    t0 = time.monotonic()
+    line = attempt_record_writer.line_for(rec, str(hb), wait=0.6)
+    assert 0.5 < time.monotonic() - t0 < 5
+    assert parse_record(line).heartbeat.state is RunState.SAVING  # type: ignore[union-attr]
