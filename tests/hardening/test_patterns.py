@@ -26,11 +26,13 @@ from tests.hardening.regexes import all_patterns, attacks
 
 PATTERNS = all_patterns()
 SMALL, BIG = 16 * 1024, 1024 * 1024
-#: Generous bound (the machine is shared): one pattern on its worst 1 MiB.
-PER_PATTERN = 1.0
-#: All together, 1 MiB against 16 KiB of each worst attack, measured in the same run: linear
-#: time grows 64x, quadratic 4096x; allowed 8x linear, as the load may change between the two.
+#: 1 MiB against 16 KiB of the same attack, measured in the same run: linear time grows 64x,
+#: quadratic 4096x; allowed 8x linear, as the load may change between the two. Judged per pattern
+#: and for all together; no wall-clock bound alone (a linear pattern took 1.03 s on its 1 MiB in
+#: CI under four suites' load).
 GROWTH = 8 * BIG // SMALL
+#: Added to each pattern's allowance: timer and scheduler noise on a very fast 16 KiB scan.
+NOISE = 0.05
 
 
 def _scan(p: re.Pattern[str], text: str) -> float:
@@ -70,7 +72,8 @@ def test_every_pattern_is_linear_on_adversarial_input() -> None:
         took = _scan(p, big)
         total += took
         lines.append((took, where))
-        assert took < PER_PATTERN, f"{where} {text!r}: {took:.2f}s on 1 MiB of {attack[:40]!r}"
+        allowed = GROWTH * worst[where][0] + NOISE
+        assert took < allowed, f"{where} {text!r}: {took:.2f}s on 1 MiB of {attack[:40]!r}"
     small = sum(took for took, _ in worst.values())
     print(
         f"\n{len(PATTERNS)} patterns, each on its worst 1 MiB: {total:.2f}s in all"
