@@ -8,7 +8,8 @@ installed), writes the **abort file** so the other ranks end too, records why in
 and ends the process with HANG_EXIT_CODE (89); the batch script restarts the training in place
 (docs/runs.md). A rank that finds another rank's abort file (or whose training crashed: the
 crash hook writes it) ends the same way at once, instead of waiting in a collective for a
-peer that is gone. Nothing is saved: the last checkpoint stays.
+peer that is gone; a crash after another rank's abort is recorded as that rank's (peer_failed).
+Nothing is saved: the last checkpoint stays.
 
 A save on the way out that does not return in time is ended too (`ForcedExit`): a daemon
 `threading.Timer` calls `on_fire()` (log, heartbeat) then `os._exit(code)` after `timeout`;
@@ -201,7 +202,7 @@ class HangWatch:
         """Another rank's Abort, or the seconds this one has been hung, once; else None."""
         if self.settled:
             return None
-        abort = read_abort(self.abort_file, self.launch, os.getpid())
+        abort = self.peer()
         if abort is not None:
             self.settled = True
             return abort
@@ -216,6 +217,10 @@ class HangWatch:
             return None
         self.settled = True
         return idle
+
+    def peer(self) -> Abort | None:
+        """Another rank's abort of this launch, if one was written."""
+        return read_abort(self.abort_file, self.launch, os.getpid())
 
     def stack_file(self, rank: int) -> tuple[str | None, str]:
         """(this rank's stack file beside the abort file, or None; its first line)."""

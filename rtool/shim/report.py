@@ -134,10 +134,14 @@ class Reporter:
             self.writer.final(RunState.FINISHED, self.fields(step))
             self.writer.mark_done()
 
+    def ours(self) -> bool:
+        """This process writes the heartbeat (a forked child's exception is not ours)."""
+        return self.writer is not None and os.getpid() == self.writer.current.pid
+
     def crashed(self, info: ErrorInfo, main_thread: bool) -> None:
         """An uncaught exception: `crashed` (another thread's: only `error` is set)."""
         w = self.writer
-        if w is None or os.getpid() != w.current.pid:  # a forked child's exception: not ours
+        if w is None or not self.ours():
             return
         if not main_thread:
             w.progress(w.current.state, {"error": info})

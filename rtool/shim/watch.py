@@ -118,7 +118,17 @@ class InProcessWatch:
         end_dumped(HANG_EXIT_CODE, dump=False)
 
     def crashed(self, info: ErrorInfo, main_thread: bool) -> None:
-        """An uncaught exception: recorded; the training's own ends the other ranks at once."""
-        self.report.crashed(info, main_thread)
-        if main_thread:
-            self.hang.abort(self.loop.rank, "crashed", str(info))
+        """An uncaught exception: the training's own ends the other ranks at once (told first),
+        then is recorded. One raised after another rank of this launch failed (a collective
+        whose peer is gone: gloo's "Connection closed by peer") is that rank's failure: the
+        heartbeat says peer_failed and names it, with this rank's error after it."""
+        peer = self.hang.peer() if main_thread and self.report.ours() else None
+        if peer is None:
+            if main_thread:
+                self.hang.abort(self.loop.rank, "crashed", str(info))
+            self.report.crashed(info, main_thread)
+            return
+        self.settle()
+        detail = f"{peer.text()}; this rank crashed after it: {info}"
+        log.critical("rtool.shim: %s: %s", PEER_FAILED, detail)
+        self.report.stopped(Decision(False, True, PEER_FAILED, False, 1, self.loop.step, detail))

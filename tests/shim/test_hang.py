@@ -156,6 +156,43 @@ def test_one_rank_hung_or_crashed_ends_the_others_at_once(tmp_path: Path) -> Non
         assert "rank 1 on " in str(got.stop_detail) and word in str(got.stop_detail)
 
 
+GONE = """
+import sys
+from rtool.shim import Guard
+from rtool.shim.hang import Abort, write_abort
+guard = Guard(lambda s: None, poll_interval=600, hang_after="600s", abort_file=sys.argv[1],
+              heartbeat=sys.argv[2])
+for step in range(30):
+    guard.step(step)
+# rank 1 crashed (its crash hook tells the others first), then this rank's collective fails
+write_abort(sys.argv[1], Abort(1, "n2", 4242, 1, "crashed", "RuntimeError: boom"))
+raise RuntimeError("[pair.cc:553] Connection closed by peer [127.0.0.1]:29500")
+"""
+
+
+def test_a_rank_that_crashes_after_another_rank_failed_names_that_rank(tmp_path: Path) -> None:
+    """Rank 0's all-reduce raised because rank 1 was gone; its monitor (a poll of 600 s) never
+    read the abort file: the crash hook does, so the heartbeat blames rank 1, not gloo."""
+    abort, hb = tmp_path / "abort", tmp_path / "hb0"
+    env = toy_env(tmp_path, PYTHONPATH=str(ROOT), RANK="0", RTOOL_LAUNCH="1")
+    res = subprocess.run(
+        [sys.executable, "-c", GONE, str(abort), str(hb)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert res.returncode == 1 and "Connection closed by peer" in res.stderr, res.stderr
+    got = read_heartbeat(hb)
+    assert got is not None and got.state is RunState.STOPPED, got
+    assert got.stop_reason == "peer_failed" and got.step == 29, got
+    detail = str(got.stop_detail)
+    assert detail.startswith("rank 1 on n2 crashed: RuntimeError: boom; this rank crashed"), detail
+    assert "Connection closed by peer" in detail
+    told = read_abort(str(abort), launch=1, pid=0)
+    assert told is not None and told.rank == 1  # the first failure stays the one told
+
+
 def test_an_abort_file_of_another_launch_or_user_is_ignored(tmp_path: Path) -> None:
     path = tmp_path / "abort"
     write_abort(str(path), Abort(1, "n2", 4242, 0, "hung", "no step for 9s"))
