@@ -218,7 +218,7 @@ class Guard:
 
     def __exit__(self, kind: object, exc: BaseException | None, tb: object) -> None:
         if exc is not None and not isinstance(exc, SystemExit):
-            self._p.report.crashed(error_info(exc), True)
+            self._p.watch.crashed(error_info(exc), True, exc.__traceback__)
         self.close()
 
     @property

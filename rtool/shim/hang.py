@@ -45,8 +45,10 @@ import sys
 import sysconfig
 import threading
 import time
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
+from types import TracebackType
 from typing import Any
 
 from rtool.core.identity import trusted_uid
@@ -161,15 +163,27 @@ def dump_stacks(header: str, to: str | None = None, head: str = "") -> None:
         sys.stderr.flush()
 
 
-def _dump_to(path: str, head: str) -> None:
+def _dump_to(path: str, head: str, frames: str | None = None) -> None:
+    """`head`, then faulthandler's dump of every thread (or `frames`, in its form)."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
     with contextlib.suppress(Exception):
         fd = os.open(path, flags, 0o600)
         try:
             os.write(fd, (head + "\n").encode())
-            faulthandler.dump_traceback(file=fd, all_threads=True)
+            if frames is None:
+                faulthandler.dump_traceback(file=fd, all_threads=True)
+            else:
+                os.write(fd, frames.encode())
         finally:
             os.close(fd)
+
+
+def _frames(tb: TracebackType) -> str:
+    """An exception's frames as faulthandler writes a thread's: innermost first."""
+    lines = [f"Current thread 0x{threading.get_ident():016x} (most recent call first):"]
+    for f in reversed(traceback.extract_tb(tb)):
+        lines.append(f'  File "{f.filename}", line {f.lineno} in {f.name}')
+    return "\n".join(lines) + "\n"
 
 
 class HangWatch:
@@ -226,6 +240,12 @@ class HangWatch:
         """(this rank's stack file beside the abort file, or None; its first line)."""
         head = f"rtool-stacks rank={rank} host={_host()} pid={os.getpid()} launch={self.launch}"
         return (f"{self.abort_file}.stacks-{rank}" if self.abort_file else None), head
+
+    def trace_to_file(self, rank: int, tb: TracebackType | None) -> None:
+        """This rank's stack file from an exception's frames (where it was when it raised)."""
+        to, head = self.stack_file(rank)
+        if to is not None and tb is not None:
+            _dump_to(to, head, _frames(tb))
 
     def abort(self, rank: int, reason: str, detail: str) -> None:
         """Tell the other ranks of this launch (the abort file)."""

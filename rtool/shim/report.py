@@ -186,9 +186,9 @@ def error_info(exc: BaseException, tb: TracebackType | None = None) -> ErrorInfo
 
 
 class CrashHooks:
-    """`on_crash(info, main_thread)` runs for an exception nobody caught."""
+    """`on_crash(info, main_thread, traceback)` runs for an exception nobody caught."""
 
-    def __init__(self, on_crash: Callable[[ErrorInfo, bool], None]) -> None:
+    def __init__(self, on_crash: Callable[[ErrorInfo, bool, TracebackType | None], None]) -> None:
         self._on_crash = on_crash
         self._prev_sys = sys.excepthook
         self._prev_thread = threading.excepthook
@@ -199,13 +199,14 @@ class CrashHooks:
         self, kind: type[BaseException], exc: BaseException, tb: TracebackType | None
     ) -> None:
         with contextlib.suppress(Exception):
-            self._on_crash(error_info(exc, tb), True)
+            self._on_crash(error_info(exc, tb), True, tb)
         self._prev_sys(kind, exc, tb)
 
     def _thread_hook(self, args: Any) -> None:
         if args.exc_value is not None and not isinstance(args.exc_value, SystemExit):
             with contextlib.suppress(Exception):
-                self._on_crash(error_info(args.exc_value, args.exc_traceback), False)
+                info = error_info(args.exc_value, args.exc_traceback)
+                self._on_crash(info, False, args.exc_traceback)
         self._prev_thread(args)
 
     def restore(self) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import math
 import signal
+from types import TracebackType
 
 from rtool.core.heartbeat import ErrorInfo
 from rtool.shim.hang import Abort, HangWatch, dump_stacks, end_dumped
@@ -53,6 +54,7 @@ class InProcessWatch:
         self.sources, self.timing, self.loop = sources, timing, loop
         self.signals, self.hang, self.report = signals, hang, report
         self.settled = False  # a stop was decided, or the process is being ended
+        self.blamed_peer = False  # a crash was recorded as another rank's failure
 
     def round(self, mono: float) -> None:
         s = self.sources
@@ -117,11 +119,14 @@ class InProcessWatch:
         self.report.stopped(d, at_progress=True)
         end_dumped(HANG_EXIT_CODE, dump=False)
 
-    def crashed(self, info: ErrorInfo, main_thread: bool) -> None:
+    def crashed(self, info: ErrorInfo, main_thread: bool, tb: TracebackType | None) -> None:
         """An uncaught exception: the training's own ends the other ranks at once (told first),
         then is recorded. One raised after another rank of this launch failed (a collective
         whose peer is gone: gloo's "Connection closed by peer") is that rank's failure: the
-        heartbeat says peer_failed and names it, with this rank's error after it."""
+        heartbeat says peer_failed and names it, with this rank's error after it, and this
+        rank's stack file says where it was (the exception's frames)."""
+        if main_thread and self.blamed_peer:
+            return  # said once (`with Guard` records, then the exception reaches the hook)
         peer = self.hang.peer() if main_thread and self.report.ours() else None
         if peer is None:
             if main_thread:
@@ -129,6 +134,8 @@ class InProcessWatch:
             self.report.crashed(info, main_thread)
             return
         self.settle()
+        self.blamed_peer = True
+        self.hang.trace_to_file(self.loop.rank, tb)
         detail = f"{peer.text()}; this rank crashed after it: {info}"
         log.critical("rtool.shim: %s: %s", PEER_FAILED, detail)
         self.report.stopped(Decision(False, True, PEER_FAILED, False, 1, self.loop.step, detail))

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from rtool.core.heartbeat import RunState, read_heartbeat
+from rtool.runs import stacks
 from rtool.shim import HANG_EXIT_CODE, Guard
 from rtool.shim.hang import Abort, read_abort, write_abort
 from tests.helpers import wait_for
@@ -166,17 +167,24 @@ for step in range(30):
     guard.step(step)
 # rank 1 crashed (its crash hook tells the others first), then this rank's collective fails
 write_abort(sys.argv[1], Abort(1, "n2", 4242, 1, "crashed", "RuntimeError: boom"))
-raise RuntimeError("[pair.cc:553] Connection closed by peer [127.0.0.1]:29500")
+
+
+def all_reduce():
+    raise RuntimeError("[pair.cc:553] Connection closed by peer [127.0.0.1]:29500")
+
+
+all_reduce()
 """
 
 
 def test_a_rank_that_crashes_after_another_rank_failed_names_that_rank(tmp_path: Path) -> None:
     """Rank 0's all-reduce raised because rank 1 was gone; its monitor (a poll of 600 s) never
     read the abort file: the crash hook does, so the heartbeat blames rank 1, not gloo."""
-    abort, hb = tmp_path / "abort", tmp_path / "hb0"
+    abort, hb, script = tmp_path / "abort", tmp_path / "hb0", tmp_path / "train.py"
+    script.write_text(GONE)
     env = toy_env(tmp_path, PYTHONPATH=str(ROOT), RANK="0", RTOOL_LAUNCH="1")
     res = subprocess.run(
-        [sys.executable, "-c", GONE, str(abort), str(hb)],
+        [sys.executable, str(script), str(abort), str(hb)],
         env=env,
         capture_output=True,
         text=True,
@@ -191,6 +199,10 @@ def test_a_rank_that_crashes_after_another_rank_failed_names_that_rank(tmp_path:
     assert "Connection closed by peer" in detail
     told = read_abort(str(abort), launch=1, pid=0)
     assert told is not None and told.rank == 1  # the first failure stays the one told
+    # where this rank was: its stack file, from the exception's frames, as the others' dumps
+    (where,) = stacks.read_stacks(str(abort), launch=1)
+    line = next(i for i, t in enumerate(GONE.splitlines(), 1) if "Connection closed" in t)
+    assert (where.rank, where.where) == (0, f"all_reduce at train.py:{line}"), where
 
 
 def test_an_abort_file_of_another_launch_or_user_is_ignored(tmp_path: Path) -> None:
