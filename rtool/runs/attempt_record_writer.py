@@ -131,17 +131,33 @@ def read_own_heartbeat(path: str) -> Heartbeat | None:
         return None
 
 
-#: How long the end record waits for a training caught in its save on the way out: with a
-#: preemption's GraceTime 0 Slurm's SIGTERM ends srun at once while the training still saves,
-#: and the record must carry the stop the training writes after it (the batch script bounds
-#: the whole `rtool record` by 30 s).
+#: How long the end record waits for a training still on its way out: with a preemption's
+#: GraceTime 0 Slurm's SIGTERM ends srun (and reaches the batch shell) at once while the
+#: training still decides its stop or saves, and the record must carry the stop the training
+#: writes after it (the batch script bounds the whole `rtool record` by 30 s).
 SAVE_WAIT = 20.0
 
 
+def _on_its_way_out(hb: Heartbeat) -> bool:
+    """Saving, or still running in a process alive on this host (srun ended before it)."""
+    if hb.state is RunState.SAVING:
+        return True
+    if hb.state is not RunState.RUNNING or not hb.pid or hb.host != socket.gethostname():
+        return False
+    try:
+        os.kill(hb.pid, 0)
+    except ProcessLookupError:
+        return False  # ended without its last word (killed): the heartbeat as it is
+    except OSError:
+        return True  # alive, another user's pid: the wait is bounded
+    return True
+
+
 def after_save(path: str, hb: Heartbeat | None, wait: float = SAVE_WAIT) -> Heartbeat | None:
-    """The heartbeat once it is no longer SAVING (re-read every 0.2 s, at most `wait` s)."""
+    """The heartbeat once the training wrote its last word: not SAVING, nor RUNNING in a
+    process alive on this host (re-read every 0.2 s, at most `wait` s)."""
     deadline = time.monotonic() + wait
-    while hb is not None and hb.state is RunState.SAVING and time.monotonic() < deadline:
+    while hb is not None and _on_its_way_out(hb) and time.monotonic() < deadline:
         time.sleep(0.2)
         hb = read_own_heartbeat(path) or hb
     return hb

@@ -9,6 +9,7 @@ import json
 import logging
 import os
 import re
+import socket
 import subprocess
 import threading
 import time
@@ -229,6 +230,38 @@ def test_the_end_record_waits_for_a_save_on_the_way_out(tmp_path: Path) -> None:
     (rec,) = read_records(str(tmp_path / "hb.json.attempts")).records
     assert rec.heartbeat is not None and rec.heartbeat.state is RunState.STOPPED
     assert (rec.heartbeat.stop_reason, rec.heartbeat.last_saved_step) == ("preempted", 7)
+
+
+def test_the_end_record_waits_for_a_training_that_has_not_yet_stopped(tmp_path: Path) -> None:
+    """GraceTime 0 under load: the batch shell's SIGTERM came before the training's shim had
+    even decided its stop (the heartbeat still `running`, its process alive on this host; seen
+    in CI on 24.11: the attempt showed no stop reason). A running heartbeat whose process is
+    gone (killed without a last word) is copied as it is, at once."""
+    hb = tmp_path / "hb.json"
+    training = subprocess.Popen(["sleep", "30"])
+    try:
+        running = _heartbeat(state=RunState.RUNNING, pid=training.pid, host=socket.gethostname())
+        hb.write_text(running.to_json())
+        stopped = _heartbeat(stop_reason="preempted", stop_job_id=JOB, last_saved_step=7)
+        later = threading.Timer(1.5, lambda: hb.write_text(stopped.to_json()))
+        later.start()
+        try:
+            res = _record(tmp_path, "end", "--rc", "143")
+        finally:
+            later.join()
+    finally:
+        training.kill()
+        training.wait()
+    assert res.returncode == 0, res.stderr
+    (rec,) = read_records(str(tmp_path / "hb.json.attempts")).records
+    assert rec.heartbeat is not None and rec.heartbeat.stop_reason == "preempted"
+    hb.write_text(running.to_json())  # its process is gone now
+    t0 = time.monotonic()
+    line = attempt_record_writer.line_for(
+        attempt_record_writer.from_env("end", {"SLURM_JOB_ID": JOB}, 137, 1000.0), str(hb)
+    )
+    assert time.monotonic() - t0 < 1.0
+    assert parse_record(line).heartbeat.state is RunState.RUNNING  # type: ignore[union-attr]
 
 
 def test_a_save_that_never_ends_holds_the_end_record_a_bounded_time(tmp_path: Path) -> None:
