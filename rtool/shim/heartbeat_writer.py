@@ -75,6 +75,8 @@ class HeartbeatWriter:
         self.enabled = True  # False on ranks other than 0
         self.frozen = False  # set once a stop, finish or crash was written: no progress
         self._lock = threading.Lock()
+        self._write_lock = threading.Lock()  # one write at a time, never an older over a newer
+        self._made = self._written = 0  # the number of the last record made, and written
         with contextlib.suppress(OSError):
             self.path.parent.mkdir(parents=True, exist_ok=True)
         self.previous = read_previous(self.path)
@@ -102,31 +104,43 @@ class HeartbeatWriter:
                 return
             self.frozen = self.frozen or final
             self.current = record = self.current.replace(state=state, **fields)
+            self._made += 1
+            number = self._made
         if self.enabled:
-            self._write(self.path, record, bounded)
+            self._write(self.path, record, bounded, number)
 
     def mark_done(self) -> None:
         """Write `<heartbeat>.done` (rank 0 only)."""
         if self.enabled:
-            self._write(done_marker(self.path), self.current, True)
+            self._write(done_marker(self.path), self.current, True, None)
 
-    def _write(self, path: Path, record: Heartbeat, bounded: bool) -> None:
+    def _write(self, path: Path, record: Heartbeat, bounded: bool, number: int | None) -> None:
         text = record.to_json()
         if not bounded or threading.current_thread().name == "rtool-shim":
-            self._write_now(path, text)
+            self._write_now(path, text, number)
             return
-        t = threading.Thread(target=self._write_now, args=(path, text), daemon=True)
+        t = threading.Thread(target=self._write_now, args=(path, text, number), daemon=True)
         t.start()
         t.join(WRITE_TIMEOUT)
         if t.is_alive():
             log.warning("rtool.shim: heartbeat write to %s takes > %gs: not waiting", path, 2.0)
 
-    @staticmethod
-    def _write_now(path: Path, text: str) -> None:
+    def _write_now(self, path: Path, text: str, number: int | None) -> None:
+        """Write `text`, unless a newer record (a higher `number`) was written already: the
+        monitor thread's periodic record, made before a stop, must not land after it."""
+        if not self._write_lock.acquire(timeout=WRITE_TIMEOUT):  # a write stuck on the disk
+            log.warning("rtool.shim: heartbeat %s: a write is stuck; this one skipped", path)
+            return
         try:
+            if number is not None and number < self._written:
+                return
             write_file(path, text)
+            if number is not None:
+                self._written = number
         except OSError as exc:
             log.warning("rtool.shim: cannot write heartbeat %s: %s", path, exc)
+        finally:
+            self._write_lock.release()
 
 
 @dataclass(frozen=True)
