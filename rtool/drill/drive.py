@@ -203,13 +203,19 @@ def _end_record(plan: Plan) -> BatchRecord | None:
     return ends[-1] if ends else None
 
 
+def _final(end: BatchRecord | None) -> bool:
+    return end is not None and end.heartbeat is not None and end.heartbeat.state in ENDED
+
+
 def collect(slurm: Slurm, plan: Plan, obs: Observation) -> None:
     """The exit code, the end and the final heartbeat of the drilled attempt."""
     deadline = time.time() + RECORD_WAIT
     end = _end_record(plan)
-    while end is None and plan.records and time.time() < deadline:
+    # an end record without the training's stop may be followed by one with it (the batch
+    # shell's SIGTERM came before the training's: rtool record's `last_word`)
+    while not _final(end) and plan.records and time.time() < deadline:
         time.sleep(POLL)
-        end = _end_record(plan)
+        end = _end_record(plan) or end
     if end is not None:
         obs.exit_code = end.rc
         hb = end.heartbeat

@@ -131,33 +131,30 @@ def read_own_heartbeat(path: str) -> Heartbeat | None:
         return None
 
 
-#: How long the end record waits for a training still on its way out: with a preemption's
-#: GraceTime 0 Slurm's SIGTERM ends srun (and reaches the batch shell) at once while the
-#: training still decides its stop or saves, and the record must carry the stop the training
-#: writes after it (the batch script bounds the whole `rtool record` by 30 s).
+#: How long the end record waits for a training on its way out: with a preemption's GraceTime 0
+#: Slurm's SIGTERM ends srun (and reaches the batch shell) at once while the training still
+#: decides its stop or saves, and the record must carry the stop the training writes after it
+#: (the batch script bounds the whole `rtool record` by 30 s).
 SAVE_WAIT = 20.0
 
 
-def _on_its_way_out(hb: Heartbeat) -> bool:
-    """Saving, or still running in a process alive on this host (srun ended before it)."""
-    if hb.state is RunState.SAVING:
-        return True
-    if hb.state is not RunState.RUNNING or not hb.pid or hb.host != socket.gethostname():
+def _alive_here(hb: Heartbeat) -> bool:
+    """The heartbeat's process is alive on this host."""
+    if not hb.pid or hb.host != socket.gethostname():
         return False
     try:
         os.kill(hb.pid, 0)
     except ProcessLookupError:
-        return False  # ended without its last word (killed): the heartbeat as it is
+        return False  # ended without its last word (killed)
     except OSError:
         return True  # alive, another user's pid: the wait is bounded
     return True
 
 
 def after_save(path: str, hb: Heartbeat | None, wait: float = SAVE_WAIT) -> Heartbeat | None:
-    """The heartbeat once the training wrote its last word: not SAVING, nor RUNNING in a
-    process alive on this host (re-read every 0.2 s, at most `wait` s)."""
+    """The heartbeat once it is no longer SAVING (re-read every 0.2 s, at most `wait` s)."""
     deadline = time.monotonic() + wait
-    while hb is not None and _on_its_way_out(hb) and time.monotonic() < deadline:
+    while hb is not None and hb.state is RunState.SAVING and time.monotonic() < deadline:
         time.sleep(0.2)
         hb = read_own_heartbeat(path) or hb
     return hb
@@ -170,13 +167,38 @@ def line_for(
     the way out waited for, up to `wait` s); when the training hung, its `stacks`: the ranks'
     dumps beside the abort file `abort`, grouped."""
     if rec.event == "end" and heartbeat:
-        hb = after_save(heartbeat, read_own_heartbeat(heartbeat), wait)
-        if hb is not None and belongs(hb, rec):
-            try:
-                return dataclasses.replace(rec, heartbeat=clipped(hung_stacks(hb, abort))).to_line()
-            except (RecordError, ValueError):
-                pass  # too long or odd even clipped: the record without it
+        return with_heartbeat(
+            rec, after_save(heartbeat, read_own_heartbeat(heartbeat), wait), abort
+        )
     return rec.to_line()
+
+
+def with_heartbeat(rec: BatchRecord, hb: Heartbeat | None, abort: str | None) -> str:
+    if hb is not None and belongs(hb, rec):
+        try:
+            return dataclasses.replace(rec, heartbeat=clipped(hung_stacks(hb, abort))).to_line()
+        except (RecordError, ValueError):
+            pass  # too long or odd even clipped: the record without it
+    return rec.to_line()
+
+
+def last_word(rec: BatchRecord, heartbeat: str, abort: str | None, wait: float) -> str | None:
+    """The end record again, once the training whose heartbeat still said `running` (its
+    process alive on this host: srun ended before it, GraceTime 0) wrote its stop, within
+    `wait` s; else None. Written after the first end record, so a batch shell killed while it
+    waits still has its record; with the same `time`: the same end, the training's last word."""
+    hb = read_own_heartbeat(heartbeat)
+    if hb is None or hb.state is not RunState.RUNNING:
+        return None
+    deadline = time.monotonic() + wait
+    while hb.state in (RunState.RUNNING, RunState.SAVING) and time.monotonic() < deadline:
+        if hb.state is RunState.RUNNING and not _alive_here(hb):
+            return None
+        time.sleep(0.2)
+        hb = read_own_heartbeat(heartbeat) or hb
+    return (
+        None if hb.state in (RunState.RUNNING, RunState.SAVING) else with_heartbeat(rec, hb, abort)
+    )
 
 
 def hung_stacks(hb: Heartbeat, abort: str | None) -> Heartbeat:
@@ -233,5 +255,8 @@ def write(
     if not path:
         return None
     rec = from_env(event, env, rc, time.time() if now is None else now)
-    append_line(path, line_for(rec, heartbeat, env.get("RTOOL_ABORT_FILE") or None))
+    abort = env.get("RTOOL_ABORT_FILE") or None
+    append_line(path, line_for(rec, heartbeat, abort))
+    if event == "end" and heartbeat and (again := last_word(rec, heartbeat, abort, SAVE_WAIT)):
+        append_line(path, again)
     return path
