@@ -167,10 +167,13 @@ def line_for(
     the way out waited for, up to `wait` s); when the training hung, its `stacks`: the ranks'
     dumps beside the abort file `abort`, grouped."""
     if rec.event == "end" and heartbeat:
-        return with_heartbeat(
-            rec, after_save(heartbeat, read_own_heartbeat(heartbeat), wait), abort
-        )
+        return with_heartbeat(rec, ended(heartbeat, wait), abort)
     return rec.to_line()
+
+
+def ended(heartbeat: str, wait: float = SAVE_WAIT) -> Heartbeat | None:
+    """The heartbeat as the attempt ended (a save on the way out waited for)."""
+    return after_save(heartbeat, read_own_heartbeat(heartbeat), wait)
 
 
 def with_heartbeat(rec: BatchRecord, hb: Heartbeat | None, abort: str | None) -> str:
@@ -182,20 +185,25 @@ def with_heartbeat(rec: BatchRecord, hb: Heartbeat | None, abort: str | None) ->
     return rec.to_line()
 
 
-def last_word(rec: BatchRecord, heartbeat: str, abort: str | None, wait: float) -> str | None:
-    """The end record again, once the training whose heartbeat still said `running` (its
-    process alive on this host: srun ended before it, GraceTime 0) wrote its stop, within
-    `wait` s; else None. Written after the first end record, so a batch shell killed while it
-    waits still has its record; with the same `time`: the same end, the training's last word."""
-    hb = read_own_heartbeat(heartbeat)
-    if hb is None or hb.state is not RunState.RUNNING:
+def last_word(
+    rec: BatchRecord, heartbeat: str, first: Heartbeat | None, abort: str | None, wait: float
+) -> str | None:
+    """The end record again, when the first one copied a heartbeat of this attempt still
+    `running` in a process alive on this host (srun ended before the training: GraceTime 0):
+    once the training wrote its stop (after its save), within `wait` s; else None. Written after
+    the first end record, so a batch shell killed while it waits still has its record; with the
+    same `time`: the same end, the training's last word."""
+    if first is None or first.state is not RunState.RUNNING or not belongs(first, rec):
         return None
+    hb = first
     deadline = time.monotonic() + wait
     while hb.state in (RunState.RUNNING, RunState.SAVING) and time.monotonic() < deadline:
         if hb.state is RunState.RUNNING and not _alive_here(hb):
             return None
         time.sleep(0.2)
         hb = read_own_heartbeat(heartbeat) or hb
+        if hb.pid != first.pid or not belongs(hb, rec):
+            return None  # the next attempt's (this process outlived its batch shell)
     return (
         None if hb.state in (RunState.RUNNING, RunState.SAVING) else with_heartbeat(rec, hb, abort)
     )
@@ -256,7 +264,11 @@ def write(
         return None
     rec = from_env(event, env, rc, time.time() if now is None else now)
     abort = env.get("RTOOL_ABORT_FILE") or None
-    append_line(path, line_for(rec, heartbeat, abort))
-    if event == "end" and heartbeat and (again := last_word(rec, heartbeat, abort, SAVE_WAIT)):
+    if event != "end" or not heartbeat:
+        append_line(path, rec.to_line())
+        return path
+    hb = ended(heartbeat)
+    append_line(path, with_heartbeat(rec, hb, abort))
+    if again := last_word(rec, heartbeat, hb, abort, SAVE_WAIT):
         append_line(path, again)
     return path

@@ -243,7 +243,9 @@ def test_a_training_still_running_gets_its_stop_in_a_second_end_record(tmp_path:
     try:
         running = _heartbeat(state=RunState.RUNNING, pid=training.pid, host=socket.gethostname())
         hb.write_text(running.to_json())
-        stopped = _heartbeat(stop_reason="preempted", stop_job_id=JOB, last_saved_step=7)
+        stopped = _heartbeat(
+            stop_reason="preempted", stop_job_id=JOB, last_saved_step=7, pid=training.pid
+        )
         first: list[int] = []
 
         def stop() -> None:
@@ -269,6 +271,54 @@ def test_a_training_still_running_gets_its_stop_in_a_second_end_record(tmp_path:
     res = _record(tmp_path, "end", "--rc", "137")
     assert res.returncode == 0 and time.monotonic() - t0 < 10, res.stderr
     assert len(read_records(str(records)).records) == 3
+
+
+def test_the_second_end_record_follows_a_training_that_began_its_save_meanwhile(
+    tmp_path: Path,
+) -> None:
+    """The first record copied `running`; by the time the writer looks again the training is
+    `saving` (CI on 22.05: the second record was then given up): it waits for the stop."""
+    hb = tmp_path / "hb.json"
+    training = subprocess.Popen(["sleep", "30"])
+    try:
+        running = _heartbeat(state=RunState.RUNNING, pid=training.pid, host=socket.gethostname())
+        hb.write_text(_heartbeat(state=RunState.SAVING, pid=training.pid).to_json())
+        stopped = _heartbeat(
+            stop_reason="preempted", stop_job_id=JOB, last_saved_step=7, pid=training.pid
+        )
+        later = threading.Timer(1.0, lambda: hb.write_text(stopped.to_json()))
+        later.start()
+        rec = attempt_record_writer.from_env("end", {"SLURM_JOB_ID": JOB}, 143, 1000.0)
+        try:
+            line = attempt_record_writer.last_word(rec, str(hb), running, None, 10.0)
+        finally:
+            later.join()
+    finally:
+        training.kill()
+        training.wait()
+    assert line is not None
+    assert parse_record(line).heartbeat.stop_reason == "preempted"  # type: ignore[union-attr]
+
+
+def test_a_record_writer_that_outlived_its_attempt_never_watches_the_next(
+    tmp_path: Path,
+) -> None:
+    """Killed at KillWait, a batch shell may leave its `rtool record` behind (the local
+    cluster's proctrack loses it); the requeued attempt's heartbeat is not this attempt's last
+    word: the writer gives up at once, it writes no second record."""
+    hb = tmp_path / "hb.json"
+    training = subprocess.Popen(["sleep", "30"])
+    try:
+        here = {"pid": training.pid, "host": socket.gethostname()}
+        running = _heartbeat(state=RunState.RUNNING, **here)
+        hb.write_text(_heartbeat(state=RunState.RUNNING, restart_count=1, **here).to_json())
+        rec = attempt_record_writer.from_env("end", {"SLURM_JOB_ID": JOB}, 143, 1000.0)
+        t0 = time.monotonic()
+        assert attempt_record_writer.last_word(rec, str(hb), running, None, 10.0) is None
+        assert time.monotonic() - t0 < 5
+    finally:
+        training.kill()
+        training.wait()
 
 
 def test_a_save_that_never_ends_holds_the_end_record_a_bounded_time(tmp_path: Path) -> None:
