@@ -32,7 +32,7 @@ def attempts(
     accounting, the batch records and squeue on top of the `old` ledger's attempts)."""
     if sacct is None:
         return from_records_and_queue(run, list(old.values()), records, queue, now)
-    base = from_sacct(run, sacct)
+    base = _after_records(from_sacct(run, sacct), records)
     known = {a.key for a in base}
     # attempts sacct no longer reports (purged, or older than the lookback) stay
     base += [a for k, a in old.items() if k not in known and a.is_over]
@@ -40,7 +40,26 @@ def attempts(
     # end record says it completed, is an attempt until sacct knows it
     jobs = {a.job_id for a in base}
     live = from_records_and_queue(run, [], records, queue, now)
-    return base + [a for a in live if a.job_id not in jobs and _lagging(a, now)]
+    missed = [a for a in live if a.job_id in jobs and a.key not in known and a.is_over]
+    return base + missed + [a for a in live if a.job_id not in jobs and _lagging(a, now)]
+
+
+def _after_records(base: list[Attempt], records: Sequence[BatchRecord]) -> list[Attempt]:
+    """sacct's rows of a requeued job numbered as the batch records number its runs: when
+    slurmdbd has fewer rows than the records have starts (under load it had only the latest
+    run of a job requeued after a preemption), the rows are the latest runs, not the first."""
+    runs: dict[str, int] = {}
+    for rec in records:
+        if rec.event == "start":
+            runs[rec.shown_id] = max(runs.get(rec.shown_id, 0), rec.restart + 1)
+    rows: dict[str, int] = {}
+    for a in base:
+        rows[a.job_id] = rows.get(a.job_id, 0) + 1
+    out = []
+    for a in base:
+        shift = runs.get(a.job_id, 0) - rows[a.job_id]
+        out.append(a.with_(restart=a.restart + shift) if shift > 0 else a)
+    return out
 
 
 def _end(r: SacctRecord) -> float | None:
