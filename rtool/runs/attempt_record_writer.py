@@ -21,7 +21,7 @@ import os
 import socket
 import stat
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from rtool.core.alert import clip
 from rtool.core.errors import RtoolError
@@ -151,13 +151,20 @@ def _alive_here(hb: Heartbeat) -> bool:
     return True
 
 
-def after_save(path: str, hb: Heartbeat | None, wait: float = SAVE_WAIT) -> Heartbeat | None:
-    """The heartbeat once it is no longer SAVING (re-read every 0.2 s, at most `wait` s)."""
+def _reread(
+    path: str, hb: Heartbeat, wait: float, pending: Callable[[Heartbeat], bool]
+) -> Heartbeat:
+    """The heartbeat re-read every 0.2 s while `pending(it)`, at most `wait` s."""
     deadline = time.monotonic() + wait
-    while hb is not None and hb.state is RunState.SAVING and time.monotonic() < deadline:
+    while pending(hb) and time.monotonic() < deadline:
         time.sleep(0.2)
         hb = read_own_heartbeat(path) or hb
     return hb
+
+
+def after_save(path: str, hb: Heartbeat | None, wait: float = SAVE_WAIT) -> Heartbeat | None:
+    """The heartbeat once it is no longer SAVING (re-read every 0.2 s, at most `wait` s)."""
+    return None if hb is None else _reread(path, hb, wait, lambda h: h.state is RunState.SAVING)
 
 
 def line_for(
@@ -166,13 +173,13 @@ def line_for(
     """The record's line, with this attempt's heartbeat at the end (when it is one; a save on
     the way out waited for, up to `wait` s); when the training hung, its `stacks`: the ranks'
     dumps beside the abort file `abort`, grouped."""
-    if rec.event == "end" and heartbeat:
-        return with_heartbeat(rec, ended(heartbeat, wait), abort)
-    return rec.to_line()
+    return with_heartbeat(rec, ended(rec, heartbeat, wait), abort)
 
 
-def ended(heartbeat: str, wait: float = SAVE_WAIT) -> Heartbeat | None:
-    """The heartbeat as the attempt ended (a save on the way out waited for)."""
+def ended(rec: BatchRecord, heartbeat: str | None, wait: float = SAVE_WAIT) -> Heartbeat | None:
+    """For an end record, the heartbeat as the attempt ended (a save on the way out waited for)."""
+    if rec.event != "end" or not heartbeat:
+        return None
     return after_save(heartbeat, read_own_heartbeat(heartbeat), wait)
 
 
@@ -192,21 +199,22 @@ def last_word(
     `running` in a process alive on this host (srun ended before the training: GraceTime 0):
     once the training wrote its stop (after its save), within `wait` s; else None. Written after
     the first end record, so a batch shell killed while it waits still has its record; with the
-    same `time`: the same end, the training's last word."""
+    same `time`: the same end, the training's last word. Given up at once when the process is
+    gone, or the heartbeat is another process's or attempt's (this one outlived its batch
+    shell)."""
     if first is None or first.state is not RunState.RUNNING or not belongs(first, rec):
         return None
-    hb = first
-    deadline = time.monotonic() + wait
-    while hb.state in (RunState.RUNNING, RunState.SAVING) and time.monotonic() < deadline:
-        if hb.state is RunState.RUNNING and not _alive_here(hb):
-            return None
-        time.sleep(0.2)
-        hb = read_own_heartbeat(heartbeat) or hb
-        if hb.pid != first.pid or not belongs(hb, rec):
-            return None  # the next attempt's (this process outlived its batch shell)
-    return (
-        None if hb.state in (RunState.RUNNING, RunState.SAVING) else with_heartbeat(rec, hb, abort)
-    )
+
+    def same(hb: Heartbeat) -> bool:
+        return hb.pid == first.pid and belongs(hb, rec)
+
+    def on_its_way(hb: Heartbeat) -> bool:
+        alive = hb.state is RunState.SAVING or _alive_here(hb)
+        return same(hb) and hb.state in (RunState.RUNNING, RunState.SAVING) and alive
+
+    hb = _reread(heartbeat, first, wait, on_its_way)
+    done = same(hb) and hb.state not in (RunState.RUNNING, RunState.SAVING)
+    return with_heartbeat(rec, hb, abort) if done else None
 
 
 def hung_stacks(hb: Heartbeat, abort: str | None) -> Heartbeat:
@@ -264,11 +272,8 @@ def write(
         return None
     rec = from_env(event, env, rc, time.time() if now is None else now)
     abort = env.get("RTOOL_ABORT_FILE") or None
-    if event != "end" or not heartbeat:
-        append_line(path, rec.to_line())
-        return path
-    hb = ended(heartbeat)
+    hb = ended(rec, heartbeat)
     append_line(path, with_heartbeat(rec, hb, abort))
-    if again := last_word(rec, heartbeat, hb, abort, SAVE_WAIT):
+    if heartbeat and (again := last_word(rec, heartbeat, hb, abort, SAVE_WAIT)):
         append_line(path, again)
     return path
