@@ -198,8 +198,13 @@ class ProbeEnv:
         """The sweep's squeue snapshot (one call, shared by every watchdog; raises SlurmError)."""
         with self._lock:
             if self._jobs is None and self._error is None:
+                q = self.query
                 try:
-                    self._jobs = self._squeue()
+                    self._jobs = self._slurm().squeue(
+                        names=sorted(q.names) if q.names else None,
+                        users=None if q.everyone else sorted(q.user_set()),
+                        all_users=q.everyone,
+                    )
                 except Exception as exc:
                     self._error = exc
             if self._error is not None:
@@ -232,14 +237,6 @@ class ProbeEnv:
             self.slurm = Slurm()
         return self.slurm
 
-    def _squeue(self) -> list[SqueueJob]:
-        q = self.query
-        return self._slurm().squeue(
-            names=sorted(q.names) if q.names else None,
-            users=None if q.everyone else sorted(q.user_set()),
-            all_users=q.everyone,
-        )
-
 
 SpecT = TypeVar("SpecT")
 
@@ -247,26 +244,12 @@ SpecT = TypeVar("SpecT")
 class SpecWatchdog(Generic[SpecT]):
     """The base of every watchdog, built from its config entries (specs).
 
-    A new watchdog is one module with its entry type and a subclass, and one line in
-    `rtool.watchdogs.registry.LINES` (docs/architecture.md has a worked example):
-
-        class FooWatch(Section):              # its [[watch.foo]] entry and `rtool watch foo`'s
-            path: str = setting(..., "A file that must exist.")       # options (fields.py)
-            limit: Percent = setting(90.0, "Used above -> CRITICAL.")
-
-        class FooWatchdog(SpecWatchdog[FooWatch]):
-            \"""Is the file there? (the summary line of `rtool watch foo --help`)
-
-            Example: rtool watch foo /scratch/me/ckpt
-            \"""
-            name = "foo"
-            spec = FooWatch
-            def target(self, spec): return spec.path
-            def probe(self, env): ...         # I/O, bounded by self.timeout_of(spec)
-            def check(self, probe_output, now): ...   # pure: list[CheckResult]
-
-    The class docstring is the command's help (a summary line, then an Example); a field named
-    like one of the options every `rtool watch` command has (`timeout`) is given by that one.
+    A new watchdog is one module with its entry type (a `Section` of `setting()` fields) and a
+    subclass that sets `name` and `spec` and writes `target`, `probe` (I/O, bounded by
+    `self.timeout_of(spec)`) and the pure `check`; and one line in
+    `rtool.watchdogs.registry.LINES` (docs/architecture.md has a worked example). The class
+    docstring is the command's help (a summary line, then an Example); a field named like one of
+    the options every `rtool watch` command has (`timeout`) is given by that one.
     """
 
     #: The watchdog's name: `rtool watch NAME`, `[[watch.NAME]]`, the alert keys' prefix.

@@ -1,18 +1,11 @@
-"""Slurm-aware quieting, the sweep's half: one result per cause that explains other results.
+"""Slurm-aware quieting, the sweep's half (docs/notify.md, "Slurm-aware quieting").
 
-A check that is not OK names what it may follow from (`CheckResult.depends`: the nodes its run
-is on or last ran on; slurmctld when it could not ask Slurm). After the checks, for every such
-node that sinfo calls down, drained or failing (the sweep's one sinfo call, `ProbeEnv.nodes`)
-this adds one `node:NAME` result, and for a sweep whose squeue call failed one
-`slurm:slurmctld` result; each names the results that follow from it and takes the worst of
-their statuses. notify then sends the cause's alert and folds the others into it (while the
-cause is not OK they alert nobody: rtool/notify/fold.py).
-
-A cause raised by an earlier sweep and not raised now is resolved (an OK result) by the first
-sweep that checks one of the results it explained: the node came back, or nothing watched
-depends on it any more; it names those still bad (they were told in the cause's alert and go on
-from there: repeats, resolved notices). Sweeps that watch other things leave it alone. The
-causes raised are remembered in the state dir (`watch/causes.json`).
+After the checks: one `node:NAME` result per node that sinfo calls bad (the sweep's one sinfo
+call) and that results not OK depend on (`CheckResult.depends`), and one `slurm:slurmctld`
+result when the sweep's squeue failed; each names the results that follow from it, which notify
+folds into it. A cause raised earlier (remembered in `watch/causes.json`) and not now is
+resolved by the first sweep that checks one of the results it explained; sweeps that watch
+other things leave it alone.
 """
 
 from __future__ import annotations
@@ -22,7 +15,6 @@ from typing import Any
 
 from rtool.core.alert import Cause, CauseKind, Status, worst
 from rtool.core.proc import ProcError
-from rtool.core.slurm.nodes import NodeState
 from rtool.core.slurm.parse import ParseError
 from rtool.core.state import StateDir
 from rtool.watchdogs.base import CAUSES_FILE as STATE_FILE
@@ -73,9 +65,7 @@ def node_causes(results: list[CheckResult], env: ProbeEnv) -> list[CheckResult]:
     except (ProcError, ParseError) as exc:
         log.info("no node states for quieting: %s", exc)
         return []
-    states: dict[str, NodeState] = {}
-    for n in lines:
-        states.setdefault(n.name, n)
+    states = {n.name: n for n in reversed(lines)}  # a node's first line (of its partitions)
     out = []
     for name, deps in sorted(wanted.items()):
         node = states.get(name)

@@ -1,48 +1,8 @@
-"""[watch] config section (owned by the watchdogs package).
-
-```toml
-[watch]
-timeout = "10s"                  # default probe timeout
-prom_textfile = "/var/lib/node-exporter/textfile"   # optional: Prometheus metrics here
-
-[[watch.job]]
-name = "train-10b"               # exact job name, or a regex with regex = true
-max_pending = "6h"
-
-[[watch.log]]
-path = "logs/train-*.out"        # newest match wins
-stale = "30m"
-job_name = "train-10b"           # stale while the job is not running: OK with a note
-
-[[watch.disk]]
-path = "/scratch"
-max_used = "80%"
-min_free_inodes = 100000
-
-[[watch.memory]]
-max_used = "95%"
-
-[[watch.run]]                    # see rtool/runs/config.py
-name = "train-10b"
-heartbeat = "ckpt/heartbeat.json"
-log = "logs/train-10b-%A_%a.out"
-
-[[watch.checkpoint]]
-path = "/scratch/alice/run/ckpt"       # step_000123/, checkpoint-123/, *.ckpt, step_123.pt ...
-heartbeat = "/scratch/alice/run/ckpt/heartbeat.json"   # the pace: step and step time
-save_every = 500                       # steps (default: the gap between the newest ones)
-marker = "{NAME}/COMPLETE"             # or files = ["model.safetensors", "optimizer.pt"]
-keep_last = 3                          # retention (off by default), and keep_every = 10000
-
-[[watch.cron]]                   # is the `rtool cron` chain alive? ([cron] gives the defaults)
-dir = "~/rtool-cron"
-grace = "15m"
-```
-"""
+"""The [watch] config section: one entry type per watchdog (a full example: docs/watchdogs.md,
+"Config: `[watch]` and `rtool watch all`")."""
 
 from __future__ import annotations
 
-import fnmatch
 import re
 import shlex
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
@@ -242,8 +202,6 @@ class CheckpointWatch(Section):
     def _pattern(cls, v: str | None) -> str | None:
         if v is not None and ("/" in v or not v.strip()):
             raise ValueError("pattern is a glob of names in the folder, without '/'")
-        if v is not None:
-            fnmatch.translate(v)
         return v
 
     @field_validator("files")

@@ -31,15 +31,6 @@ class CronWatch:
     grace: float
 
 
-def spec_from_config(cfg: CronConfig, directory: Path, grace: float | None = None) -> CronWatch:
-    return CronWatch(directory, cfg.tick_period, cfg.grace if grace is None else grace)
-
-
-def specs_from_entries(entries: list[CronWatchEntry], cfg: CronConfig) -> list[CronWatch]:
-    """`[[watch.cron]]` entries as specs; what an entry leaves out comes from `[cron]`."""
-    return [spec_from_config(cfg, resolve_dir(e.dir or cfg.dir), e.grace) for e in entries]
-
-
 @dataclass
 class CronObservation:
     heartbeats: dict[str, dict[str, Any] | None]  # dir -> heartbeat
@@ -67,7 +58,11 @@ class CronWatchdog(SpecWatchdog[CronWatch]):
     @classmethod
     def from_entries(cls, entries: list[Any], timeout: float, config: Any) -> CronWatchdog:
         cron = getattr(config, "cron", None) or CronConfig()
-        return cls(specs_from_entries(entries, cron), timeout)
+        specs = []
+        for e in entries:  # what an entry leaves out comes from `[cron]`
+            grace = cron.grace if e.grace is None else e.grace
+            specs.append(CronWatch(resolve_dir(e.dir or cron.dir), cron.tick_period, grace))
+        return cls(specs, timeout)
 
     def target(self, spec: CronWatch) -> str:
         return str(spec.dir)
@@ -95,7 +90,8 @@ class CronWatchdog(SpecWatchdog[CronWatch]):
                 out.append(CheckResult("cron", what, Status.UNKNOWN, problem, fields))
                 continue
             beat = probe_output.heartbeats.get(what)
-            obs = _one(what, beat, probe_output)
+            chain = probe_output.chains.get(what) or {}
+            obs = ChainObservation(beat, probe_output.jobs, probe_output.error, chain)
             out.append(check_cron(what, chain_name(s.dir), obs, s.period, s.grace, now))
         return out
 
@@ -106,10 +102,6 @@ class ChainObservation:
     jobs: list[SqueueJob] | None
     error: str | None = None
     chain: dict[str, Any] = field(default_factory=dict)
-
-
-def _one(what: str, beat: dict[str, Any] | None, obs: CronObservation) -> ChainObservation:
-    return ChainObservation(beat, obs.jobs, obs.error, obs.chains.get(what) or {})
 
 
 def check_cron(

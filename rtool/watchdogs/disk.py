@@ -16,7 +16,7 @@ from rtool.core.alert import Status
 from rtool.core.proc import ProcError, ProcTimeout, run
 from rtool.core.units import format_duration, format_size
 from rtool.watchdogs import history
-from rtool.watchdogs.base import CheckResult, ProbeEnv, SpecT, SpecWatchdog
+from rtool.watchdogs.base import CheckResult, ProbeEnv, SpecT, SpecWatchdog, unknown
 from rtool.watchdogs.config import DiskWatch
 from rtool.watchdogs.probes import child
 
@@ -237,8 +237,7 @@ def probe_failure(
         text = f"{path} probe timed out after {o.timeout:g}s (mount {o.mount} hung?)"
         return CheckResult(kind, path, bad, text, {"mount": o.mount, "error": "timeout"})
     if o.error or o.statvfs is None:
-        why = o.error or "no data"
-        return CheckResult(kind, path, Status.UNKNOWN, f"{path}: {why}", {"error": why})
+        return unknown(kind, path, o.error or "no data")
     return None
 
 

@@ -1,18 +1,10 @@
-"""`rtool watch ... --dry-run`: look only. What the sweep would do and send, in words.
+"""`rtool watch ... --dry-run`: look only; what the sweep would do and send, in words.
 
-The sweep runs as usual (every probe, every check, the same exit code) on a look-only state
-dir (writes stay in memory: rtool.core.state) and a look-only Slurm layer (only commands that
-read run: rtool.core.slurm.cmd). Then, instead of acting and alerting:
-
-- each result's actions (hold, requeue, signal, py-spy dump) are described, not carried out;
-- the Slurm commands a probe asked for (a suspect node added to a pending job's ExcNodeList)
-  are listed, not run;
-- the notifications notify would queue are listed with their channels (rtool.notify.engine.preview),
-  and none is queued or sent;
-- --tee and --prom-textfile are not written.
-
-Every watchdog gets this from the runner: a new one needs nothing of its own, as long as its
-side effects go through `Action`s, the Slurm layer and the state dir.
+The sweep runs as usual on a look-only state dir and Slurm layer (rtool.core.state,
+rtool.core.slurm.cmd); this lists the actions, the withheld Slurm commands, the notifications
+(rtool.notify.engine.preview) and the files not written (docs/watchdogs.md). A new watchdog
+gets it for free as long as its side effects go through `Action`s, the Slurm layer and the
+state dir.
 """
 
 from __future__ import annotations
@@ -38,11 +30,14 @@ def report(
     now: float,
 ) -> list[str]:
     """The lines `--dry-run` prints after the status lines (also the JSON's `dry_run`)."""
-    lines = [*planned]
-    for argv in getattr(slurm, "withheld", None) or []:
-        lines.append(f"would run: {shlex.join(argv)}")
+    withheld = getattr(slurm, "withheld", None) or []
+    lines = [*planned, *(f"would run: {shlex.join(argv)}" for argv in withheld)]
     if notify_cfg is not None:
-        lines += _alerts(results, notify_cfg, state, now)
+        try:
+            alerts = [r.to_alert(now) for r in results]
+            lines += [w.line() for w in preview(alerts, notify_cfg, state, now)]
+        except Exception as exc:  # the preview never fails the sweep
+            lines.append(f"cannot tell which notifications would be sent: {exc}")
     else:
         lines.append("--no-notify: no notification considered")
     for flag, given in (("--tee", out.tee), ("--prom-textfile", out.prom_textfile)):
@@ -51,12 +46,3 @@ def report(
     if all(x.startswith(("not written", "--no-notify")) for x in lines):
         lines.insert(0, "nothing to do: no action, no command, no notification")
     return [*lines, "nothing was changed, run or sent"]
-
-
-def _alerts(
-    results: list[CheckResult], cfg: NotifyConfig, state: StateDir, now: float
-) -> list[str]:
-    try:
-        return [w.line() for w in preview([r.to_alert(now) for r in results], cfg, state, now)]
-    except Exception as exc:  # the preview never fails the sweep
-        return [f"cannot tell which notifications would be sent: {exc}"]

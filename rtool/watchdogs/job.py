@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from datetime import datetime
 from functools import cached_property
 from typing import Any
 
@@ -24,7 +23,7 @@ from rtool.nodes.store import SuspectStore
 from rtool.runs import describe
 from rtool.runs.model import Ledger
 from rtool.watchdogs import jobdone, jobnodes
-from rtool.watchdogs.base import CheckResult, ProbeEnv, SpecWatchdog, SqueueQuery
+from rtool.watchdogs.base import CheckResult, ProbeEnv, SpecWatchdog, SqueueQuery, unknown
 from rtool.watchdogs.config import JobWatch
 
 #: Pending reasons that will not clear by themselves.
@@ -97,12 +96,9 @@ class JobWatchdog(SpecWatchdog[JobWatch]):
 
     name = "job"
     spec = JobWatch
-
-    def __init__(self, specs: list[JobWatch], timeout: float = 10.0) -> None:
-        super().__init__(specs, timeout)
-        #: [nodes] (expiry, cap); `act` off: look at nodes, record and change nothing.
-        self.nodes_cfg = NodesConfig()
-        self.act = True
+    #: [nodes] (expiry, cap); `act` off: look at nodes, record and change nothing.
+    nodes_cfg = NodesConfig()
+    act = True
 
     def configure(self, config: Any) -> JobWatchdog:
         """Reads the app config's [nodes] section (suspect expiry, exclusion cap)."""
@@ -192,7 +188,7 @@ def pending_status(
     spec: JobWatch, job: SqueueJob, now: float, view: jobnodes.NodeView | None = None
 ) -> tuple[Status, str]:
     reason = job.reason or "no reason"
-    since = _age(job.submit_time, now)
+    since = max(0.0, now - job.submit_time.timestamp()) if job.submit_time is not None else None
     waited = f" for {format_duration(since)}" if since is not None else ""
     where = f"(job {job.job_id})"
     note = jobnodes.node_note(job, view)
@@ -211,10 +207,6 @@ def pending_status(
         limit = format_duration(spec.max_pending)
         return Status.WARNING, f"pending{waited} (limit {limit}), reason {reason} {where}"
     return Status.OK, f"pending{waited} ({reason}) {where}"
-
-
-def _age(ts: datetime | None, now: float) -> float | None:
-    return max(0.0, now - ts.timestamp()) if ts is not None else None
 
 
 def nodes_of(names: list[str], led: Ledger | None = None) -> tuple[Cause, ...]:
@@ -245,8 +237,7 @@ def _check_one(spec: JobWatch, obs: JobObservation, now: float) -> CheckResult:
     if obs.error is not None:
         return CheckResult("job", name, Status.UNKNOWN, f"{name}: squeue failed: {obs.error}")
     if spec.group and spec.group in obs.group_errors:
-        why = obs.group_errors[spec.group]
-        return CheckResult("job", name, Status.UNKNOWN, f"{name}: {why}", {"error": why})
+        return unknown("job", name, obs.group_errors[spec.group])
     jobs = matching(spec, obs)
     running = [j for j in jobs if j.state in RUNNING_STATES]
     queued = [j for j in jobs if j.state in QUEUED_STATES]

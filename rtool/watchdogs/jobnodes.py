@@ -137,8 +137,7 @@ def observe(
             view.lines = nodes() if nodes is not None else slurm.sinfo_nodes()
         except (ProcError, ParseError) as exc:
             view.error = f"sinfo failed: {exc}"
-        for s in view.lines:
-            view.states.setdefault(s.name, s)
+        view.states = {s.name: s for s in reversed(view.lines)}  # a node's first line
         _pending(slurm, jobs, view)
     if lookup is not None:
         view.failed, error = lookup.result()
@@ -312,6 +311,7 @@ def failed_nodes(specs: list[JobWatch], nodes: NodeView | None) -> list[CheckRes
             continue
         why = f" ({f.reason})" if f.reason else ""
         fields = {"job_id": f.job_id, "run": f.run, "nodes": compress_hostlist(f.nodes)}
+        depends: tuple[Cause, ...] = ()
         if f.node is None:
             summary = (
                 f"{f.run}: attempt {f.job_id} ended NODE_FAIL on {len(f.nodes)} nodes "
@@ -324,9 +324,6 @@ def failed_nodes(specs: list[JobWatch], nodes: NodeView | None) -> list[CheckRes
                 "suspect, kept off the next attempts (rtool nodes)"
             )
             fields.update(node=f.node, nodes=f.node)
-            what = f"{f.run}@{f.node}"
-        r = CheckResult("job", what, Status.WARNING, summary, fields)
-        if f.node is not None:
-            r.depends = (Cause.node(f.node),)
-        out.append(r)
+            what, depends = f"{f.run}@{f.node}", (Cause.node(f.node),)
+        out.append(CheckResult("job", what, Status.WARNING, summary, fields, depends=depends))
     return out

@@ -2,12 +2,11 @@
 
 A log is stale when its size and mtime have not changed for longer than `stale`. Changes are
 tracked in the state dir, so a new file (rotation), a smaller size (truncation) or a new mtime
-count as activity even when the file's own mtime is old or skewed. The heartbeat file written
-by the training shim (`rtool.core.heartbeat.Heartbeat`: step, time, pid, host, job ids, state,
-stop_reason; a `done` marker beside it) is the sharper signal when present. With a
-`job_name`, a heartbeat left by another run than the running one (another job or array task, or
-started before this run of the job: a requeue) is not this run's: until the run writes its own,
-the log file's activity counts, never older than the job's start.
+count as activity even when the file's own mtime is old or skewed. The shim's heartbeat (and
+its `done` marker) is the sharper signal when present. With a `job_name`, a heartbeat left by
+another run than the running one (another job or array task, or started before this run of the
+job: a requeue) is not this run's: until the run writes its own, the log file's activity
+counts, never older than the job's start.
 """
 
 from __future__ import annotations
@@ -88,9 +87,7 @@ def advance(prev: dict[str, Any] | None, cur: dict[str, Any], now: float) -> dic
 def non_finite_stop(hb: Heartbeat) -> bool:
     """The last stop was on a non-finite loss (and no run has started since: the shim carries
     the previous stop's keys into a running heartbeat)."""
-    if hb.state is not RunState.STOPPED:
-        return False
-    return bool(_NON_FINITE.search(hb.stop_reason or ""))
+    return hb.state is RunState.STOPPED and bool(_NON_FINITE.search(hb.stop_reason or ""))
 
 
 class LogWatchdog(SpecWatchdog[LogWatch]):
@@ -141,8 +138,8 @@ class LogWatchdog(SpecWatchdog[LogWatch]):
 def _fixed_prefix(pattern: str) -> str:
     """The part of a glob before its first wildcard (names the mount it lives on)."""
     parts = pattern.split(os.sep)
-    fixed = [p for p in parts[: next((i for i, p in enumerate(parts) if glob.has_magic(p)), None)]]
-    return os.sep.join(fixed) or "."
+    wild = next((i for i, p in enumerate(parts) if glob.has_magic(p)), None)
+    return os.sep.join(parts[:wild]) or "."
 
 
 def _observe(env: ProbeEnv, o: LogObservation, data: dict[str, Any]) -> None:
@@ -217,21 +214,14 @@ def _hang_actions(o: LogObservation, hb: Heartbeat | None) -> list[Action]:
 def check_one(o: LogObservation, now: float) -> CheckResult:
     """The verdict, with the nodes (or slurmctld) a bad one may follow from."""
     r = _verdict(o, now)
-    if r.status is not Status.OK:
-        r.depends = _depends(o)
+    if r.status is not Status.OK:  # slurmctld when the job's state could not be asked
+        ran = nodes_of([n for j in o.jobs for n in job_nodes(j)], o.run)
+        r.depends = (Cause.slurmctld(),) if o.job_error else ran
     if o.ignored:  # another user's files never steer the verdict: say which were left out
         note = "ignored (not yours): " + ", ".join(o.ignored)
         fields = {**r.fields, "ignored": ", ".join(o.ignored)}
         r = dataclasses.replace(r, summary=f"{r.summary}; {note}", fields=fields)
     return r
-
-
-def _depends(o: LogObservation) -> tuple[Cause, ...]:
-    """slurmctld when the job's state could not be asked; else the nodes of the running job
-    and of the run's last attempt."""
-    if o.job_error:
-        return (Cause.slurmctld(),)
-    return nodes_of([n for j in o.jobs for n in job_nodes(j)], o.run)
 
 
 def _verdict(o: LogObservation, now: float) -> CheckResult:

@@ -18,7 +18,7 @@ from rtool.core import cgroup, gpu
 from rtool.core.alert import Status
 from rtool.core.units import format_size
 from rtool.watchdogs import history
-from rtool.watchdogs.base import CheckResult, ProbeEnv, SpecWatchdog
+from rtool.watchdogs.base import CheckResult, ProbeEnv, SpecWatchdog, unknown
 from rtool.watchdogs.config import MemoryWatch
 
 MiB = 1024 * 1024
@@ -138,6 +138,15 @@ def _pct(used: float, total: float) -> float:
     return used / total * 100.0 if total else 0.0
 
 
+def _over(pct: float, text: str, limit: float, warn: float | None = None) -> tuple[Status, str]:
+    """CRITICAL above `limit`, else WARNING above `warn`, naming the limit passed."""
+    if pct > limit:
+        return Status.CRITICAL, f"{text} (limit {limit:g}%)"
+    if warn is not None and pct > warn:
+        return Status.WARNING, f"{text} (warning {warn:g}%)"
+    return Status.OK, text
+
+
 def node_result(o: MemoryObservation) -> CheckResult:
     spec = o.spec
     ram = _pct(o.total - o.available, o.total)
@@ -146,13 +155,10 @@ def node_result(o: MemoryObservation) -> CheckResult:
     fields["swap_used_pct"] = f"{swap:.1f}"
     text = f"node {ram:.0f}% RAM used ({format_size(o.available)} available)"
     text += f", swap {swap:.0f}%" if o.swap_total else ", no swap"
-    status = Status.OK
-    if ram > spec.max_used:
-        status, text = Status.CRITICAL, f"{text} (limit {spec.max_used:g}%)"
-    elif ram > spec.warn_used:
-        status, text = Status.WARNING, f"{text} (warning {spec.warn_used:g}%)"
-    elif spec.max_swap_used is not None and o.swap_total and swap > spec.max_swap_used:
-        status, text = Status.WARNING, f"{text} (swap limit {spec.max_swap_used:g}%)"
+    status, text = _over(ram, text, spec.max_used, spec.warn_used)
+    swap_limit = spec.max_swap_used
+    if status is Status.OK and swap_limit is not None and o.swap_total and swap > swap_limit:
+        status, text = Status.WARNING, f"{text} (swap limit {swap_limit:g}%)"
     return CheckResult("memory", "node", status, text, fields)
 
 
@@ -182,18 +188,13 @@ def cgroup_result(o: MemoryObservation, s: ProcSample, cg: cgroup.CgroupMemory) 
         text = f"{s.what} OOM kill: {new} process(es) killed by the OOM killer at its limit "
         text += f"{format_size(limit)} (cgroup {cg.where}, memory.events oom_kill {kills})"
         return CheckResult("memory", s.what, Status.CRITICAL, text, fields)
-    status = Status.OK
-    if pct > spec.max_used:
-        status, text = Status.CRITICAL, f"{text} (limit {spec.max_used:g}%)"
-    elif pct > spec.warn_used:
-        status, text = Status.WARNING, f"{text} (warning {spec.warn_used:g}%)"
+    status, text = _over(pct, text, spec.max_used, spec.warn_used)
     return CheckResult("memory", s.what, status, text, fields)
 
 
 def proc_result(o: MemoryObservation, s: ProcSample) -> CheckResult:
     if s.rss is None:
-        why = s.error or "no data"
-        return CheckResult("memory", s.what, Status.UNKNOWN, f"{s.what}: {why}", {"error": why})
+        return unknown("memory", s.what, s.error or "no data")
     if s.cgroup is not None:
         return cgroup_result(o, s, s.cgroup)
     rate = history.trend(s.samples, "rss", o.spec.trend_min_span)
@@ -218,8 +219,6 @@ def gpu_results(o: MemoryObservation) -> list[CheckResult]:
         pct = _pct(used, total)
         what = f"gpu{index}"
         text = f"{what} {pct:.0f}% memory used ({used} of {total} MiB)"
-        status = Status.OK
-        if pct > o.spec.gpu_max_used:
-            status, text = Status.CRITICAL, f"{text} (limit {o.spec.gpu_max_used:g}%)"
+        status, text = _over(pct, text, o.spec.gpu_max_used)
         out.append(CheckResult("memory", what, status, text, {"used_pct": f"{pct:.1f}"}))
     return out

@@ -50,10 +50,8 @@ def item(label: str, m: Measure) -> str:
     """One item, e.g. `'/scratch'=91%;80;90;0;100`."""
     unit = m.metric.info.unit.value
     value = "U" if not math.isfinite(m.value) else number(m.value) + unit
-    parts = [_opt(m.warn), _opt(m.crit), _opt(m.min), _opt(m.max)]
-    while parts and parts[-1] == "":
-        parts.pop()
-    return f"{quote(label)}={value}" + "".join(";" + p for p in parts)
+    tail = ";".join(_opt(x) for x in (m.warn, m.crit, m.min, m.max)).rstrip(";")
+    return f"{quote(label)}={value}" + (f";{tail}" if tail else "")
 
 
 def _opt(value: float | None) -> str:

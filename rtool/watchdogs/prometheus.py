@@ -1,18 +1,9 @@
-"""Prometheus metrics for node_exporter's textfile collector, written with `prometheus_client`.
+"""Prometheus metrics for node_exporter's textfile collector (docs/monitoring.md).
 
-`rtool watch ... --prom-textfile DIR` (or `watch.prom_textfile`) writes two files into DIR,
-each atomically (a mkstemp file in DIR, then rename, as node_exporter asks; prometheus_client's
-`write_to_textfile` would use a predictable temp name):
-
-  rtool-watch-<checks>-<hash>.prom   this invocation's checks: status per check and the
-                                     measures of each (disk bytes/inodes, log and heartbeat
-                                     age, training step, step rate, save time, cron tick age)
-  rtool-state.prom                   what the state dir holds, the same for every invocation:
-                                     outbox backlog, cron last success, silences, and
-                                     attempts and goodput per run (the run ledgers)
-
-A file per set of checks lets several `rtool watch` lines (cron entries) share DIR without
-overwriting each other; the state file is rewritten whole by each of them. DIR must be a
+Two files in DIR: `rtool-watch-<checks>-<hash>.prom` (this invocation's checks: one file per
+set of checks, so several `rtool watch` lines share DIR) and `rtool-state.prom` (what the state
+dir holds, rewritten whole by each). Each is written atomically with a mkstemp file in DIR
+(prometheus_client's `write_to_textfile` would use a predictable temp name). DIR must be a
 folder (not a symlink) owned by you or root and not writable by group or others.
 """
 

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 
 from rtool.core.units import UnitError, parse_size
 
-FORMATS = ("lfs", "mmlsquota", "simple")
+_DIGITS = re.compile(r"[0-9]{1,20}", re.ASCII)
+_WORD = re.compile(r"\b(\w{1,64})=(\S+)", re.ASCII)
 
 
 class QuotaParseError(ValueError):
@@ -36,15 +37,10 @@ class Quota:
 
 def _num(token: str) -> tuple[int, bool, bool]:
     """`1234`, `1234*`, `[1234]` -> (value, over, inaccurate)."""
-    over = token.endswith("*")
-    inaccurate = token.startswith("[")
     raw = token.strip("[]*")
     if not _DIGITS.fullmatch(raw):
         raise QuotaParseError(f"not a number in quota output: {token!r}")
-    return int(raw), over, inaccurate
-
-
-_DIGITS = re.compile(r"[0-9]{1,20}", re.ASCII)
+    return int(raw), token.endswith("*"), token.startswith("[")
 
 
 def _count(token: str) -> int:
@@ -116,9 +112,6 @@ def parse_mmlsquota(text: str) -> Quota:
     raise QuotaParseError("mmlsquota -Y output has no HEADER row and data row")
 
 
-_WORD = re.compile(r"\b(\w{1,64})=(\S+)", re.ASCII)
-
-
 def parse_simple(text: str) -> Quota:
     values = dict(_WORD.findall(text))
     if "used" not in values:
@@ -138,5 +131,5 @@ def parse_simple(text: str) -> Quota:
 def parse_quota(fmt: str, text: str) -> Quota:
     parsers = {"lfs": parse_lfs_quota, "mmlsquota": parse_mmlsquota, "simple": parse_simple}
     if fmt not in parsers:
-        raise QuotaParseError(f"unknown quota format {fmt!r} (one of {', '.join(FORMATS)})")
+        raise QuotaParseError(f"unknown quota format {fmt!r} (one of {', '.join(parsers)})")
     return parsers[fmt](text)

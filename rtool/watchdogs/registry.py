@@ -1,7 +1,4 @@
-"""The explicit list of watchdogs. Adding one is a module with a `SpecWatchdog` subclass
-(its name, its config entry type, probe and check) and one line in `LINES`: the `[watch]`
-config section gets its `[[watch.NAME]]` entries, `rtool watch all` runs it, and `rtool watch
-NAME` is generated from its entry's fields unless `rtool/app/commands/watch_cmd.py` writes one.
+"""The explicit list of watchdogs: one line in `LINES` per watchdog (docs/architecture.md).
 
 A line names its watchdog and entry type rather than importing them (`rtool.core.registry`):
 the `[watch]` section imports the entry types alone (`ENTRIES`), and a watchdog's module is
@@ -76,7 +73,6 @@ def from_config(watch: WatchBase, config: Any = None) -> list[SpecWatchdog[Any]]
     out = []
     for name in WATCHDOGS:
         entries = list(getattr(watch, name, None) or [])
-        factory = WATCHDOGS[name] if entries else None
-        if factory is not None and factory.in_config:
-            out.append(factory.from_entries(entries, watch.timeout, config))
+        if entries and WATCHDOGS[name].in_config:
+            out.append(WATCHDOGS[name].from_entries(entries, watch.timeout, config))
     return out

@@ -1,12 +1,10 @@
-"""run: is the training run progressing across its attempts? (rtool/runs/ does the bookkeeping)
+"""run: is the training run progressing across its attempts? (rtool/runs/ does the bookkeeping;
+the verdicts: docs/runs.md)
 
-Per `[[watch.run]]` entry, the probe rebuilds the run's attempt ledger (sacct, or degraded
-mode; heartbeats, the batch script's records, log tails) and stores it; the check reads it
-(the verdicts: `RunWatchdog`; a crash loop is K bad attempts in a row and holds the rest of the
-array unless `on_crash_loop = "none"`; a checkpoint is set aside by the shim's
-latest_checkpoint in the last attempt). Every non-OK result names the attempt, its nodes,
-state, exit code, signature and the last lines of its log. Only your own jobs are attempts (a
-same-named job of another user is neither counted nor held).
+Per `[[watch.run]]` entry the probe rebuilds and stores the run's attempt ledger; the check
+reads it. Every non-OK result names the attempt, its nodes, state, exit code, signature and the
+last lines of its log. Only your own jobs are attempts (a same-named job of another user is
+neither counted nor held).
 """
 
 from __future__ import annotations
@@ -60,11 +58,8 @@ class RunWatchdog(SpecWatchdog[RunWatch]):
     name = "run"
     spec = RunWatch
     config_entry_by = "name"
-
-    def __init__(self, specs: list[RunWatch], timeout: float = 10.0) -> None:
-        super().__init__(specs, timeout)
-        self.runs_cfg = RunsConfig()
-        self.expiry = 24 * 3600.0  # a suspect's ([nodes] expiry)
+    runs_cfg = RunsConfig()
+    expiry = 24 * 3600.0  # a suspect's ([nodes] expiry)
 
     @classmethod
     def command_base(cls, config: Any, state: Any, given: dict[str, Any]) -> dict[str, Any]:

@@ -108,8 +108,12 @@ def emit(
         if dry_run is not None:
             doc["dry_run"] = dry_run
         stream.write(json.dumps(redact_data(doc), indent=1) + "\n")
-    else:
-        lines = plugin_lines(results) + [f"dry run: {x}" for x in dry_run or []]
+    else:  # the first status line carries every result's performance data after `|`
+        lines = [perfdata.plugin_text(r.line) for r in results]
+        perf = perfdata.render((r.what, m) for r in results for m in r.measures)
+        if lines and perf:
+            lines[0] += " | " + perf
+        lines += [f"dry run: {x}" for x in dry_run or []]
         stream.writelines(redact(line) + "\n" for line in lines)
     stream.flush()
     if out.tee is not None and not out.dry_run:
@@ -120,15 +124,6 @@ def emit(
         except (OSError, UnsafeFileError) as exc:  # the verdict stays the checks' own
             why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             print(f"rtool: cannot append to --tee file {out.tee}: {why}", file=sys.stderr)
-
-
-def plugin_lines(results: list[CheckResult]) -> list[str]:
-    """The status lines; the first carries every result's performance data after `|`."""
-    lines = [perfdata.plugin_text(r.line) for r in results]
-    perf = perfdata.render((r.what, m) for r in results for m in r.measures)
-    if lines and perf:
-        lines[0] += " | " + perf
-    return lines
 
 
 def notify(results: list[CheckResult], cfg: NotifyConfig, state: StateDir, now: float) -> None:

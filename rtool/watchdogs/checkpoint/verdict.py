@@ -10,7 +10,6 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
-from rtool.core import checkpoints
 from rtool.core.alert import Status
 from rtool.core.checkpoints import Ckpt, Judged, Phase, newest_complete
 from rtool.core.checkpoints import ago as _ago
@@ -61,14 +60,6 @@ class Pace:
     steps: int | None
     seconds: float | None
     source: str  # where the steps come from: "configured" or "checkpoints"
-
-
-def judge(
-    entries: list[Ckpt], spec: CheckpointWatch, now: float, remembered: Ckpt | None = None
-) -> list[Judged]:
-    """Each checkpoint's phase, oldest first (rtool.core.checkpoints.judge, by the entry's
-    `settle` and `min_size`)."""
-    return checkpoints.judge(entries, spec.settle, spec.min_size, now, remembered)
 
 
 def _median_gap(values: list[float]) -> float | None:

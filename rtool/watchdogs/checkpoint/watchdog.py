@@ -15,7 +15,7 @@ import os
 import time
 
 from rtool.core.alert import Status
-from rtool.core.checkpoints import Ckpt, Phase
+from rtool.core.checkpoints import Ckpt, Phase, judge
 from rtool.core.units import format_duration, format_size
 from rtool.watchdogs.base import Action, CheckResult, ProbeEnv, SpecWatchdog
 from rtool.watchdogs.checkpoint import verdict
@@ -80,7 +80,8 @@ def remember(env: ProbeEnv, o: verdict.Observation, now: float) -> None:
     """Keep the newest complete checkpoint of the folder in the state dir (and in `o`)."""
     rel = f"watch/checkpoint/{slug(o.spec.path)}.json"
     o.remembered = Ckpt.from_state(env.state.read_json(rel, {}))
-    newest = verdict.newest_complete(verdict.judge(o.entries, o.spec, now, o.remembered))
+    judged = judge(o.entries, o.spec.settle, o.spec.min_size, now, o.remembered)
+    newest = verdict.newest_complete(judged)
     if newest is not None and newest != o.remembered:
         env.state.write_json(rel, newest.to_state())
         o.remembered = newest
@@ -106,7 +107,7 @@ def check_one(o: verdict.Observation, now: float) -> CheckResult:
     if failed is not None:
         return failed
     spec, hb = o.spec, o.heartbeat
-    judged = verdict.judge(o.entries, spec, now, o.remembered)
+    judged = judge(o.entries, spec.settle, spec.min_size, now, o.remembered)
     p = verdict.pace(judged, spec, hb)
     problems = (
         verdict.incomplete(judged, now)
