@@ -1,15 +1,11 @@
 """Write one attempt record (`rtool record start|end`, run by the batch script).
 
-Every field is produced here and checked: the job ids, restart count and node names from
-Slurm's environment (validated, or left out), the time from this process's clock, the exit code
-given by the batch script (0-255), and at the end a copy of the heartbeat as the attempt ended
-(read without following a symlink, without blocking, bounded, only from a regular file owned by
-you, parsed into the typed `Heartbeat`, re-written from its fields with long texts clipped, and
-only when it was written by this very attempt): nothing raw from a file reaches the line.
-
-The records file is opened with O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK (mode 0600): a
-symlink planted at its path is refused (its target untouched), a FIFO or device is refused
-without blocking, a file owned by someone else or writable by group or others is refused; the
+Nothing raw from a file reaches the line: ids, restart count and nodes come validated from
+Slurm's environment (else left out), the time from this clock, the exit code (0-255) from the
+batch script, and the end record's heartbeat copy only from a regular file of yours (no symlink,
+no blocking, bounded), parsed, re-written with long texts clipped, and only when this attempt
+wrote it. The records file is opened O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK (0600): a
+planted symlink, a FIFO or device, another user's file or one others can write is refused; the
 line is written with one `write`.
 """
 
@@ -89,22 +85,16 @@ def from_env(event: str, env: Mapping[str, str], rc: int | None, now: float) -> 
     )
 
 
-def _clip(text: str | None) -> str | None:
-    return None if text is None else clip(text, TEXT_LIMIT)
-
-
 def clipped(hb: Heartbeat) -> Heartbeat:
     """The heartbeat with every text field clipped to TEXT_LIMIT characters."""
-    changes: dict[str, object] = {}
-    for f in dataclasses.fields(hb):
-        value = getattr(hb, f.name)
-        if isinstance(value, str) and not isinstance(value, type(hb.state)):
-            changes[f.name] = _clip(value)
-    if hb.error is not None:
-        e = hb.error
-        changes["error"] = ErrorInfo(
-            _clip(e.type) or "", _clip(e.message) or "", _clip(e.last_line) or ""
-        )
+    changes: dict[str, object] = {
+        f.name: clip(value, TEXT_LIMIT)
+        for f in dataclasses.fields(hb)
+        if isinstance(value := getattr(hb, f.name), str) and not isinstance(value, RunState)
+    }
+    if (e := hb.error) is not None:
+        texts = (clip(t, TEXT_LIMIT) for t in (e.type, e.message, e.last_line))
+        changes["error"] = ErrorInfo(*texts)
     return hb.replace(**changes)
 
 
@@ -147,7 +137,7 @@ def _alive_here(hb: Heartbeat) -> bool:
     except ProcessLookupError:
         return False  # ended without its last word (killed)
     except OSError:
-        return True  # alive, another user's pid: the wait is bounded
+        pass  # alive, another user's pid: the wait is bounded
     return True
 
 
@@ -162,11 +152,6 @@ def _reread(
     return hb
 
 
-def after_save(path: str, hb: Heartbeat | None, wait: float = SAVE_WAIT) -> Heartbeat | None:
-    """The heartbeat once it is no longer SAVING (re-read every 0.2 s, at most `wait` s)."""
-    return None if hb is None else _reread(path, hb, wait, lambda h: h.state is RunState.SAVING)
-
-
 def line_for(
     rec: BatchRecord, heartbeat: str | None, abort: str | None = None, wait: float = SAVE_WAIT
 ) -> str:
@@ -178,9 +163,9 @@ def line_for(
 
 def ended(rec: BatchRecord, heartbeat: str | None, wait: float = SAVE_WAIT) -> Heartbeat | None:
     """For an end record, the heartbeat as the attempt ended (a save on the way out waited for)."""
-    if rec.event != "end" or not heartbeat:
+    if rec.event != "end" or not heartbeat or (hb := read_own_heartbeat(heartbeat)) is None:
         return None
-    return after_save(heartbeat, read_own_heartbeat(heartbeat), wait)
+    return _reread(heartbeat, hb, wait, lambda h: h.state is RunState.SAVING)
 
 
 def with_heartbeat(rec: BatchRecord, hb: Heartbeat | None, abort: str | None) -> str:
@@ -218,11 +203,9 @@ def last_word(
 
 
 def hung_stacks(hb: Heartbeat, abort: str | None) -> Heartbeat:
-    """The heartbeat with `stacks` (`3 ranks in all_reduce at train.py:212; rank 3 on n2 in
-    next_batch at ...`) when its launch hung or ended with a peer that did, and the ranks'
-    dumps are beside `abort`: what the run's alerts say of a hang that was not restarted in
-    place (the attempt requeued, or the next array task). The launch's NCCL flight recorder
-    dumps (rtool.runs.flight) are said after it, whatever ended the launch (unless it finished)."""
+    """The heartbeat with `stacks` (rtool.runs.stacks) when its launch hung or ended with a peer
+    that did: what the alerts say of a hang not restarted in place. The launch's NCCL flight
+    recorder dumps (rtool.runs.flight) are said after it, whatever ended it (unless it finished)."""
     if not abort or hb.state is RunState.FINISHED:
         return hb
     where = None

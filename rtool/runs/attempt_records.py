@@ -1,13 +1,11 @@
 """The batch script's own start/end records of each attempt (degraded mode's ground truth).
 
-The batch script runs `rtool record start` and `rtool record end --rc N`
-(`rtool.runs.attempt_record_writer`): one JSON line per event appended to `$RTOOL_RUN_RECORDS`
-(default `<heartbeat>.attempts`), made only of fields rtool produced and checked. Read back
-bounded (the file's last `limit` bytes, RECORDS_BYTES: 16 MiB; a trusted regular file only, see
-`rtool.runs.logtail`), every line validated against the schema below: at most `MAX_LINE` bytes,
-lines split on `\\n` only (a `\\r`, a Unicode line separator or a control character makes the
-line bad), no duplicate JSON key at any depth, only known keys with their exact types. A bad
-line is skipped with a warning and never acted on (`Records.skipped` says why).
+`rtool record start|end` (`rtool.runs.attempt_record_writer`) appends one JSON line per event to
+`$RTOOL_RUN_RECORDS` (default `<heartbeat>.attempts`). Read back bounded, from a trusted regular
+file only (`rtool.runs.logtail`), every line validated: at most `MAX_LINE` bytes, split on `\\n`
+only (a `\\r`, a Unicode line separator or a control character makes the line bad), no
+duplicate JSON key at any depth, only known keys with their exact types. A bad line is skipped
+with a warning and never acted on.
 """
 
 from __future__ import annotations
@@ -78,7 +76,6 @@ class BatchRecord:
 
     @property
     def shown_id(self) -> str:
-        """The id squeue and sacct show: `88_3` for an array task, else the job id."""
         return shown_id(self.job_id, self.array_job_id, self.array_task_id) or self.job_id
 
     @property

@@ -38,13 +38,11 @@ def degraded_state(a: Attempt) -> Attempt:
 
 
 def lowest(*values: int | None) -> int | None:
-    known = [v for v in values if v is not None]
-    return min(known) if known else None
+    return min((v for v in values if v is not None), default=None)
 
 
 def highest(*values: int | None) -> int | None:
-    known = [v for v in values if v is not None]
-    return max(known) if known else None
+    return max((v for v in values if v is not None), default=None)
 
 
 def apply_heartbeat(a: Attempt, hb: Heartbeat, final: bool = True) -> Attempt:

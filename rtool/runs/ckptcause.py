@@ -1,15 +1,9 @@
-"""The corrupt-checkpoint root cause, completed: the checkpoint the failed load read and the last
-complete one in its folder, by the checkpoint watchdog's rules (rtool/core/ckptscan.py judged by
-rtool/core/checkpoints.py; `rtool.shim.latest_checkpoint` resumes by the same).
-
-The folder is the one the read path names (when the log names none: the one
-`rtool.shim.latest_checkpoint` looked in, `checkpoint_folder` in the heartbeat, with the
-checkpoint it chose): the nearest component with a step number (`/ckpt/step_300` in
-`/ckpt/step_300/model.pt`) is the checkpoint, its parent the folder. The folder is scanned by
-the watchdog's child (`python -I -S ckptscan.py scan`, bounded by a timeout, walked from / by
-descriptor: another user's folder or link on the way is refused), once per failed attempt (a
-signed attempt is not signed again). Only your (or root's) checkpoints older than the failed
-one count.
+"""The corrupt-checkpoint root cause, completed (docs/runs.md): the checkpoint the failed load
+read and the last complete one in its folder, by the checkpoint watchdog's rules
+(rtool/core/ckptscan.py judged by rtool/core/checkpoints.py). The folder is scanned by the
+watchdog's child (`python -I -S ckptscan.py scan`, bounded by a timeout, walked by descriptor:
+another user's folder or link on the way is refused), once per failed attempt; only your (or
+root's) checkpoints older than the failed one count.
 """
 
 from __future__ import annotations
@@ -87,10 +81,7 @@ def complete(
     if sig is None or sig.name != NAME:
         return sig
     if not sig.checkpoint and folder and resumed and os.path.isabs(folder):
-        path = os.path.join(folder, resumed)
-        read = f"the checkpoint it read ({path})"
-        action = sig.action.replace("the checkpoint it resumed from", read)
-        sig = replace(sig, checkpoint=path, action=action)
+        sig = sig.reading(os.path.join(folder, resumed))
     if not sig.checkpoint:
         return sig
     found = where(sig.checkpoint)

@@ -1,16 +1,5 @@
-"""[runs] config section (owned by the runs package), and one `[[watch.run]]` entry (its keys
-and their help are the `setting`s of `RunWatch`, listed in docs/watchdogs.md).
-
-```toml
-[runs]
-log_tail = "1MiB"                   # bytes read from the end of an attempt's log
-keep_attempts = 100                 # attempts kept in full; older ones summed up in the totals
-
-[[runs.signature]]                  # tried before the defaults
-name = "disk-full"
-label = "disk full"
-pattern = "No space left on device"
-```
+"""[runs] config section (owned by the runs package; docs/runs.md), and one `[[watch.run]]` entry
+(its keys and their help are the `setting`s of `RunWatch`, listed in docs/watchdogs.md).
 """
 
 from __future__ import annotations

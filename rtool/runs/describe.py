@@ -19,11 +19,7 @@ def exit_text(a: Attempt) -> str:
 def phrase(a: Attempt) -> str:
     """`attempt 4 (job 88_4 on n2, FAILED exit 1, CUDA out of memory)`."""
     where = f" on {','.join(a.nodes)}" if a.nodes else ""
-    bits = [f"job {a.job_id}{where}"]
-    if a.is_over:
-        bits.append(f"{a.state} {exit_text(a)}")
-    else:
-        bits.append(a.state)
+    bits = [f"job {a.job_id}{where}", f"{a.state} {exit_text(a)}" if a.is_over else a.state]
     if a.signature is not None:
         bits.append(a.signature.label + where_text(a))
     elif a.error:

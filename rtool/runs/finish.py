@@ -1,12 +1,6 @@
 """When is a run finished? The training's word (its done marker `<heartbeat>.done`, or a heartbeat
 in state `finished`) AND Slurm's word for that same attempt (it ended COMPLETED, exit code 0):
-never the marker alone. An empty or planted marker, or a heartbeat that says finished in an
-attempt that then exited non-zero, is a claim nobody confirmed.
-
-`claim(heartbeat)` reads the training's side (never following a symlink, bounded, a bad marker
-still counts as a marker without an attempt); `confirmed(slurm, claim)` asks Slurm (sacct, or
-`scontrol show job` without accounting). The run ledger applies the same rule to its attempts
-(`rtool.runs.ledger`).
+never the marker alone, which may be empty or planted. The run ledger applies the same rule.
 """
 
 from __future__ import annotations

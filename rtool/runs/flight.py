@@ -1,17 +1,9 @@
-"""The PyTorch NCCL flight recorder's dumps of a launch (docs/guide/hangs.md).
+"""The PyTorch NCCL flight recorder's dumps of a launch (docs/guide/hangs.md): with `rtool submit
+--flight-recorder` torch writes them to `<abort file>.nccl-<launch>/nccl_trace_rank_<rank>`.
 
-With `rtool submit --flight-recorder` the batch script points torch's dump file prefix
-(`TORCH_NCCL_DEBUG_INFO_TEMP_FILE`) into a folder of its own per launch, beside the abort file:
-`<abort file>.nccl-<launch>/nccl_trace_rank_` (torch appends the rank). When the launch hung,
-the hang text names them:
-
-    NCCL flight recorder: 4 dumps in /scratch/run/kill-switch.abort-91.x/abort.nccl-0
-    (ranks 0-3); read them: python -m torch.distributed.flight_recorder.fr_trace <folder>
-
-The folder is opened once without following a link and used only when it is yours (or
-root's) and writable by nobody else; a dump is listed (rank, size, path) only when it is a
-regular file of yours or root's that others cannot write. At most MAX_ENTRIES names are
-looked at. The dumps are pickles: rtool never opens them, let alone unpickles them.
+The folder is opened once without following a link and used only when it is yours (or root's)
+and writable by nobody else; a dump is listed only when it is a regular file of yours or root's
+that others cannot write. The dumps are pickles: rtool never opens them, let alone unpickles them.
 """
 
 from __future__ import annotations

@@ -29,10 +29,6 @@ class Queue:
         )
 
     @property
-    def active(self) -> bool:
-        return bool(self.running or self.pending)
-
-    @property
     def pending_count(self) -> int:
         return sum(j.tasks for j in self.pending)
 
@@ -196,25 +192,17 @@ def stalled_for(ledger: Ledger, queue: Queue, now: float) -> float | None:
 
 def exhausted(ledger: Ledger, queue: Queue) -> bool:
     """Every attempt ended, none is queued, and the run never called finished()."""
-    return bool(ledger.attempts) and not ledger.finished and not queue.active
-
-
-def mean_progress(ledger: Ledger) -> float | None:
-    kept = [
-        a.progress - (a.steps_lost or 0)
-        for a in ledger.attempts
-        if a.is_over and a.progress is not None
-    ]
-    return sum(kept) / len(kept) if kept else None
+    return bool(ledger.attempts) and not ledger.finished and not (queue.running or queue.pending)
 
 
 def budget_short(ledger: Ledger, queue: Queue) -> tuple[int, float] | None:
     """(steps needed, steps the remaining attempts can give) when they cannot finish the run."""
     if ledger.finished or ledger.total_steps is None or ledger.best_step is None:
         return None
-    rate = mean_progress(ledger)
-    if rate is None:
+    ended = [a for a in ledger.attempts if a.is_over and a.progress is not None]
+    if not ended:
         return None
+    rate = sum((a.progress or 0) - (a.steps_lost or 0) for a in ended) / len(ended)
     needed = ledger.total_steps - ledger.best_step
     remaining = len(queue.running) + queue.pending_count
     can = remaining * max(rate, 0.0)

@@ -1,19 +1,10 @@
 """The training's restarts inside its allocation: their records, and the ledger's entries.
 
-When the training of an attempt crashes or hangs, the batch script restarts it in place after
-`rtool preflight --restart-after RC` passed (rtool/nodes/restart.py). That check
-appends one JSON line to the run's **restart records**, `<records>.restarts` beside the
-attempt records (`<heartbeat>.restarts` by default), mode 0600, never through a link:
-
-    {"event": "restart", "job_id": "91", "array_job_id": "88", "array_task_id": "3",
-     "restart": 0, "node": "n1", "nodelist": "n[1-2]", "time": 1732212000.5, "rc": 89,
-     "launch": 1, "cause": "hung", "detail": "no step for 8.0s after step 850",
-     "oom_kills": 0, "heartbeat": {... the failed launch's heartbeat ...}}
-
-`launch` is the launch the restart starts (1: the attempt's first in-place restart). Read back
-bounded, from a trusted file only; a line that is not such a record is skipped. The ledger
-makes one `InPlaceRestart` of each, completed by the heartbeat of the launch that followed
-(its first step and when it ran: steps redone, time lost).
+Before the batch script restarts a crashed or hung training in place, `rtool preflight
+--restart-after RC` (rtool/nodes/restart.py) appends one JSON line to the run's restart records,
+`<records>.restarts` (0600, never through a link; the fields: docs/runs.md). Read back bounded,
+from a trusted file only; a line that is not such a record is skipped. The ledger makes one
+`InPlaceRestart` of each, completed by the heartbeat of the launch that followed.
 """
 
 from __future__ import annotations
@@ -38,10 +29,8 @@ CAUSES = ("hung", "peer_failed", "crashed", "oom_kill", "signal", "exit", "node_
 
 @dataclass(frozen=True)
 class InPlaceRestart:
-    """One restart of the training inside its allocation (the batch script's in-place
-    restart after a crash or a hang): an entry of its own in the run's ledger, beside the
-    attempt (job, restart) it happened in. Made from the restart records (rtool.runs.inplace)
-    and the heartbeats of the launches before and after it."""
+    """One in-place restart: an entry of its own in the run's ledger, beside the attempt (job,
+    restart) it happened in, from its record and the heartbeats of the launches around it."""
 
     run: str
     job_id: str  # the attempt's job id as Slurm shows it ("88_3")
@@ -231,7 +220,7 @@ def entries(
     out = {}
     for rec in records:
         failed, after = rec.heartbeat, launches.get((rec.shown_id, rec.restart, rec.launch))
-        ours = failed is not None and failed.launch == rec.launch - 1
+        ours = failed if failed is not None and failed.launch == rec.launch - 1 else None
         entry = InPlaceRestart(
             run=run,
             job_id=rec.shown_id,
@@ -242,10 +231,10 @@ def entries(
             cause=rec.cause,
             detail=rec.detail,
             nodes=rec.nodes,
-            fault_at=failed.time if failed is not None and ours else None,
-            process_started=failed.started if failed is not None and ours else None,
-            process_start_step=failed.step_at_start if failed is not None and ours else None,
-            step_reached=failed.step if failed is not None and ours else None,
+            fault_at=ours.time if ours else None,
+            process_started=ours.started if ours else None,
+            process_start_step=ours.step_at_start if ours else None,
+            step_reached=ours.step if ours else None,
             last_saved_step=failed.last_saved_step if failed is not None else None,
             resumed_step=after.step_at_start if after is not None else None,
             back_at=after.first_step_time if after is not None else None,

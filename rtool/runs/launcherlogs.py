@@ -1,17 +1,13 @@
-"""The logs a launcher writes per rank, read for the root cause.
+"""The logs a launcher writes per rank, read for the root cause (docs/runs.md).
 
-torchrun (`torch.distributed.run`) given `--log-dir DIR` (or `--log_dir`), with `--redirects`
-or `--tee`, writes each local rank's output under
-`DIR/<rdzv run id>_<random>/attempt_<restart>/<local rank>/{stdout,stderr}.log` (one
-`<run id>_<random>` folder per torchrun, so per node; `attempt_<restart>` per in-place
-restart of its workers: torch.distributed.elastic.multiprocessing.api.DefaultLogsSpecs).
-`rtool submit` records the folder its launcher names (`log_dir_of`); the run's root cause
-search then reads, for an attempt, the newest `attempt_*` of each torchrun folder changed while
-the attempt ran: bounded tails of at most `MAX_FILES` files, walked by descriptor from /
-(rtool.core.fdwalk: no link or folder of another user on the way, none others can write), each
-file yours (or root's) and writable only by you. Each file's lines follow a header
-`==> PATH (rank R) <==` when one torchrun wrote them (one node: the local rank is the rank),
-else `==> PATH () <==` with the local rank in the path.
+torchrun with `--log-dir DIR` writes `DIR/<run id>_<random>/attempt_<restart>/<local
+rank>/{stdout,stderr}.log`, one `<run id>_<random>` folder per torchrun, so per node
+(torch.distributed.elastic.multiprocessing.api.DefaultLogsSpecs). For an attempt the newest
+`attempt_*` of each folder changed while it ran is read: at most `MAX_FILES` bounded tails,
+walked by descriptor (rtool.core.fdwalk: no link or folder of another user on the way, none
+others can write), each file yours (or root's) and writable only by you. A file's header is
+`==> PATH (rank R) <==` when one torchrun wrote them all (the local rank is the rank), else
+`==> PATH () <==`.
 """
 
 from __future__ import annotations

@@ -114,10 +114,9 @@ def _signatures(
     refresh the last attempt's log tail."""
     todo = {
         a.key
-        for a in attempts
+        for a in attempts[-MAX_LOG_READS:]
         if a.is_over and a.signature is None and not (a.finished and a.state == "COMPLETED")
     }
-    todo = {k for k in todo if k in {a.key for a in attempts[-MAX_LOG_READS:]}}
     out = []
     for i, a in enumerate(attempts):
         last = i == len(attempts) - 1

@@ -2,11 +2,8 @@
 
 Only regular files owned by the user (or root) and not writable by group or others are read
 (a hostile neighbour must not be able to plant alert text); symlinks are not followed; at most
-`limit` bytes from the end are read. A training log is read twice over: its last `CAUSE_LINES`
-lines (each cut to `CAUSE_WIDTH` characters) are where the root cause is looked for, its last
-`TAIL_LINES` are what an alert shows. A log pattern with `%t` (srun's task number) or `%N`
-(the node) names one log per task or node: `read_logs` reads each (`==> PATH (task T, node N)
-<==` before its lines, as `tail` does), at most `MAX_LOGS` of them.
+`limit` bytes from the end are read. A log pattern with `%t` or `%N` names one log per task or
+node: `read_logs` reads each (after `==> PATH (task T, node N) <==`, as `tail` does).
 """
 
 from __future__ import annotations

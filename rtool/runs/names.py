@@ -1,11 +1,9 @@
 """A run's two names, and what `rtool submit` recorded about it.
 
-The run (`rtool submit --run`) and the Slurm job name of its attempts agree by default: the job
-name is the run name when only `--run` is given, and the run is the job name otherwise. Each
-submission is recorded in the state dir (`submit/<hash of the names>.json`, newest wins), so
-every command finds a run by either name: `rtool history`, `rtool watch run`, `rtool stop` and
-`rtool save` (the run's own switches), and the job watchdog (its heartbeat's done marker).
-The run's own name wins over a job name; of several submissions, the newest.
+The run (`rtool submit --run`) and its attempts' Slurm job name agree by default (either one
+given names both). Each submission is recorded in the state dir (`submit/<hash of the
+names>.json`), so every command finds a run by either name: the run's own name wins over a job
+name; of several submissions, the newest.
 """
 
 from __future__ import annotations
@@ -51,8 +49,7 @@ class Submission:
 
     @classmethod
     def from_json(cls, data: Any) -> Submission | None:
-        """A record, or None when it is not one (records before rtool 0.3 have no `run`: it was
-        the job name)."""
+        """A record, or None (records before rtool 0.3 have no `run`: it was the job name)."""
         if not isinstance(data, dict):
             return None
         fields = {f.name for f in dataclasses.fields(cls)}
@@ -110,8 +107,7 @@ def submissions(state: StateDir, limit: int = MAX_RECORDS) -> list[Submission]:
 
 def find(state: StateDir, name: str, subs: list[Submission] | None = None) -> Submission | None:
     """The newest submission of the run called `name`, else of the jobs called `name` (`subs`:
-    the submissions already read, to look several names up with one read of the state dir;
-    otherwise the records are read newest first until the run turns up)."""
+    the submissions already read; else the records are read newest first until it turns up)."""
     by_job = None
     for sub in _newest_first(state, MAX_RECORDS) if subs is None else subs:
         if sub.run == name:
@@ -138,8 +134,7 @@ def known(state: StateDir, shown: int = 8) -> str:
 
 def watch_base(state: StateDir, name: str, entries: list[Any]) -> dict[str, Any]:
     """What a run watch of `name` starts from (then the command's flags): the `[[watch.run]]`
-    entry of that run or job name, else the recorded submission (run, job name, heartbeat and
-    log), else the name alone. Used by `rtool history` and `rtool watch run`."""
+    entry of that run or job name, else the recorded submission, else the name alone."""
     for attr in ("name", "job_name"):
         entry = next((e for e in entries if getattr(e, attr) == name), None)
         if entry is not None:

@@ -14,21 +14,13 @@ MAX_NAMED = 6
 
 
 def _packages(text: str | None) -> dict[str, str]:
-    out = {}
-    for item in (text or "").split():
-        name, _, version = item.partition("==")
-        if name and version:
-            out[name] = version
-    return out
+    pairs = (item.partition("==") for item in (text or "").split())
+    return {name: version for name, _, version in pairs if name and version}
 
 
 def _inputs(text: str | None) -> dict[str, str]:
-    out = {}
-    for item in (text or "").split("; "):
-        name, _, digest = item.rpartition(" ")
-        if name and digest:
-            out[name] = digest
-    return out
+    pairs = (item.rpartition(" ") for item in (text or "").split("; "))
+    return {name: digest for name, _, digest in pairs if name and digest}
 
 
 def _code(before: str | None, after: str | None) -> list[str]:

@@ -45,11 +45,11 @@ def rows_from_json(raw: Any) -> tuple[tuple[Any, ...], ...]:
 def causes_from_json(raw: Any) -> dict[str, tuple[float, ...]]:
     if not isinstance(raw, dict):
         return {}
-    out = {}
-    for k, v in raw.items():
-        if isinstance(v, list) and len(v) == TALLY and all(num(x, float) is not None for x in v):
-            out[str(k)[:40]] = tuple(float(x) for x in v)
-    return out
+    return {
+        str(k)[:40]: tuple(float(x) for x in v)
+        for k, v in raw.items()
+        if isinstance(v, list) and len(v) == TALLY and all(num(x, float) is not None for x in v)
+    }
 
 
 def merged(a: dict[str, tuple[float, ...]], b: dict[str, tuple[float, ...]]) -> dict[str, Any]:

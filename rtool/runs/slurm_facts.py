@@ -6,6 +6,7 @@ rtool.runs.ledger's.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -52,9 +53,7 @@ def _after_records(base: list[Attempt], records: Sequence[BatchRecord]) -> list[
     for rec in records:
         if rec.event == "start":
             runs[rec.shown_id] = max(runs.get(rec.shown_id, 0), rec.restart + 1)
-    rows: dict[str, int] = {}
-    for a in base:
-        rows[a.job_id] = rows.get(a.job_id, 0) + 1
+    rows = Counter(a.job_id for a in base)
     out = []
     for a in base:
         shift = runs.get(a.job_id, 0) - rows[a.job_id]

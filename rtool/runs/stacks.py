@@ -1,16 +1,14 @@
 """Hang diagnosis across ranks (docs/guide/hangs.md): the stack dump each rank of a hung
 launch wrote beside the abort file (`<abort file>.stacks-<rank>`, rtool.shim.hang), grouped by
-the main thread's stack, in one line:
-
-    3 ranks in all_reduce at train.py:212; rank 3 on n2 in next_batch at train.py:40
-
-A dump is read only from a file of yours (or root's) that others cannot write, through the
-descriptor it was checked on, bounded; a line of another launch is ignored.
+the main thread's stack, in one line. A dump is read only from a file of yours (or root's) that
+others cannot write, through the descriptor it was checked on, bounded; another launch's is
+ignored.
 """
 
 from __future__ import annotations
 
 import glob
+import itertools
 import os
 import re
 from collections.abc import Sequence
@@ -49,10 +47,7 @@ class RankStack:
     def own(self) -> tuple[Frame, ...]:
         """The frames without the shim's own innermost ones (a rank that wrote its dump from its
         handler groups with the ranks interrupted at the same place)."""
-        skip = 0
-        while skip < len(self.frames) and _SHIM in self.frames[skip][0]:
-            skip += 1
-        return self.frames[skip:]
+        return tuple(itertools.dropwhile(lambda f: _SHIM in f[0], self.frames))
 
     @property
     def where(self) -> str:

@@ -1,18 +1,6 @@
-"""Steps gained, lost, redone and goodput: the one definition (docs/runs.md, "Steps and
-goodput"), used by `rtool history`, the pages, the Prometheus metrics and bench/goodput.py.
-
-- A step is *done* each time a launch of the training runs it; an attempt did the steps from
-  its first (`step_start`) to its highest (`step_end`).
-- *Lost*: the steps an attempt did that the run did not keep. When a later attempt ran since,
-  from the step that one started at up to this attempt's highest step (it did them again);
-  when none did, the steps after the attempt's own last save (all of them when it saved
-  nothing of its own: a save before its first step is the previous attempt's). A finished
-  attempt lost nothing; a running one, nothing yet.
-- *Redone*: the lost steps a later launch has already done again (the attempts' lost steps
-  with a later attempt, and the steps each in-place restart did again).
-- *Gained*: the steps the run kept: its highest kept step (an attempt's highest step less its
-  lost steps; never a step done again later) minus the step it first started at, plus one.
-- *Goodput*: gained x step time / computing time allocated, at most 1.
+"""Steps gained, lost, redone and goodput: the one definition (docs/runs.md, "Steps gained,
+lost, redone and goodput"), used by `rtool history`, the pages, the Prometheus metrics and
+bench/goodput.py.
 """
 
 from __future__ import annotations
@@ -54,8 +42,7 @@ def kept_high(a: Attempt) -> int | None:
 
 def highest_kept(attempts: Sequence[Attempt]) -> int | None:
     """The run's highest kept step: no step that was done again later counts."""
-    highs = [h for h in (kept_high(a) for a in attempts) if h is not None]
-    return max(highs) if highs else None
+    return max((h for a in attempts if (h := kept_high(a)) is not None), default=None)
 
 
 def gained(highest: int | None, first_step: int) -> int | None:

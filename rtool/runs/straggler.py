@@ -1,12 +1,7 @@
 """The slow node of a run (pure; docs/guide/stragglers.md): has the step time regressed against
-the run's own median, and which node is consistently the slowest?
-
-Reads what rank 0's heartbeat carries (rtool.shim.steplog): an attempt's last agreements of
-the ranks (`step_recent`: the run's step time, the slowest rank, its node and lag at each) and
-the run's steady step times (`step_baseline`, thinned evenly, start-up left out). Medians make
-a save or an evaluation inside a few agreements count for nothing.
-
-    step time 1.21x the run's median; n2 (rank 3) slowest in 9 of 10 checks, +20 %
+the run's own median, and which node is consistently the slowest? From rank 0's heartbeat
+(rtool.shim.steplog): `step_recent` and `step_baseline`. Medians make a save or an evaluation
+inside a few agreements count for nothing.
 """
 
 from __future__ import annotations

@@ -14,12 +14,8 @@ def step_seconds(ledger: Ledger) -> float | None:
     included, so goodput is then a lower bound)."""
     if ledger.step_seconds:
         return ledger.step_seconds
-    rates = [
-        a.duration / a.progress
-        for a in ledger.attempts
-        if a.duration and a.progress  # both known and non-zero
-    ]
-    return min(rates) if rates else None
+    rates = (a.duration / a.progress for a in ledger.attempts if a.duration and a.progress)
+    return min(rates, default=None)
 
 
 def ends(ledger: Ledger, now: float) -> dict[int, float]:

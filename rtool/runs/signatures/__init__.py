@@ -1,13 +1,10 @@
-"""Why an attempt died: failure signatures matched on a bounded tail of its logs.
+"""Why an attempt died: failure signatures matched on a bounded tail of its logs (docs/runs.md).
 
-A default signature is one module of this package declaring it (`base.Declared`: name, label,
-anchored pattern, node-level or not, tier, action, its real lines and near misses) and one line
+A default signature is one module of this package declaring it (`base.Declared`) and one line
 in `LINES`. The config's `[[runs.signature]]` entries are tried first (tier 0, so a site can
-refine a default); their patterns follow the linear-time rule too (rtool/core/linear.py) and,
-like every pattern here, only ever see lines of at most `MAX_LINE` characters. The root cause
-over an attempt's lines (the most specific, earliest match, and who printed it) is chosen by
-`rootcause`. Slurm's own final states (NODE_FAIL, OUT_OF_MEMORY, TIMEOUT, PREEMPTED) are
-signatures too, used when the log says nothing more specific than a symptom.
+refine a default); every pattern follows the linear-time rule (rtool/core/linear.py) and sees
+lines of at most `MAX_LINE` characters. `rootcause` chooses the root cause over an attempt's
+lines. Slurm's final states are signatures too, used when the log says no more than a symptom.
 """
 
 from __future__ import annotations

@@ -1,27 +1,21 @@
 """What a failure signature declares: one module in this package, one line in `LINES`.
 
-A signature names why an attempt died from one line of its log: its `name` (`xid`), a `label`
-for people, a regex anchored to the line the failing component really prints (the kernel's
-`NVRM: Xid (PCI:…): N`, not any line with "xid" in it), whether it points at the hardware of
-the node that printed the line (`node_level`: the node becomes suspect, see
-rtool/nodes/node_fault.py), how specific it is (`tier`: 1 a root cause such as a GPU fault or a
-full disk, 2 a failure that is often the first sign of another (an NCCL network error, a
-segfault), 3 a symptom that other ranks or Slurm print after the real cause (a collective
-timeout on the waiting ranks, Slurm's cancel lines)), the `action` a user needs (a format
-string; `{what}` is the pattern's `what` group when it matched, else `what_default`), and the
-real lines it must match (`examples`) and ordinary lines it must not (`near_misses`: code,
-comments, exceptions, user prints). A generic test runs every registered signature against its
-own lines and the shared corpus (tests/runs/corpus/), and holds its pattern to the linear-time
-rule (rtool/core/linear.py).
+A signature names why an attempt died from one line of its log (docs/runs.md): its regex is
+anchored to the line the failing component really prints (the kernel's `NVRM: Xid (PCI:…): N`,
+not any line with "xid" in it); `node_level`: the printing node becomes suspect
+(rtool/nodes/node_fault.py); `action`: what the user needs (`{what}`: the pattern's `what`
+group, else `what_default`); `examples` and `near_misses`: the real lines it must match and the
+ordinary ones it must not, run by a generic test with the shared corpus (tests/runs/corpus/).
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 
-#: Tiers: how specific a signature is (the root cause over an attempt is the lowest tier,
-#: then the earliest line).
+#: Tiers (the root cause over an attempt is the lowest tier, then the earliest line): a root
+#: cause (a GPU fault, a full disk), a failure often the first sign of another (an NCCL network
+#: error, a segfault), a symptom printed after the real cause (by waiting ranks, or Slurm).
 ROOT, SECONDARY, SYMPTOM = 1, 2, 3
 #: Every pattern sees at most this many characters of a line.
 MAX_LINE = 4000
@@ -39,6 +33,12 @@ class Signature:
     action: str = ""  # what the user needs to do ("free space on /scratch ...")
     checkpoint: str | None = None  # corrupt-checkpoint: the checkpoint the failed load read
     last_complete: str | None = None  # ... and the last complete one ("": none; None: unknown)
+
+    def reading(self, path: str) -> Signature:
+        """A corrupt checkpoint's, naming the checkpoint the failed load read in its action."""
+        read = f"the checkpoint it read ({path})"
+        action = self.action.replace("the checkpoint it resumed from", read)
+        return replace(self, checkpoint=path, action=action)
 
 
 @dataclass(frozen=True)

@@ -254,12 +254,9 @@ def _signature(best: Hit, found: _Scan, nodes: Sequence[str]) -> Signature:
     if best.pattern is None:
         return Signature("python-exception", best.label, text, rank, node)
     p = best.pattern
-    action = p.action_for(best.line)
+    sig = Signature(p.name, p.label, text, rank, node, p.action_for(best.line))
     path = _checkpoint_path(found.lines, best) if p.name == "corrupt-checkpoint" else None
-    if path:
-        read = f"the checkpoint it read ({path})"
-        action = action.replace("the checkpoint it resumed from", read)
-    return Signature(p.name, p.label, text, rank, node, action, checkpoint=path)
+    return sig.reading(path) if path else sig
 
 
 def _checkpoint_path(lines: Sequence[str], best: Hit) -> str | None:
