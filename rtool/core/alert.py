@@ -97,22 +97,15 @@ class Cause:
 
 @dataclass
 class Alert:
-    """One observation of one watched thing, handed to notify.
+    """One observation of one watched thing, handed to notify."""
 
-    key:     identity (`<watchdog>:<what>`), stable across runs
-    status:  OK, WARNING, CRITICAL or UNKNOWN
-    summary: one line, e.g. `/scratch 91% used (limit 80%)`
-    fields:  value, threshold, host, job id, node, since ... (strings)
-    time:    epoch seconds of the observation
-    depends: the causes it may follow from (the nodes of its run, slurmctld): while the alert
-             of one of them is not OK, this one is folded into it
-    """
-
-    key: str  # str(AlertKey(...))
+    key: str  # str(AlertKey(...)): the identity, stable across runs
     status: Status
-    summary: str
-    fields: dict[str, str] = field(default_factory=dict)
+    summary: str  # one line: `/scratch 91% used (limit 80%)`
+    fields: dict[str, str] = field(default_factory=dict)  # value, threshold, host, job id...
     time: float = field(default_factory=time.time)
+    #: The causes it may follow from (its run's nodes, slurmctld): while the alert of one of
+    #: them is not OK, this one is folded into it.
     depends: tuple[Cause, ...] = ()
 
     @property

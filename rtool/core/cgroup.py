@@ -1,19 +1,11 @@
 """The memory a process may use: its job's cgroup limit where there is one, else the host's.
 
-Slurm's task/cgroup plugin puts a job in a cgroup with the job's memory limit (`--mem`); a
-job that goes past it is killed by the kernel's OOM killer long before the host runs out.
-This module finds the cgroup of a process and reads, from the folder with the tightest limit
-among the process's cgroup and its ancestors:
-
-- cgroup v2: `memory.max` (limit, `max` = none), `memory.current` (usage), `memory.stat`
-  (`inactive_file`, page cache the kernel reclaims before it kills) and `memory.events`
-  (`oom_kill`, counted over the whole subtree);
-- cgroup v1: `memory.limit_in_bytes`, `memory.usage_in_bytes`, `memory.stat`
-  (`total_inactive_file`) and `memory.oom_control` (`oom_kill`).
-
-Usage is the working set (usage minus inactive file cache), as the OOM killer sees it. A limit
-at or above the host's RAM is no limit. Standard library only (the shim uses it); every read is
-bounded and a missing or unreadable file means "no cgroup".
+Slurm's task/cgroup plugin limits a job's memory (`--mem`) with a cgroup: past it the kernel's
+OOM killer kills the job long before the host runs out. Read from the folder with the tightest
+limit among the process's cgroup and its ancestors (v2 `memory.max`, v1 `memory.limit_in_bytes`);
+usage is the working set (usage minus inactive file cache, which the kernel reclaims first), as
+the OOM killer sees it. A limit at or above the host's RAM is no limit. Standard library only
+(the shim uses it); every read is bounded and a missing or unreadable file means "no cgroup".
 """
 
 from __future__ import annotations
@@ -158,8 +150,7 @@ def binding(folder: str, version: int, top: str, host: int | None) -> CgroupMemo
     limit is usually set on an ancestor of the task's own cgroup); the folder's own memory
     when no ancestor limits it."""
     best: CgroupMemory | None = None
-    here = Path(folder)
-    stop = Path(top)
+    here, stop = Path(folder), Path(top)
     while True:
         got = read_folder(str(here), version, host)
         if got is not None and got.limit is not None:
@@ -176,12 +167,7 @@ def binding(folder: str, version: int, top: str, host: int | None) -> CgroupMemo
 def memory_of(pid: int | str = "self", host: int | None = None) -> CgroupMemory | None:
     """The memory cgroup that binds process `pid` (v2 first, then v1); one with no limit below
     the host's RAM counts only when nothing limits it (then `limit` is None)."""
-    found = []
-    for mount, folder in folders(pid):
-        got = binding(folder, mount.version, mount.point, host)
-        if got is not None:
-            found.append(got)
-    limited = [m for m in found if m.limit is not None]
-    if limited:
-        return min(limited, key=lambda m: m.limit or 0)
-    return found[0] if found else None
+    found = [binding(folder, mount.version, mount.point, host) for mount, folder in folders(pid)]
+    known = [m for m in found if m is not None]
+    limited = [m for m in known if m.limit is not None]
+    return min(limited, key=lambda m: m.limit or 0, default=known[0] if known else None)

@@ -135,8 +135,7 @@ def judge(
             out.append(Judged(c, Phase.PARTIAL, "empty"))
         elif before and before.size and (c.size or 0) < before.size * min_size / 100:
             share = (c.size or 0) / before.size * 100
-            of = f"{before.name} ({shown_size(before)})"
-            why = f"{format_size(c.size or 0)}, {share:.0f}% of {of}"
+            why = f"{shown_size(c)}, {share:.0f}% of {before.name} ({shown_size(before)})"
             out.append(Judged(c, Phase.SMALL, why))
         else:
             out.append(Judged(c, Phase.COMPLETE))

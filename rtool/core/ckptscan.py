@@ -4,17 +4,12 @@
     python -I -S ckptscan.py scan '{"path": ..., "pattern": ..., "files": [...], ...}'
     python -I -S ckptscan.py prune '{"folder": ..., "names": [...]}'
 
-`scan` lists the checkpoints of one folder by NAME and lstat only (it never opens a
-checkpoint, never follows a symlink: a symlink is not a checkpoint) and prints one JSON object:
-the folder's owner and mode, its statvfs, each checkpoint (name, step, folder or file, owner,
-mtime) and, for the newest `detail` ones, their total size, file count, newest mtime and the
-required files or completion marker they lack; the heartbeat's JSON if one is named. Every
-listing is bounded (`LIMIT` entries). `prune` removes the named checkpoints of a folder, each
-only when it is not a symlink and it and everything in it is owned by this user, through the
-descriptor of the folder walked from / (`open_folder`: never a link another user made, never a
-folder others can rename things in); it prints what
-it removed and why it refused the rest. rtool runs this in its own session with stdout/stderr on
-pipes (see child.py), so a hung filesystem holds only this process.
+`scan` lists one folder's checkpoints by name and lstat only (it never opens one, never follows
+a symlink: a symlink is not a checkpoint), looks into the newest few and prints one JSON object;
+every listing is bounded (`LIMIT`). `prune` removes the named checkpoints, each only when it is
+not a symlink and all of it is this user's, through the descriptor of the folder walked from /
+(`open_folder`: never a link another user made, never a folder others can rename things in).
+rtool runs it in its own session with output on pipes, so a hung filesystem holds only it.
 """
 
 import fnmatch
@@ -196,16 +191,21 @@ def _say_where(path):
     sys.stdout.flush()
 
 
-def scan(req):
-    _say_where(req["path"])
+def _in_folder(path, work):
+    """`work(descriptor)` of the folder `path` walked from / (`open_folder`), closed after."""
     try:
-        fd = open_folder(req["path"], os.getuid())
+        fd = open_folder(path, os.getuid())
     except Refused as exc:
         return {"ok": False, "error": f"refusing the folder: {exc}"}
     try:
-        return _scan(req, fd)
+        return work(fd)
     finally:
         os.close(fd)
+
+
+def scan(req):
+    _say_where(req["path"])
+    return _in_folder(req["path"], lambda fd: _scan(req, fd))
 
 
 def _scan(req, fd):
@@ -286,26 +286,22 @@ def prune_one(dirfd, name, uid, shown):
 def prune(req):
     """Deletes relative to the folder's descriptor, walked again and judged as retention's
     rule says (yours, not writable by others), so a link or a rename on the way is refused."""
-    uid, done = os.getuid(), []
-    try:
-        dirfd = open_folder(req["folder"], uid)
-    except Refused as exc:
-        return {"ok": False, "error": f"refusing the folder: {exc}"}
-    try:
-        st = os.fstat(dirfd)
-        problem = folder_problem(st, uid)
-        if not problem and stat.S_IMODE(st.st_mode) & 0o022:
-            problem = f"is writable by group or others (mode {stat.S_IMODE(st.st_mode):04o})"
-        if problem:
-            return {"ok": False, "error": f"refusing the folder: {req['folder']} {problem}"}
-        for name in req["names"]:
-            try:
-                why = prune_one(dirfd, name, uid, req["folder"])
-            except OSError as exc:
-                why = exc.strerror or str(exc)
-            done.append({"name": name, "ok": why is None, "why": why})
-    finally:
-        os.close(dirfd)
+    return _in_folder(req["folder"], lambda dirfd: _prune(req, dirfd))
+
+
+def _prune(req, dirfd):
+    uid, st, done = os.getuid(), os.fstat(dirfd), []
+    problem = folder_problem(st, uid)
+    if not problem and stat.S_IMODE(st.st_mode) & 0o022:
+        problem = f"is writable by group or others (mode {stat.S_IMODE(st.st_mode):04o})"
+    if problem:
+        return {"ok": False, "error": f"refusing the folder: {req['folder']} {problem}"}
+    for name in req["names"]:
+        try:
+            why = prune_one(dirfd, name, uid, req["folder"])
+        except OSError as exc:
+            why = exc.strerror or str(exc)
+        done.append({"name": name, "ok": why is None, "why": why})
     return {"ok": True, "pruned": done}
 
 

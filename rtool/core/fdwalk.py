@@ -1,16 +1,11 @@
 """Open what rtool acts on by walking from `/` with directory descriptors, then act through them.
 
 The descriptor rule (docs/security.md): never check a path and then use the same path again.
-`open_dir(path)` walks the path one component at a time with `openat(O_NOFOLLOW|O_DIRECTORY)`,
-`fstat`s every folder it passes and refuses one that is another user's, or that others can
-write into without the sticky bit (they could rename your entries there). A symlink on the way
-is followed only when it is yours or root's (a link another user planted is refused), and its
-target is walked with the same rule. The caller then acts relative to the returned descriptor:
-`open_at` (a file, never through a link, `fstat`ed), `read_fd`, `unlinkat`/`rmdir` with
-`dir_fd` (retention does so in its child, rtool/core/ckptscan.py, whose walk is
-rtool/core/stdchild.py: this rule in the standard library alone). `read_checked(path)` reads
-a file through the descriptor whose owner and mode were checked (config files, cron jobs,
-heartbeats, markers).
+`open_dir` walks one component at a time with `openat(O_NOFOLLOW|O_DIRECTORY)` and refuses a
+folder that is another user's, or that others can write into without the sticky bit (they could
+rename your entries there); a symlink on the way is followed only when yours or root's. The
+caller then acts relative to the descriptor (`open_at`, `read_fd`, `unlinkat` with `dir_fd`).
+The same rule in the standard library alone is rtool/core/stdchild.py (retention's child).
 """
 
 from __future__ import annotations
@@ -22,13 +17,11 @@ from pathlib import Path
 
 from rtool.core.identity import trusted_uid
 from rtool.core.safeio import DEFAULT_LIMIT, UnsafeFileError, read_fd, trust_problem
-from rtool.core.stdchild import follow
+from rtool.core.stdchild import MAX_LINKS, follow
 
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | _CLOEXEC
 _FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | _CLOEXEC
-#: At most this many symlinks followed in one walk (as the kernel's own limit).
-MAX_LINKS = 40
 
 
 def folder_problem(st: os.stat_result) -> str | None:

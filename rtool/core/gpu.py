@@ -1,9 +1,6 @@
-"""nvidia-smi, asked one way and read in one place: `nvidia-smi --query-gpu=FIELDS
---format=csv,noheader[,nounits]`, bounded by a timeout. The pre-flight's gpus and ecc checks
-and the memory watchdog use it.
-
-`RTOOL_NVIDIA_SMI` names the program to run instead of `nvidia-smi` on PATH (a stand-in in the
-tests, a wrapper on a site that needs one).
+"""nvidia-smi, asked one way (`--query-gpu=FIELDS --format=csv,noheader[,nounits]`, bounded by
+a timeout) and read in one place, for the pre-flight's gpus and ecc checks and the memory
+watchdog. `RTOOL_NVIDIA_SMI` names another program to run (a test stand-in, a site wrapper).
 """
 
 from __future__ import annotations

@@ -1,16 +1,11 @@
 """The training heartbeat: one typed record shared by its writer (rtool.shim) and its readers
 (the log watchdog, the run view, status). Standard library only.
 
-The file is one JSON object, rewritten atomically by rank 0 of a training (docs/shim.md).
-The format only grows: new keys are added (`rtool_version` in rtool 0.2) and `version` goes up
-only when a key's meaning changes, readers keeping every older one. `Heartbeat.from_json`
-tolerates keys it does not know (a newer writer) and reads the keys of
-the first format (`last_stop_reason`, `last_save_step`, `save_seconds`, `max_step_seconds`);
-a known key with a value of the wrong type is refused with one clear `HeartbeatFormatError`.
-
-    hb = read_heartbeat(path)          # None when there is no file
-    if hb is not None and hb.state is RunState.STOPPED:
-        print(hb.stop_reason, hb.last_saved_step)
+One JSON object, rewritten atomically by rank 0 of a training (docs/shim.md). The format only
+grows: new keys are added and `version` goes up only when a key's meaning changes, readers
+keeping every older one. `Heartbeat.from_json` ignores keys it does not know (a newer writer),
+reads the first format's keys (`LEGACY_KEYS`) and refuses a known key with a value of the wrong
+type with one `HeartbeatFormatError`.
 """
 
 from __future__ import annotations
@@ -158,22 +153,9 @@ class Heartbeat:
     step_baseline_stride: int = 1  # one agreement in this many is in step_baseline
     stacks: str | None = None  # a hung launch's ranks, grouped (the end record's copy only)
 
-    # -- JSON ------------------------------------------------------------------------------
-
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for f in dataclasses.fields(self):
-            value = getattr(self, f.name)
-            if isinstance(value, RunState):
-                value = value.value
-            elif isinstance(value, ErrorInfo):
-                value = dataclasses.asdict(value)
-            elif f.name == "step_recent":
-                value = [dict(vars(v)) for v in value]
-            elif isinstance(value, tuple):
-                value = list(value)
-            out[f.name] = value
-        return out
+        out = dataclasses.asdict(self) | {"state": self.state.value}
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in out.items()}
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), sort_keys=True) + "\n"
@@ -231,9 +213,6 @@ def read_heartbeat(
         return Heartbeat.from_json(raw)
     except HeartbeatFormatError as exc:
         raise HeartbeatFormatError(f"{os.fspath(path)}: {exc}") from None
-
-
-# -- type checks -------------------------------------------------------------------------------
 
 
 @functools.cache

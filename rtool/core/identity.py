@@ -1,9 +1,8 @@
 """Who rtool runs as, and whose files and jobs it may trust (stdlib only; the shim uses it).
 
 The user is the process's uid, never `$USER`/`$LOGNAME` (any environment can set those: a job
-submitted with `--export` or a `sudo -E` shell). rtool trusts what belongs to that uid or to
-root, and nothing of anyone else (docs/security.md): another user's job is never queried,
-counted or acted on as yours, and another user's switch file never stops your run.
+submitted with `--export`, a `sudo -E` shell). rtool trusts what belongs to that uid or to root,
+and nothing of anyone else (docs/security.md).
 """
 
 from __future__ import annotations
@@ -32,9 +31,8 @@ def is_mine(user: str | None) -> bool:
     """True when `user` (a name, or a uid as Slurm prints it for an unknown user) is you."""
     if not user:
         return False
-    text = user.strip()
     uid = os.getuid()
-    return text == _user_of(uid) or text == str(uid)
+    return user.strip() in (_user_of(uid), str(uid))
 
 
 def trusted_uid(uid: int) -> bool:

@@ -96,25 +96,16 @@ def _children(op: Any, av: Any) -> list[Any]:
     return []
 
 
-def _inner_chars(sub: Any, ignore_case: bool) -> set[str]:
-    """Characters consumed by any repeat (that can iterate) inside `sub`."""
+def _consumable(sub: Any, ignore_case: bool, inner: bool = False) -> set[str]:
+    """Characters `sub` can consume (`inner`: those of the repeats inside it that can iterate)."""
     out: set[str] = set()
     for op, av in _items(sub):
-        if op in _REPEATS and av[1] > 1:
+        if not inner:
+            out |= _chars(op, av, ignore_case) or set()
+        elif op in _REPEATS and av[1] > 1:
             out |= _consumable(av[2], ignore_case)
         for child in _children(op, av):
-            out |= _inner_chars(child, ignore_case)
-    return out
-
-
-def _consumable(sub: Any, ignore_case: bool) -> set[str]:
-    out: set[str] = set()
-    for op, av in _items(sub):
-        chars = _chars(op, av, ignore_case)
-        if chars is not None:
-            out |= chars
-        for child in _children(op, av):
-            out |= _consumable(child, ignore_case)
+            out |= _consumable(child, ignore_case, inner)
     return out
 
 
@@ -178,7 +169,7 @@ def _walk(sub: Any, ignore_case: bool) -> str | None:
             return "a backreference or conditional group (not linear-time)"
         if op in _REPEATS and av[1] > 1:
             body = _items(av[2])
-            inner = _inner_chars(av[2], ignore_case)
+            inner = _consumable(av[2], ignore_case, inner=True)
             start = _first(av[2], ignore_case) - {EMPTY}
             if _ambiguous_branch(av[2], start, ignore_case):
                 inner |= start

@@ -83,10 +83,9 @@ def run(
     except subprocess.TimeoutExpired:
         _kill_group(proc)
         raise ProcTimeout(argv, timeout) from None
-    result = Result(argv, proc.returncode, out, err)
     if check and proc.returncode != 0:
         raise ProcError(argv, f"exit code {proc.returncode}", proc.returncode, err)
-    return result
+    return Result(argv, proc.returncode, out, err)
 
 
 def _start(

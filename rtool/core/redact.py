@@ -1,17 +1,10 @@
 """The one redaction function: secrets never reach a log line, an error, `config show`, status or
 an alert (stdlib only).
 
-`redact(text)` masks, wherever they appear in free text:
-- the user-info of a URL (`https://user:pass@host` -> `https://***@host`);
-- query values (`?token=abc&x=1` -> `?token=***&x=***`);
-- webhook paths: `hooks.slack.com/services/...`, `/api/webhooks/ID/TOKEN` (Discord),
-  healthchecks/ping URLs (`hc-ping.com/UUID`, `/ping/UUID`) and any long token-like path segment;
-- Slack tokens (`xoxb-...`, `xoxp-...`, `xapp-...`);
-- `Authorization: ...` / `Bearer ...` header values and `password=`/`token=`/`secret=` pairs.
-
-`RedactFilter` is a `logging.Filter` that redacts every record's message and arguments; the CLI
-installs it on the root handlers. Values known to be secrets (read from env or a 0600 file) are
-registered with `register_secret` and masked verbatim too.
+`redact(text)` masks URL user-info, query values, webhook and ping paths and long token-like
+path segments, Slack tokens, `Authorization`/`Bearer` values, `password=`-style pairs, and the
+values registered as secrets (`register_secret`: read from env or a 0600 file). The CLI installs
+`RedactFilter` on the root handlers, so every log record is redacted too.
 """
 
 from __future__ import annotations

@@ -1,18 +1,13 @@
 """One registry for every kind of plug-in: watchdog, pre-flight check, failure signature, channel,
 config section, command.
 
-A kind lists its plug-ins in one table, one line each, in order: `name: "module:attribute"` (or
-`name: "module"`, for a plug-in that is a module), or `name: Line("module", "summary")` where a
-listing shows a one-line summary without importing the plug-in (commands). A plug-in is imported
-when it is first asked for, so `rtool watch disk` imports the disk watchdog alone; `all()` imports
-every one. A plug-in that carries its own name (`name` or `NAME`) must carry its line's name.
+A kind lists its plug-ins in one table, in order: `name: "module:attribute"` (or `"module"` for
+a plug-in that is a module), or `name: Line("module", "summary")` where a listing shows a summary
+without importing the plug-in (commands). A plug-in is imported when first asked for, so
+`rtool watch disk` imports the disk watchdog alone. One that carries its own name (`name` or
+`NAME`) must carry its line's name.
 
-    LINES: dict[str, str] = {
-        "email": "rtool.notify.channels.email:EmailChannel",
-        "slack": "rtool.notify.channels.slack:SlackChannel",
-    }
-    CHANNELS: Registry[type[Any]] = Registry("channel", LINES)
-
+    CHANNELS = Registry("channel", {"slack": "rtool.notify.channels.slack:SlackChannel"})
     CHANNELS["slack"]  # imports rtool.notify.channels.slack alone; .get("x"): None if no line
     CHANNELS.names()   # imports nothing
 """

@@ -1,15 +1,9 @@
 """Reading files other people could have written or broken, safely (stdlib only).
 
-- `read_bounded(path, limit)`: opens without blocking (a FIFO never hangs us), refuses
-  anything that is not a regular file (FIFO, device, socket, folder) with one line, reads at most
-  `limit` bytes (a 50 MB line or a huge file costs `limit`), decodes with replacement (binary
-  never raises). The one bounded reader: every file rtool reads goes through it.
-- `read_json_file(path)`: a JSON object from a file; a corrupt one (truncated, binary, wrong
-  type, a folder where the file belongs) is moved aside to `<name>.corrupt-<time>` with a
-  warning and treated as missing.
-- `trust_problem(path)` / `check_trusted(path, what)`: owned by the user or root and not writable by
-  group or others (the rule for config files, cron jobs and switch folders).
-- `create_nofollow(path)`: create or touch a file without ever following a symlink.
+Every file rtool reads goes through one bounded reader (`read_bounded`): it never blocks on a
+FIFO, refuses what is not a regular file with one line, reads at most `limit` bytes and decodes
+with replacement. `trust_problem`/`check_trusted` hold the owner rule of config files, cron jobs
+and switch folders; `create_nofollow` and `append_fd` never write through a symlink.
 """
 
 from __future__ import annotations

@@ -2,10 +2,9 @@
 
 Never `python -c ...` or a bare `python -m rtool`: both put the current folder first on
 `sys.path`, so a `notify.py`, `json.py` or `rtool.py` in the submit folder or the cron root
-would be imported instead of rtool's own code. rtool runs itself through the console script
-installed beside the interpreter it runs under (its `sys.path[0]` is that `bin/` folder), or,
-where there is none (a source checkout), through `python -I -m rtool` (isolated mode: neither
-the current folder nor PYTHON* variables reach `sys.path`; Python 3.4 and newer).
+would be imported instead of rtool's own code. rtool runs the console script installed beside
+its interpreter, else `python -I -m rtool` (isolated: neither the current folder nor PYTHON*
+variables reach `sys.path`).
 """
 
 from __future__ import annotations
@@ -27,9 +26,7 @@ def console_script() -> Path | None:
 def rtool_argv() -> list[str]:
     """The absolute command that runs this rtool, safe to run in any folder."""
     script = console_script()
-    if script is not None:
-        return [str(script)]
-    return python_argv("-m", "rtool")
+    return [str(script)] if script is not None else python_argv("-m", "rtool")
 
 
 def python_argv(*args: str) -> list[str]:

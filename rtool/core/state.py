@@ -1,19 +1,16 @@
 """The state dir: alert state, the outbox, histories and heartbeats.
 
 Created 0700; refused when it is a symlink or not owned by the user. Every write is atomic
-(temp file in the same folder, fsync, rename) and concurrent writers are serialised with
-`StateDir.lock(name)` (an fcntl lock on a file in `locks/`).
+(temp file in the same folder, fsync, rename); writers are serialised by `StateDir.lock(name)`
+(fcntl, bounded by `LOCK_WAIT`). State is best effort, never the verdict: a write the disk
+cannot take (full, over quota, read-only) is logged, recorded in `StateDir.problems` (the CLI
+reports them) and the caller goes on. A corrupt file is moved aside to `<name>.corrupt-<time>`
+and read as missing; rtool never writes a file larger than it reads back (`write_json`'s
+`shrink`), so nothing rtool wrote is moved aside.
 
-State is best effort, never the verdict: a write that fails because the disk is full, over
-quota or read-only is logged and recorded in `StateDir.problems` (the CLI reports them), and
-the caller goes on. A corrupt file (truncated, binary, the wrong JSON type, a folder where a file
-belongs) is moved aside to `<name>.corrupt-<time>` with a warning and read as missing; a file
-rtool writes is never larger than it can read back (`write_json` and each store's `shrink`), so
-nothing rtool wrote is moved aside. Lock waits are bounded (`LOCK_WAIT`).
-
-`format.json` names the layout of the folder (`STATE_FORMAT`) and the rtool that created it.
-A state dir written by a newer rtool, in a layout this one does not know, is refused with one
-line (docs/upgrading.md); one without the file (rtool 0.1) has today's layout and gets it.
+`format.json` names the layout (`STATE_FORMAT`) and the rtool that made it: a layout from a
+newer rtool is refused with one line (docs/upgrading.md); a folder without it (rtool 0.1) has
+today's layout and gets the file.
 """
 
 from __future__ import annotations
@@ -42,9 +39,9 @@ from rtool.core.safeio import (
 )
 
 log = logging.getLogger(__name__)
-#: Write errors that mean "the disk cannot take it", not a bug: recorded, never raised.
 #: The longest wait for a state lock (another rtool holding it that long is stuck).
 LOCK_WAIT = 120.0
+#: Write errors that mean "the disk cannot take it", not a bug: recorded, never raised.
 DISK_ERRORS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO, errno.EACCES})
 #: The layout of the state dir this rtool reads and writes (rtool 0.1 wrote the same, unmarked).
 STATE_FORMAT = 1
@@ -100,12 +97,9 @@ def _dumps(obj: Any) -> str:
 
 
 class StateDir:
-    """A checked, private folder for rtool's state.
-
-    `look_only` (`rtool watch --dry-run`): nothing is created or written; writes land in an
-    in-memory overlay that later reads of this process see, so a sweep behaves as it would
-    (a suspect recorded, then excluded) while the folder stays as it was.
-    """
+    """A checked, private folder for rtool's state. `look_only` (`rtool watch --dry-run`):
+    nothing is created or written; writes land in an in-memory overlay that later reads of this
+    process see, so a sweep behaves as it would while the folder stays as it was."""
 
     def __init__(self, path: str | Path | None = None, *, look_only: bool = False) -> None:
         self.path = Path(path).expanduser() if path else default_state_dir()

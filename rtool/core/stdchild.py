@@ -1,9 +1,8 @@
-"""What rtool's child processes share, in the standard library alone: the folder walk
-(rtool's own is rtool.core.fdwalk, with the same rule; docs/security.md) and the bounded read
-of a JSON file (a heartbeat) through its descriptor.
-
-The children (rtool/core/ckptscan.py, rtool/watchdogs/probes/statfs_child.py) run as scripts
-with `python -I -S`: they put rtool/core on sys.path (last) and `import stdchild`.
+"""What rtool's child processes share, in the standard library alone: the folder walk (rtool's
+own is rtool.core.fdwalk, with the same rule; docs/security.md) and the bounded read of a JSON
+file (a heartbeat) through its descriptor. The children (rtool/core/ckptscan.py,
+rtool/watchdogs/probes/statfs_child.py) run with `python -I -S` and `import stdchild` from
+rtool/core (put last on sys.path).
 """
 
 import errno

@@ -1,13 +1,10 @@
 """Validators of every value that reaches a command's argv (stdlib only).
 
-Anything read from a file (heartbeat, state, switch folder, config) or typed by a user passes
-through one of these before it becomes an argument of squeue, scontrol, sbatch, scancel or srun.
-The Slurm layer (`rtool.core.slurm.cmd`) calls them itself, so no caller can bypass them: a
-heartbeat whose job id is `--state=RUNNING` is refused instead of turning a hang action into
-`scancel --state=RUNNING` (every running job of the user).
-
-Each returns the value (stripped) or raises `ArgvError` naming it. All patterns are ASCII only
-(`re.ASCII`): full-width digits are not digits here.
+Anything read from a file or typed by a user passes one of these before it becomes an argument
+of a Slurm command. The Slurm layer (`rtool.core.slurm.cmd`) calls them itself, so no caller
+can bypass them: a heartbeat whose job id is `--state=RUNNING` is refused instead of becoming
+`scancel --state=RUNNING` (every running job of the user). Each returns the value (stripped) or
+raises `ArgvError`. ASCII only (`re.ASCII`): full-width digits are not digits here.
 """
 
 from __future__ import annotations
@@ -17,9 +14,9 @@ import re
 from rtool.core.errors import RtoolError
 
 _A = re.ASCII
-_JOB_ID = re.compile(r"[1-9][0-9]{0,11}", _A)
-_ARRAY_TASK = re.compile(r"[1-9][0-9]{0,11}_(?:[0-9]{1,9}|\[[0-9,\-%:]{1,200}\])", _A)
-_HET = re.compile(r"[1-9][0-9]{0,11}\+[0-9]{1,4}", _A)
+#: A job id, an array task (`1234_5`, `1234_[1-3]`) or a het component (`12+1`).
+_JOB_ID = re.compile(r"[1-9][0-9]{0,11}(?:_(?:[0-9]{1,9}|\[[0-9,\-%:]{1,200}\])|\+[0-9]{1,4})?", _A)
+_TASK = re.compile(r"[0-9]{1,9}", _A)
 _NAME_BAD = re.compile(r"[\x00-\x1f\x7f,]", _A)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]", _A)
 _USER = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]{0,63}\$?", _A)
@@ -66,11 +63,7 @@ def _text(value: object, what: str) -> str:
 
 
 def job_id(value: object, what: str = "job id") -> str:
-    """A job id (`1234`), an array task (`1234_5`, `1234_[1-3]`) or a het component (`12+1`)."""
-    text = _text(value, what)
-    if _JOB_ID.fullmatch(text) or _ARRAY_TASK.fullmatch(text) or _HET.fullmatch(text):
-        return text
-    raise ArgvError(f"{what} {text!r}: expected digits, e.g. 1234 or 1234_5")
+    return _matching(_JOB_ID, value, what, "expected digits, e.g. 1234 or 1234_5")
 
 
 def job_ids(values: object, what: str = "job id") -> list[str]:
@@ -80,11 +73,7 @@ def job_ids(values: object, what: str = "job id") -> list[str]:
 
 
 def array_task_id(value: object, what: str = "array task id") -> str:
-    """An array task index (`0`..`4000000`)."""
-    text = _text(value, what)
-    if re.fullmatch(r"[0-9]{1,9}", text, _A):
-        return text
-    raise ArgvError(f"{what} {text!r}: expected a task index such as 3")
+    return _matching(_TASK, value, what, "expected a task index such as 3")
 
 
 def name(value: object, what: str = "name") -> str:

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pydantic import ValidationError
 
 from rtool.core.config.layers import Layer, Layered, config_files, locate
-from rtool.core.config.render import MASK  # what `config show` prints for a secret
 from rtool.core.errors import ConfigError
+from rtool.core.redact import MASK  # what `config show` prints for a secret
 from rtool.core.safeio import UnsafeFileError, check_trusted, open_regular, read_fd
 
 if TYPE_CHECKING:
@@ -102,14 +102,9 @@ def _names(files: Sequence[Path]) -> str:
 
 
 def read_trusted_config(found: Path) -> str:
-    """The text of a config file that only its owner (the user or root) can have written.
-
-    A config decides where alerts go, which templates render and which lines reach a batch
-    script: one written by another user (a shared working folder's `./rtool.toml`) is refused.
-    The owner and mode are judged on the descriptor that is then read (a file swapped in
-    between a check and a read never counts).
-    """
-
+    """The text of a config file that only its owner (the user or root) can have written: a
+    config decides where alerts go and what reaches a batch script, so another user's (a shared
+    folder's `./rtool.toml`) is refused. Judged on the descriptor that is then read."""
     try:
         raw = _read_checked_config(found)
         return raw.decode("utf-8")  # TOML is UTF-8: a latin-1 file is refused, not misread
@@ -143,7 +138,6 @@ def load_config_text(schema: type[M], text: str, source: str = "<config>") -> M:
 
 def validate_layered(schema: type[M], layered: Layered) -> M:
     """The merged data validated into `schema`; every problem at once, with where it is."""
-
     source = _names([layer.path for layer in layered.layers]) or None
     masked = _masked(layered, layered.data, ())
     try:
@@ -190,10 +184,8 @@ def _nesting(text: str) -> int:
 
 def format_errors(exc: Any, layered: Layered) -> list[str]:
     """One line per error: `notify.email.port (line 7): Input should be a valid integer`
-    (`(FILE:7)` when several files were merged).
-
-    The offending value is never echoed: it might be a secret pasted in the wrong place.
-    """
+    (`(FILE:7)` when several files were merged). The offending value is never echoed: it might
+    be a secret pasted in the wrong place."""
     problems = []
     for err in exc.errors(include_input=False, include_url=False):
         loc = tuple(err["loc"])

@@ -1,7 +1,6 @@
 """What a config field says besides its type: its help, how a command line gives it, and where
-its default comes from. One declaration serves the config schema, the generated commands
-(`rtool watch NAME`, `rtool preflight`), their help, the docs' reference tables and the tests
-that compare them (docs/architecture.md, "plug-ins").
+its default comes from. One declaration serves the config schema, the generated commands, their
+help, the docs' reference tables and the tests that compare them (docs/architecture.md).
 
     class FooWatch(Section):
         path: str = setting(..., "A file or glob to watch.", each=True)
@@ -9,15 +8,16 @@ that compare them (docs/architecture.md, "plug-ins").
         pids: list[int] = setting([], "A process to watch (repeatable).", flag="--pid")
         grace: Duration | None = setting(None, "Allowed delay.", default_from="cron.grace")
 
-Required fields are arguments of a generated command unless they have a `flag`; the others
-are `--field-name` options. `each`: the command takes several values and makes one entry per
-value. `switch=("--no-accounting", "off")`: a flag without a value that sets that value.
-`default_from="cron.grace"`: left out, the value comes from that key of the config (the help
-says `(default: [cron] grace, 10m)`). `cli=False`: config only.
+Required fields are arguments of a generated command unless they have a `flag`; the others are
+`--field-name` options. `each`: one entry per value given. `switch=("--no-accounting", "off")`:
+a flag without a value that sets that value. `default_from="cron.grace"`: left out, the value
+comes from that config key (the help says `(default: [cron] grace, 10m)`). `cli=False`: config
+only.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import types
 import typing
 from dataclasses import dataclass
@@ -55,13 +55,8 @@ def setting(
     **field: Any,
 ) -> Any:
     """A pydantic `Field` carrying its help (`description`) and its `Cli` declaration."""
-    extra: dict[str, Any] = {
-        "flag": flag,
-        "each": each,
-        "switch": list(switch) if switch else None,
-        "default_from": default_from,
-        "cli": cli,
-    }
+    extra = dataclasses.asdict(Cli(flag, each, None, default_from, cli))
+    extra["switch"] = list(switch) if switch else None
     schema: dict[str, Any] = {_KEY: extra}
     if "default_factory" in field:
         return Field(description=help or None, json_schema_extra=schema, **field)

@@ -1,19 +1,12 @@
 """Which config files are read, and how they merge into one (stdlib only).
 
-Without `--config`/`$RTOOL_CONFIG` there are two layers: the user's file
-(`~/.config/rtool/rtool.toml`), then the project's (`./rtool.toml`). `--config PATH` (it may be
-given several times) and `$RTOOL_CONFIG` (one path, or several joined by `:`) name exactly the
-files to read instead, in order. Files are merged in order:
-
-- a table merges key by key, a later file's key winning (`[notify] repeat_interval`);
-- an array of tables (`[[watch.disk]]`, `[[watch.run]]`, `[[runs.signature]]`,
-  `[[notify.escalate]]`, any `[[...]]`) is extended: a later file's entries come after the
-  earlier ones, and an entry identical to one already there is kept once;
-- any other value is replaced whole: a string, a number, an array of strings
-  (`to = ["ops@x"]`), and an empty array (`disk = []` under `[watch]` drops the entries of
-  the earlier files).
-
-`origin(path)` says where a merged value came from: the file and, best effort, its line.
+Without `--config` (repeatable) or `$RTOOL_CONFIG` (paths joined by `:`), which name exactly the
+files to read, there are two layers: the user's `~/.config/rtool/rtool.toml`, then the project's
+`./rtool.toml`. Files merge in order: a table key by key, a later file's key winning; an array of
+tables (`[[watch.disk]]`, any `[[...]]`) is extended, an entry identical to one already there
+kept once; any other value is replaced whole (a string, a number, an array of strings, and an
+empty array: `disk = []` under `[watch]` drops the earlier files' entries). `origin(path)` says
+where a merged value came from: the file and, best effort, its line.
 """
 
 from __future__ import annotations
@@ -38,12 +31,8 @@ def user_file() -> Path:
 
 
 def config_files(explicit: Sequence[str | Path] = ()) -> list[Path]:
-    """The config files to read, in order (later ones win); [] means built-in defaults.
-
-    `explicit` (`--config`, repeatable) or `$RTOOL_CONFIG` name exactly the files to read
-    (a missing one is an error when it is read); otherwise the user's file and the
-    project's `./rtool.toml`, those that exist.
-    """
+    """The config files to read, in order (later ones win); [] means built-in defaults. A
+    file named by `explicit` or `$RTOOL_CONFIG` that is missing is an error when it is read."""
     if explicit:
         return [Path(p).expanduser() for p in explicit]
     env = os.environ.get("RTOOL_CONFIG", "")
@@ -97,9 +86,8 @@ class Layered:
     sources: dict[KeyPath, tuple[int, KeyPath]] = field(default_factory=dict)
 
     def add(self, layer: Layer) -> None:
-        index = len(self.layers)
         self.layers.append(layer)
-        _merge(self, self.data, layer.data, (), (), index)
+        _merge(self, self.data, layer.data, (), (), len(self.layers) - 1)
 
     def origin(self, path: KeyPath) -> Origin:
         """Where the value at `path` (or the nearest table or entry above it) came from."""

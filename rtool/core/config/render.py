@@ -14,13 +14,12 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from rtool.core.config.layers import KeyPath, Layered, is_tables
-from rtool.core.redact import redact
+from rtool.core.redact import MASK, redact
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
 _MISSING = object()
-MASK = "***"
 #: Keys whose value is itself a secret (not the name of its env var or file).
 _SECRETISH = re.compile(r"(password|passwd|token|secret|webhook_url|ping_url|api_key)$")
 #: Header values shown as they are; any other header may carry a credential.
@@ -51,7 +50,6 @@ def _pick(dumped: Any, raw: Any) -> Any:
 def masked(data: Any, at: KeyPath = ()) -> Any:
     """`data` with every secret value masked: keys that hold one, header values, and whatever
     `rtool.core.redact` finds in a string (tokens in URLs, known secrets)."""
-
     if isinstance(data, dict):
         return {k: _mask_value(k, v, (*at, k)) for k, v in data.items()}
     if isinstance(data, list):

@@ -1,11 +1,10 @@
 """`rtool config check`: resolve every secret the config names, before an alert needs it.
 
-Found by the naming rule every section follows: a secret `X` is named by `X_env` (an
-environment variable) and/or `X_file` (a file only you can read); a key whose name ends in
-`url` holds a URL. For each secret: the variable is set (and not empty), or the file exists,
-is yours, is not readable by others (0600) and is not empty; a secret or plain URL is a
-well-formed http(s) URL. A new channel (or any section) that follows the rule is checked with
-no code of its own. Secrets never appear in a problem's text.
+By the naming rule every section follows, a secret `X` is named by `X_env` (an environment
+variable) and/or `X_file` (a file only you can read), and a key ending in `url` holds a URL: a
+new channel (or any section) that follows it is checked with no code of its own. The variable
+must be set, the file yours, 0600 and not empty, a URL well-formed http(s). Secrets never
+appear in a problem's text.
 """
 
 from __future__ import annotations
@@ -48,7 +47,6 @@ def _inside(value: Any, at: str) -> list[str]:
 
 def _secret(env: str | None, file: str | None, base: str) -> list[str]:
     """Problems of the secret `base`, each naming the key that names it (`..._env`/`_file`)."""
-
     from_env = bool(env and os.environ.get(env))
     what = f"{base}_env" if from_env or not file else f"{base}_file"
     try:

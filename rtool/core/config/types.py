@@ -71,11 +71,8 @@ class Section(BaseModel):
 
 
 def resolve_secret(env: str | None, file: str | None, what: str) -> str | None:
-    """Read a secret from the environment variable `env` or the private file `file`.
-
-    Returns None when neither is set. Never puts the secret itself in an error message.
-    """
-
+    """Read a secret from the environment variable `env` or the private file `file` (None when
+    neither is set). Never puts the secret itself in an error message."""
     if env:
         value = os.environ.get(env)
         if value:
@@ -99,7 +96,6 @@ def resolve_secret(env: str | None, file: str | None, what: str) -> str | None:
                 f"{what}: secret file {path} is readable by others "
                 f"(mode {stat.S_IMODE(st.st_mode):04o}); run: chmod 600 {path}"
             )
-
         try:
             value = read_bounded(path, 64 * 1024).strip()
         except (OSError, UnsafeFileError) as exc:

@@ -2,14 +2,10 @@
 
 Every call goes through `rtool.core.proc.run` with a timeout and `SLURM_TIME_FORMAT=standard`
 (a user's `relative` or strftime format would break every time parser). Failures raise
-`SlurmError` (a timeout raises `SlurmTimeout`); checks turn both into UNKNOWN, never "job
-missing". Release differences handled here are listed in docs/slurm-releases.md.
-
-Scoped to the user rtool runs as (its uid, `rtool.core.identity`), whoever that is (root
-included): squeue and sacct ask for `--user=<you>` unless a caller names other users explicitly
-(a read-only watch); scancel always carries `--user=<you>`; hold, release, requeue, ExcNodeList
-updates and cancels by id first ask Slurm whose job it is (`scontrol show job`: UserId) and
-raise `ForeignJob` for anyone else's.
+`SlurmError` (`SlurmTimeout`), which checks turn into UNKNOWN, never "job missing". Release
+differences: docs/slurm-releases.md. Scoped to the user rtool runs as (its uid), root included:
+squeue and sacct ask for `--user=<you>` unless a read-only watch names others, scancel always
+does, and an action on a job id first asks `scontrol show job` whose it is (`ForeignJob`).
 """
 
 from __future__ import annotations
@@ -103,13 +99,11 @@ class SlurmReads:
             full = {**SLURM_ENV, **(env or {})}
             return run(argv, timeout=limit, input=input, cwd=cwd, check=check, env=full)
         except ProcTimeout as exc:
-            err = SlurmTimeout(exc.argv, f"timed out after {limit:g}s")
-            raise err from None
+            raise SlurmTimeout(exc.argv, f"timed out after {limit:g}s") from None
         except ProcError as exc:
             detail = f"exit code {exc.returncode}" if exc.returncode is not None else "failed"
             raise SlurmError(exc.argv, detail, exc.returncode, exc.stderr) from None
 
-    # -- queries -----------------------------------------------------------------------------
     def squeue(
         self,
         *,
@@ -199,7 +193,6 @@ class SlurmReads:
 class Slurm(SlurmReads):
     """Thin, typed access to the Slurm commands. One instance per process is enough."""
 
-    # -- actions -----------------------------------------------------------------------------
     def sbatch(
         self,
         args: Sequence[str] = (),
@@ -258,7 +251,6 @@ class Slurm(SlurmReads):
         check_owner(self, owner.acted_on(checked) or [])
         return self._run(["scontrol", *checked]).stdout
 
-    # -- cluster config and the user's Slurm crontab (rtool/cron/scron.py) ----------------------
     def show_config(self) -> dict[str, str]:
         """`scontrol show config` as {key: value} (`(null)` for unset values)."""
         out = {}
@@ -296,7 +288,6 @@ class Slurm(SlurmReads):
     def release(self, job_id: str) -> None:
         self.scontrol("release", v.job_id(job_id))
 
-    # -- nodes -------------------------------------------------------------------------------
     def sinfo_nodes(self, *, partition: str | None = None) -> list[NodeState]:
         """Every node (one line per node and partition) with its state and Slurm's reason."""
         argv = ["sinfo", "-N", "-h", "-o", SINFO_FORMAT]
@@ -320,12 +311,10 @@ class Slurm(SlurmReads):
         records: list[dict[str, str]] | None = None,
     ) -> str:
         """`scontrol update jobid=ID ExcNodeList=n[1-3,7]`: the job's (an array's pending
-        tasks') excluded nodes become exactly `nodes`, in Slurm's compressed form. Returns
-        scontrol's messages; SlurmError when no pending job took the list. `records`: its
-        `scontrol show job` records, read by the caller just before (the owner is checked on
-        them). An array with a running task: that task refuses and scontrol exits 1 on both
-        releases (22.05 also prints `No error` for the pending tasks, 24.11 only the refusal),
-        so a failure is judged by reading the pending tasks back."""
+        tasks') excluded nodes become exactly `nodes`; returns scontrol's messages, SlurmError
+        when no pending job took the list. `records`: its `scontrol show job` records, read just
+        before (the owner is checked on them). A running task of an array refuses and scontrol
+        exits 1 on both releases, so a failure is judged by reading the pending tasks back."""
         names = [v.node(n) for n in nodes]
         argv = ["scontrol", "update", f"jobid={v.job_id(job_id)}"]
         argv.append("ExcNodeList=" + compress_hostlist(names, sort=True))

@@ -1,17 +1,11 @@
-"""Slurm's compressed host list, written: the inverse of `parse.expand_hostlist`.
+"""Slurm's compressed host list, written: the inverse of `parse.expand_hostlist` (pure).
 
 `compress_hostlist(["n1", "n2", "n3", "gpu01"])` is `n[1-3],gpu01`, exactly what
-`scontrol show hostlist n1,n2,n3,gpu01` prints (property-tested against it on both releases):
-the names keep their order and repeats (`n3,n1,n2` -> `n[3,1-2]`), a run of consecutive numbers
-with the same prefix becomes a range, zero padding is kept (`n[09-10]`; `n1` and `n01` stay
-apart) and neighbouring ranges of one prefix share a bracket. `sort=True` first drops repeats
-and sorts naturally (`n2` before `n10`), the form rtool writes for sets of nodes (exclusions,
-suspects, alert fields). Pure; no subprocess.
-
-As in Slurm (hostlist.c: hostname_create, hostlist_push_range, _width_equiv,
-_get_bracketed_list), a name's numeric suffix is its trailing digits and the rest its prefix; a
-name without one stands alone. Suffixes longer than 18 digits (beyond what Slurm reads as a
-number) stand alone too.
+`scontrol show hostlist` prints (property-tested against it on both releases): order and
+repeats are kept (`n3,n1,n2` -> `n[3,1-2]`), and so is zero padding (`n[09-10]`; `n1` and `n01`
+stay apart). `sort=True` first drops repeats and sorts naturally, the form rtool writes for
+sets of nodes. As in Slurm's hostlist.c, a name's numeric suffix is its trailing digits (at
+most 18, beyond which it stands alone) and the rest its prefix.
 """
 
 from __future__ import annotations

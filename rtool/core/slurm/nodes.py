@@ -1,11 +1,7 @@
 """Pure parsers of what Slurm says about nodes (`sinfo -N -h -o`, pending reasons) and the
-node lists of `scontrol show job` records.
-
-No subprocess here: every function is a function of text, tested on output captured from
-Slurm 22.05 and 24.11 (tests/core/captured/). The nodes a pending job waits for come from what
-it asked for and what sinfo says, never from the reason text: 22.05 names them
-(`ReqNodeNotAvail, UnavailableNodes:n3`), 24.11 does not (`ReqNodeNotAvail, May be reserved
-for other job`).
+node lists of `scontrol show job` records, tested on output captured from Slurm 22.05 and 24.11
+(tests/core/captured/). The nodes a pending job waits for come from what it asked for and what
+sinfo says, never from the reason text: 22.05 names them (`UnavailableNodes:n3`), 24.11 does not.
 """
 
 from __future__ import annotations
@@ -147,9 +143,7 @@ def _hosts(record: dict[str, str], key: str) -> list[str]:
 def pending_unavailable(
     record: dict[str, str], nodes: list[NodeState], partition: str = ""
 ) -> list[str]:
-    """The down, drained or failing nodes a pending job waits for: of the nodes it requires
-    (ReqNodeList), else of its partitions' nodes, those sinfo calls bad, less the nodes it
-    excludes (ExcNodeList). Raises ParseError on a host list it cannot read."""
+    """The down, drained or failing nodes (as sinfo says) among `candidate_nodes`."""
     bad = {n.name for n in nodes if n.is_bad}
     return [n for n in candidate_nodes(record, nodes, partition) if n in bad]
 

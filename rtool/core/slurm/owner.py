@@ -1,9 +1,6 @@
-"""Whose job is it? The pure half of the Slurm layer's user scoping (`cmd.Slurm` calls these).
-
-rtool queries and acts as the user it runs as (`rtool.core.identity`): every squeue/sacct asks
-for `--user=<you>` unless a read-only watch names others, and before any action on a job id
-the layer asks `scontrol show job` whose job it is (`UserId=alice(1001)`) and refuses anyone
-else's, also when rtool runs as root or a Slurm operator.
+"""Whose job is it? The pure half of the Slurm layer's user scoping (`cmd.Slurm` calls these):
+before any action on a job id the layer asks `scontrol show job` whose job it is
+(`UserId=alice(1001)`) and refuses anyone else's, also when rtool runs as root or an operator.
 """
 
 from __future__ import annotations

@@ -104,16 +104,11 @@ class SubmitResult:
     extra: dict[str, str] = field(default_factory=dict)
 
 
-def parse_slurm_duration(text: str) -> float | None:
-    """Seconds in a Slurm time: `MM`, `MM:SS`, `HH:MM:SS`, `D-HH`, `D-HH:MM`, `D-HH:MM:SS`.
-
-    `UNLIMITED`, `INVALID`, `N/A` give None.
-    """
-    return _duration(text.strip())
-
-
 @functools.lru_cache(maxsize=4096)
-def _duration(s: str) -> float | None:
+def parse_slurm_duration(text: str) -> float | None:
+    """Seconds in a Slurm time: `MM`, `MM:SS`, `HH:MM:SS`, `D-HH`, `D-HH:MM`, `D-HH:MM:SS`;
+    None for `UNLIMITED`, `INVALID`, `N/A`."""
+    s = text.strip()
     if s.upper() in _NONE_WORDS:
         return None
     m = re.fullmatch(r"(?:(\d{1,6})-)?(\d{1,9})(?::(\d{1,9}))?(?::(\d{1,9}))?", s, re.ASCII)
@@ -140,15 +135,11 @@ def format_slurm_duration(seconds: float) -> str:
     return f"{d}-{h:02d}:{m:02d}:{s:02d}" if d else f"{h:02d}:{m:02d}:{s:02d}"
 
 
+# Cached: a 10,000-job queue has few distinct times (strptime and the zone lookup are slow).
+@functools.lru_cache(maxsize=4096)
 def parse_slurm_timestamp(text: str) -> datetime | None:
     """`2026-11-21T19:37:00` (local time, as Slurm prints it) or None for N/A/Unknown."""
-    return _timestamp(text.strip())
-
-
-@functools.lru_cache(maxsize=4096)
-def _timestamp(s: str) -> datetime | None:
-    # Cached: a queue of 10,000 jobs has few distinct submit and start times (strptime and
-    # the local-zone lookup were most of parsing it).
+    s = text.strip()
     if s.upper() in _NONE_WORDS:
         return None
     if not _TIMESTAMP.fullmatch(s):
@@ -214,10 +205,9 @@ def parse_scontrol_record(text: str) -> dict[str, str]:
     """One `scontrol show job` record as {key: value} (values as printed, stripped).
 
     Free text (JobName, Comment, WorkDir, Command, StdOut...) may hold ` UserId=root(0)`: the
-    FIRST occurrence of a key counts, never a later one, JobName is the rest of the `JobId=`
-    line, and the owner keys (UserId, GroupId)
-    count only from the line Slurm prints them on, the one right after the `JobId=` line,
-    starting with `UserId=` (both releases); a record without that line has no owner."""
+    FIRST occurrence of a key counts, JobName is the rest of the `JobId=` line, and the owner
+    keys (UserId, GroupId) count only from the line right after it, starting with `UserId=`
+    (where both releases print them); a record without that line has no owner."""
     out: dict[str, str] = {}
     lines = text.splitlines()
     first = next((i for i, ln in enumerate(lines) if ln.lstrip().startswith("JobId=")), None)
@@ -297,12 +287,10 @@ def _ranges(spec: str, whole: str) -> list[tuple[int, int, int]]:
     out = []
     for item in spec.split(","):
         m = re.fullmatch(r" {0,8}(\d{1,18})(?:-(\d{1,18}))? {0,8}", item)
-        if not m:
+        if not m or int(m.group(2) or m.group(1)) < int(m.group(1)):
             raise ParseError(f"bad range {_clipped(item)!r} in host list {_clipped(whole)!r}")
         lo, hi = m.group(1), m.group(2) or m.group(1)
         width = len(lo) if lo.startswith("0") and len(lo) > 1 else 0
-        if int(hi) < int(lo):
-            raise ParseError(f"bad range {_clipped(item)!r} in host list {_clipped(whole)!r}")
         out.append((int(lo), int(hi), width))
     return out
 

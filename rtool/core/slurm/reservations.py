@@ -1,11 +1,8 @@
 """Reservations: the pure parser of `scontrol show reservation`, and whether a pending job waits
-for one to end (a maintenance window), and until when.
-
-No subprocess here: functions of text and records, tested on output captured from Slurm 22.05
-and 24.11 (tests/core/captured/). Seen on both: a job that cannot finish before a reservation
-on its nodes starts, or whose nodes are in one now, pends with `ReqNodeNotAvail, Reserved for
-maintenance` (MAINT) or `ReqNodeNotAvail, May be reserved for other job`; the reason never
-names the reservation, so it is found from the nodes and times.
+for one to end (a maintenance window), and until when. Tested on output captured from Slurm
+22.05 and 24.11 (tests/core/captured/): such a job pends with `ReqNodeNotAvail, Reserved for
+maintenance` or `ReqNodeNotAvail, May be reserved for other job`, a reason that never names the
+reservation, so it is found from the nodes and times.
 """
 
 from __future__ import annotations

@@ -14,11 +14,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, TypedDict
 
 from rtool.core import validate as v
-from rtool.core.slurm.parse import (
-    ParseError,
-    expand_hostlist,
-    parse_slurm_timestamp,
-)
+from rtool.core.slurm.parse import ParseError, expand_hostlist, parse_slurm_timestamp
 from rtool.core.validate import ArgvError
 
 if TYPE_CHECKING:
