@@ -39,16 +39,11 @@ cli = typer.Typer(
 _DEBUG = False
 
 
-def version_line() -> str:
-    """`rtool 0.2.0 from /venv/.../site-packages/rtool (Python 3.11.7)`: which rtool runs."""
-
-    where = Path(rtool.__file__).resolve().parent
-    return f"rtool {rtool.__version__} from {where} (Python {sys.version.split()[0]})"
-
-
 def _show_version(value: bool) -> None:
+    """`rtool 0.2.0 from /venv/.../site-packages/rtool (Python 3.11.7)`: which rtool runs."""
     if value:
-        typer.echo(version_line())
+        where = Path(rtool.__file__).resolve().parent
+        typer.echo(f"rtool {rtool.__version__} from {where} (Python {sys.version.split()[0]})")
         raise typer.Exit(0)
 
 

@@ -44,13 +44,8 @@ def parse_batch_script(text: str, what: str = "batch script") -> BatchScript:
     n = 0
     while n < len(lines) and (not lines[n].strip() or lines[n].lstrip().startswith("#")):
         n += 1
-    header = lines[:n]
-    options: dict[str, str | None] = {}
-    for line in header:
-        parsed = sbatch_option(line)
-        if parsed:
-            options[parsed[0]] = parsed[1]
-    return BatchScript(header=header, body="\n".join(lines[n:]), options=options)
+    options = dict(filter(None, map(sbatch_option, lines[:n])))
+    return BatchScript(header=lines[:n], body="\n".join(lines[n:]), options=options)
 
 
 def sbatch_option(line: str) -> tuple[str, str | None] | None:
@@ -74,17 +69,9 @@ def sbatch_option(line: str) -> tuple[str, str | None] | None:
 
 def override(header: list[str], options: set[str]) -> list[str]:
     """Comment out the user's `#SBATCH` lines for options that rtool sets itself."""
-    out = []
-    for line in header:
-        parsed = sbatch_option(line)
-        if parsed and _same(parsed[0], options):
-            out.append(f"# rtool overrides: {line[1:]}")
-        else:
-            out.append(line)
-    return out
-
-
-def _same(name: str, options: set[str]) -> bool:
-    if name in options:
-        return True
-    return name in ("requeue", "no-requeue") and bool({"requeue", "no-requeue"} & options)
+    if options & {"requeue", "no-requeue"}:  # either one sets both
+        options = options | {"requeue", "no-requeue"}
+    return [
+        f"# rtool overrides: {line[1:]}" if (p := sbatch_option(line)) and p[0] in options else line
+        for line in header
+    ]

@@ -1,30 +1,5 @@
-"""[submit] and [switches] config sections (owned by slurm_templates).
-
-```toml
-[submit]
-partition = "gpu"
-account = "myproj"
-time = "20:00:00"          # or 20h
-signal = "B:USR1@600"      # [B:][R:]SIG@SECONDS; the batch shell forwards it
-array = "1-10%1"           # default array for every submission (none when unset)
-requeue = false
-launcher = "torchrun --nproc-per-node 8"   # wraps the Python script (default: plain python)
-python = "python"          # the training's interpreter, found on the job's PATH (docs/submit.md)
-rtool = "/shared/venvs/rtool/bin/rtool"   # rtool as the compute nodes see it (default: this one)
-max_requeues = 3           # bound of --auto-requeue
-restarts_in_place = 2      # a crashed or hung training runs again on its allocation (per attempt)
-hang_after = "30m"         # the shim: no step this long = hung (exit 89, restarted); default auto
-save_every = "auto"        # the shim saves this often too (auto: saves take 1% of the time)
-flight_recorder = false    # true: PyTorch's NCCL flight recorder on, its dumps named at a hang
-template_dir = "~/rtool-templates"          # templates here override the shipped ones by name
-extra_lines = ["#SBATCH --qos=high", "module load cuda/12.4"]   # #SBATCH lines, or shell lines
-
-[switches]
-kill = "~/runs/{run}/kill"    # default: kill-switch.RUN in the submission directory; a path
-save = "~/runs/{run}/save"    # without {run} is one switch for every run
-group_writable = false        # true: folders 2775, switches 664 (a shared project folder)
-```
-"""
+"""[submit] and [switches] config sections (owned by slurm_templates); every key with an
+example and what it does: docs/submit.md, "Config"."""
 
 from __future__ import annotations
 
@@ -36,6 +11,14 @@ from pydantic import ValidationInfo, field_validator
 
 from rtool.core.config.types import Section
 from rtool.slurm_templates import specs
+
+
+def _not_blank(value: object) -> object:
+    """An empty string is a mistake, not "the default": leave the key out for that."""
+    if isinstance(value, str) and not value.strip():
+        raise ValueError("empty: leave the key out to use the default")
+    return value
+
 
 #: The `[submit]` keys checked beyond their type: each one's check, which returns the value kept.
 _CHECKS: dict[str, Callable[[Any], Any]] = {
@@ -66,21 +49,18 @@ class SubmitConfig(Section):
     rtool: str | None = None
     max_requeues: int = 3
     restarts_in_place: int = 2
-    hang_after: str | None = (
-        "auto"  # the loop's own rhythm (rtool/shim/hang.py); "off" turns it off
-    )
+    #: auto: the loop's own rhythm (rtool/shim/hang.py); "off" turns it off.
+    hang_after: str | None = "auto"
+    #: The shim also saves this often (auto: saves take 1% of the time).
     save_every: str | None = None
     flight_recorder: bool = False
     extra_lines: list[str] = []
     template_dir: str | None = None
 
-    @field_validator(
+    _not_empty = field_validator(
         "partition", "account", "time", "signal", "array", "launcher", "python", "template_dir",
         mode="before",
-    )  # fmt: skip
-    @classmethod
-    def _not_empty(cls, value: object) -> object:
-        return _not_blank(value)
+    )(_not_blank)  # fmt: skip
 
     @field_validator(*_CHECKS)
     @classmethod
@@ -112,14 +92,4 @@ class SwitchesConfig(Section):
     #: way a switch file another member made is ignored (only yours or root's count).
     group_writable: bool = False
 
-    @field_validator("kill", "save", mode="before")
-    @classmethod
-    def _not_empty(cls, value: object) -> object:
-        return _not_blank(value)
-
-
-def _not_blank(value: object) -> object:
-    """An empty string is a mistake, not "the default": leave the key out for that."""
-    if isinstance(value, str) and not value.strip():
-        raise ValueError("empty: leave the key out to use the default")
-    return value
+    _not_empty = field_validator("kill", "save", mode="before")(_not_blank)

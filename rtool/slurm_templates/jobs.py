@@ -77,12 +77,11 @@ class SlurmJob:
 
     def sbatch_options(self) -> list[tuple[str, str | None]]:
         """(option, value) pairs of the `#SBATCH` lines; value None for a bare flag."""
-        pairs: list[tuple[str, str | None]] = [("job-name", self.job_name)]
-        for opt in ("time", "partition", "account", "qos", "begin", "chdir", "output"):
-            value = getattr(self, opt)
-            if value:
-                pairs.append((opt, value))
-        return pairs
+        opts = ("time", "partition", "account", "qos", "begin", "chdir", "output")
+        return [
+            ("job-name", self.job_name),
+            *((o, getattr(self, o)) for o in opts if getattr(self, o)),
+        ]
 
     @property
     def self_command(self) -> str | None:

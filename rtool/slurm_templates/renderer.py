@@ -118,7 +118,6 @@ def render(template_name: str, template_dirs: Sequence[str] = (), **values: Any)
 
 def _check_template_dirs(dirs: Sequence[str]) -> None:
     """Template folders must be the user's (or root's) and not writable by group or others."""
-
     for d in dirs:
         try:
             problem = trust_problem(d)

@@ -23,9 +23,7 @@ from typing import Any
 
 from rtool.slurm_templates.specs import SpecError, validate_hang_after
 
-_ENV_NAME = re.compile(r"^RTOOL_[A-Z0-9_]+$")
-
-
+ENV_NAME = re.compile(r"^RTOOL_[A-Z0-9_]+$")
 _RUN_NAME = re.compile(r"[A-Za-z0-9_.][A-Za-z0-9_.+=@:-]{0,199}")
 
 
@@ -77,7 +75,7 @@ class SubmitOption:
     def __post_init__(self) -> None:
         if self.use is Use.SBATCH and not self.sbatch:
             raise ValueError("a Use.SBATCH option needs sbatch=NAME")
-        if self.use is Use.ENV and not (self.env and _ENV_NAME.match(self.env)):
+        if self.use is Use.ENV and not (self.env and ENV_NAME.match(self.env)):
             raise ValueError(f"a Use.ENV option needs env=RTOOL_NAME (got {self.env!r})")
 
 
@@ -217,7 +215,7 @@ class SubmitRequest:
         env="RTOOL_HANG_AFTER",
         use=Use.ENV,
         config="hang_after",
-        check=lambda v: validate_hang_after(v),
+        check=validate_hang_after,
     )
     save_every: str | None = option(
         "--save-every",
@@ -244,7 +242,7 @@ class SubmitRequest:
         "continue it.",
         env="RTOOL_RUN",
         use=Use.ENV,
-        check=lambda v: validate_run_name(v),
+        check=validate_run_name,
     )
     exit_before_end: str | None = option(
         "--exit-before-end",
@@ -295,9 +293,8 @@ def overridden_sbatch(req: SubmitRequest) -> set[str]:
 
 def empty_options(req: SubmitRequest) -> list[str]:
     """The options given an empty value (`--array ''`): a mistake, not "the default"."""
-    out = []
-    for f in dataclasses.fields(req):
-        value, meta = getattr(req, f.name), f.metadata.get(_META)
-        if isinstance(value, str) and not value.strip() and meta is not None and meta.flags:
-            out.append(meta.flags[0].split("/")[0])
-    return out
+    return [
+        opt.flags[0].split("/")[0]
+        for f, opt in declared(type(req))
+        if opt.flags and isinstance(value := getattr(req, f.name), str) and not value.strip()
+    ]

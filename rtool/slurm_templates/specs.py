@@ -42,9 +42,7 @@ _NOT_FORWARDED = {
     "warning could not be told apart from them",
     "CHLD": "the batch shell gets it whenever a child ends",
     "PIPE": "a closed pipe sends it too",
-    "TSTP": "the batch shell uses it for job control",
-    "TTIN": "the batch shell uses it for job control",
-    "TTOU": "the batch shell uses it for job control",
+    **dict.fromkeys(("TSTP", "TTIN", "TTOU"), "the batch shell uses it for job control"),
 }
 MAX_SIGNAL_LEAD = 65535  # Slurm stores the lead time in 16 bits
 MAX_NAME = 200
@@ -290,7 +288,6 @@ def validate_count(value: int, what: str, maximum: int = 10**6) -> int:
 
 def validate_hang_after(value: str, what: str = "hang-after") -> str:
     """A shim duration (RTOOL_HANG_AFTER, RTOOL_SAVE_EVERY): `auto`, `off` or above 0."""
-
     text = value.strip().lower()
     if text in ("auto", "off"):
         return text

@@ -35,8 +35,7 @@ def switch_path(given: str | None, configured: str | None, which: str, run: str,
     """An absolute switch path: the option, else the config, else `<which>-switch.<run>` in
     `cwd` (`which`: kill or save). `{run}` in a given or configured path names the run."""
     raw = given or configured or f"{which}-switch.{{run}}"
-    path = Path(raw.replace("{run}", file_part(run))).expanduser()
-    return str(path if path.is_absolute() else (cwd / path))
+    return _abs(raw.replace("{run}", file_part(run)), cwd)
 
 
 def is_batch_script(path: Path, text: str) -> bool:
@@ -96,15 +95,14 @@ def build_job(req: SubmitRequest, cfg: SubmitConfig, sw: SwitchesConfig, cwd: Pa
         setup_lines=setup_lines,
         kill_switch=switch_path(req.kill_switch, sw.kill, "kill", run, cwd),
         save_switch=switch_path(req.save_switch, sw.save, "save", run, cwd),
-        **_program(req, cfg, path, batch),
-        header_lines=_header(batch, req, more_sbatch) if batch else [],
+        **_program(req, cfg, path, batch, more_sbatch),
         array=array,
         signal=spec,
         notes=notes,
         requeue=_requeue(req.requeue, own, cfg),
         dependency=f"afterany:{specs.validate_job_id(req.after)}" if req.after else None,
         **_counts(req, cfg),
-        heartbeat=_abs(req.heartbeat, cwd),
+        heartbeat=_abs(req.heartbeat, cwd) if req.heartbeat else None,
         more_sbatch=more_sbatch,
         more_env=more_env,
         **{f.name: getattr(req, f.name) for f, opt in declared(type(req)) if opt.use is Use.JOB},
@@ -117,10 +115,17 @@ def build_job(req: SubmitRequest, cfg: SubmitConfig, sw: SwitchesConfig, cwd: Pa
 
 
 def _program(
-    req: SubmitRequest, cfg: SubmitConfig, path: Path, batch: BatchScript | None
+    req: SubmitRequest,
+    cfg: SubmitConfig,
+    path: Path,
+    batch: BatchScript | None,
+    more_sbatch: list[tuple[str, str | None]],
 ) -> dict[str, Any]:
-    """What the job runs: a batch script's body, or a Python script under a launcher."""
+    """What the job runs: a batch script's body (its header with the lines of rtool's own
+    options commented out), or a Python script under a launcher."""
+    own = {*overridden_sbatch(req), *dict(more_sbatch)}
     return {
+        "header_lines": override(batch.header, own) if batch else [],
         "script": None if batch else str(path),
         "python": req.python or cfg.python,
         "launcher": _words(req.launcher or cfg.launcher or "", "launcher"),
@@ -212,13 +217,6 @@ def _declared_extras(
     return sbatch, env
 
 
-def _header(
-    batch: BatchScript, req: SubmitRequest, more_sbatch: list[tuple[str, str | None]]
-) -> list[str]:
-    """The user's header lines, with the ones rtool sets itself commented out."""
-    return override(batch.header, overridden_sbatch(req) | {name for name, _ in more_sbatch})
-
-
 def _output(job_name: str, array: str | None) -> str:
     """`%x-%A_%a.out` for arrays, `%x-%j.out` otherwise (`slurm-...` if the name has a `/`)."""
     prefix = "slurm" if "/" in job_name else "%x"
@@ -237,8 +235,6 @@ def _words(text: str, what: str) -> list[str]:
         raise specs.SpecError(f"{what} {text!r}: {exc}") from None
 
 
-def _abs(path: str | None, cwd: Path) -> str | None:
-    if not path:
-        return None
+def _abs(path: str, cwd: Path) -> str:
     p = Path(path).expanduser()
     return str(p if p.is_absolute() else cwd / p)

@@ -1,14 +1,18 @@
-"""The training job (`training.slurm.j2`): array, signal forwarding, switches, auto-requeue."""
+"""The training job (`training.slurm.j2`): array, signal forwarding, switches, auto-requeue;
+and the rules its options obey beyond their own format (specs.py): the signal against the time
+limit, spare nodes, the dependency, the shim's exit-before-end, the declared extras."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 from rtool.core.selfcmd import rtool_argv
+from rtool.core.units import UnitError, parse_duration
 from rtool.slurm_templates import launch, specs
-from rtool.slurm_templates import training_rules as rules
 from rtool.slurm_templates.jobs import INSTALL_RTOOL, SlurmJob
 from rtool.slurm_templates.renderer import ShellCode
+from rtool.slurm_templates.request import ENV_NAME
 
 #: Exit code with which the training step asks the batch script to requeue the job
 #: (auto-requeue mode); exported as RTOOL_REQUEUE_EXIT_CODE. Must equal
@@ -68,7 +72,7 @@ class TrainingJob(SlurmJob):
     def __post_init__(self) -> None:
         super().__post_init__()
         self._validate_run()
-        self.more_env = rules.more_env(self.more_sbatch, self.more_env)
+        self.more_env = _more_env(self.more_sbatch, self.more_env)
         if self.array:
             self.array = specs.validate_array(self.array)
         for what in ("nodes", "gpus_per_node"):
@@ -78,14 +82,14 @@ class TrainingJob(SlurmJob):
         if self.exclude:
             specs.validate_nodelist(self.exclude)
         if self.dependency:
-            rules.dependency(self.dependency)
+            _dependency(self.dependency)
         if self.open_mode not in (None, "append", "truncate"):
             raise specs.SpecError(f"open mode {self.open_mode!r}: append or truncate")
         if self.exit_before_end:
-            self.exit_before_end = rules.exit_before_end(self.exit_before_end)
+            self.exit_before_end = _exit_before_end(self.exit_before_end)
         specs.validate_count(self.restarts_in_place, "restarts-in-place", 100)
-        self.spare_nodes = rules.spares(self.spare_nodes, self.body, self.restarts_in_place)
-        self.signal = rules.signal(self.signal, self.time, self.notes)
+        self.spare_nodes = _spares(self.spare_nodes, self.body, self.restarts_in_place)
+        self.signal = _signal(self.signal, self.time, self.notes)
         self._validate_requeue()
         if self.script is not None:
             _ = self.launch  # validates the launcher (one line)
@@ -120,6 +124,7 @@ class TrainingJob(SlurmJob):
         """rtool's own command in the script (the pre-flight), checked on the node first."""
         return self.rtool[0] if self.preflight or self.restart_check else None
 
+    requeue_exit_code = REQUEUE_EXIT_CODE
     self_command_fix = (
         f"{INSTALL_RTOOL} or name the path the nodes see in the config: "
         '[submit] rtool = "/shared/venv/bin/rtool"'
@@ -148,10 +153,6 @@ class TrainingJob(SlurmJob):
     def flight_recorder(self) -> bool:
         """PyTorch's NCCL flight recorder is turned on (`--flight-recorder`, rtool.runs.flight)."""
         return dict(self.more_env).get("RTOOL_FLIGHT_RECORDER") == "1"
-
-    @property
-    def requeue_exit_code(self) -> int:
-        return REQUEUE_EXIT_CODE
 
     @property
     def requeue_on_preempt(self) -> bool:
@@ -185,3 +186,84 @@ class TrainingJob(SlurmJob):
         if tasks is not None and "ntasks-per-node" not in dict(self.more_sbatch):
             pairs.append(("ntasks-per-node", str(tasks)))  # the srun-native launch
         return [*pairs, *self.more_sbatch]
+
+
+_DEPENDENCIES = ("afterany", "afterok", "afternotok", "after", "singleton")
+
+
+def _more_env(
+    more_sbatch: list[tuple[str, str | None]], more_env: list[tuple[str, str]]
+) -> list[tuple[str, str]]:
+    """The declared `#SBATCH` values are plain text, the declared variables `RTOOL_NAME`."""
+    for _, value in more_sbatch:
+        if value is not None:
+            specs.check_text(value, "sbatch value")
+    for name, _ in more_env:
+        if not ENV_NAME.match(name):
+            raise specs.SpecError(f"variable name {name!r}: expected RTOOL_NAME")
+    return [(ShellCode(name), value) for name, value in more_env]
+
+
+def _dependency(value: str) -> None:
+    kind, _, job_id = value.partition(":")
+    if kind not in _DEPENDENCIES:
+        raise specs.SpecError(f"dependency {value!r}: unknown kind {kind!r}")
+    if job_id:
+        specs.validate_job_id(job_id)
+
+
+def _exit_before_end(value: str) -> str:
+    """The shim's RTOOL_EXIT_BEFORE_END: `auto`, `off` or a duration (`10m`)."""
+    if value in ("auto", "off"):
+        return value
+    try:
+        parse_duration(value)
+    except UnitError:
+        raise specs.SpecError(
+            f"exit-before-end {value!r}: auto, off or a duration like 10m"
+        ) from None
+    return value
+
+
+def _spares(spare_nodes: int | None, body: str | None, restarts_in_place: int) -> int | None:
+    """Spare nodes (None for none): a Python script's, restarted in place."""
+    if not spare_nodes:
+        return None
+    specs.validate_count(spare_nodes, "spare-nodes", 100)
+    if body is not None:
+        raise specs.SpecError(
+            "--spare-nodes needs a Python script: rtool launches it on --nodes of the "
+            "allocation (a batch script's own commands choose their nodes themselves)"
+        )
+    if not restarts_in_place:
+        raise specs.SpecError(
+            "--spare-nodes needs restarts in place (a failed node is replaced by "
+            "restarting the training on a spare): drop --restarts-in-place 0"
+        )
+    return spare_nodes
+
+
+def _signal(
+    spec: specs.SignalSpec | None, time: str | None, notes: list[str]
+) -> specs.SignalSpec | None:
+    """The signal as sent to the batch shell (`B:`; said in `notes` when it was not), its lead
+    shorter than the time limit."""
+    if spec is not None and not spec.batch:
+        given = spec.sbatch()
+        spec = dataclasses.replace(spec, batch=True)
+        notes.append(
+            f"--signal {given} is sent as {spec.sbatch()}: rtool forwards the signal "
+            "from the batch shell to the processes that handle it (without B: Slurm signals "
+            "every process of the job, and a launcher such as torchrun dies of it)"
+        )
+    if spec is None or not time:
+        return spec
+    limit = specs.time_seconds(time)
+    if limit is not None and spec.lead >= limit:
+        fits = specs.default_signal_lead(limit, spec.lead)
+        hint = dataclasses.replace(spec, lead=fits).sbatch()
+        raise specs.SpecError(
+            f"signal lead time {spec.lead}s is not shorter than the time limit "
+            f"{time}: the signal would come at the start (e.g. --signal {hint})"
+        )
+    return spec

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from devtools.localslurm import control
-from rtool.app.commands.submit_preempt import save_vs_grace
+from rtool.app.commands.submit_cmd import save_vs_grace
 from rtool.core.slurm.partition import Partition
 from tests.conftest import CliResult
 

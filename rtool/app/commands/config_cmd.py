@@ -48,7 +48,6 @@ def check(
 
     Example: rtool config check --send-test
     """
-
     actx = get_context(ctx)
     config = actx.config  # the whole schema, defaults too; raises listing every problem
     found = problems(config) if actx.config_files else []
@@ -73,7 +72,6 @@ def show(
 
     Example: rtool config show --origin
     """
-
     actx = get_context(ctx)
     data = masked(effective(actx.config, actx.layered))
     files = [str(f) for f in actx.config_files]

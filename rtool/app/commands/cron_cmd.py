@@ -29,10 +29,10 @@ app = typer.Typer(
 #: The latest slot accepted (9999-12-31): a larger one is no time at all.
 MAX_SLOT = 253402300799.0
 _DIR_HELP = f"The cron folder {default_note('cron.dir')}."
+_DIR = typer.Option(None, "--dir", help=_DIR_HELP, show_default=False)
 
 
 def _env(ctx: typer.Context, directory: Path | None) -> TickEnv:
-
     app_ctx = get_context(ctx)
     cfg = app_ctx.config
     files = tuple(f.resolve() for f in app_ctx.config_files)
@@ -53,7 +53,6 @@ def init_cmd(
 
     Example: rtool cron init ~/rtool-cron
     """
-
     env = _env(ctx, directory)
     created = manage.init(env.root)
     for item in created:
@@ -65,45 +64,33 @@ def init_cmd(
 
 
 @app.command("start")
-def start_cmd(
-    ctx: typer.Context,
-    directory: Path | None = typer.Option(None, "--dir", help=_DIR_HELP, show_default=False),
-) -> int:
+def start_cmd(ctx: typer.Context, directory: Path | None = _DIR) -> int:
     """Submit the scheduler chain (its first tick at the next slot). Does nothing when a chain
     already runs for this user and folder.
 
     Example: rtool cron start --dir ~/rtool-cron
     """
-
     typer.echo(manage.start(_env(ctx, directory)))
     return 0
 
 
 @app.command("stop")
-def stop_cmd(
-    ctx: typer.Context,
-    directory: Path | None = typer.Option(None, "--dir", help=_DIR_HELP, show_default=False),
-) -> int:
+def stop_cmd(ctx: typer.Context, directory: Path | None = _DIR) -> int:
     """Cancel the scheduler chain of this folder.
 
     Example: rtool cron stop --dir ~/rtool-cron
     """
-
     typer.echo(manage.stop(_env(ctx, directory)))
     return 0
 
 
 @app.command("status")
-def status_cmd(
-    ctx: typer.Context,
-    directory: Path | None = typer.Option(None, "--dir", help=_DIR_HELP, show_default=False),
-) -> int:
+def status_cmd(ctx: typer.Context, directory: Path | None = _DIR) -> int:
     """Show the chain's Slurm jobs, the last and next tick, and each job's last start,
     duration, exit code and log file.
 
     Example: rtool cron status
     """
-
     for line in manage.status(_env(ctx, directory)):
         typer.echo(line)
     return 0
@@ -118,7 +105,6 @@ def list_cmd(
 
     Example: rtool cron list --json
     """
-
     app_ctx = get_context(ctx)
     found, error = chains(app_ctx.state, app_ctx.slurm)
     if as_json:
@@ -134,13 +120,12 @@ def list_cmd(
 def run_cmd(
     ctx: typer.Context,
     name: str = typer.Argument(..., help="Job name: cron.hourly/check.sh, check.sh, cron.d/f:3."),
-    directory: Path | None = typer.Option(None, "--dir", help=_DIR_HELP, show_default=False),
+    directory: Path | None = _DIR,
 ) -> int:
     """Run one job now (a *.slurm file is submitted). Exit 1 when it fails.
 
     Example: rtool cron run cron.hourly/check-disk.sh
     """
-
     result = manage.run_one(_env(ctx, directory), name)
     typer.echo(f"{result.name}: {result.message or result.status}")
     if result.log:
@@ -151,7 +136,7 @@ def run_cmd(
 @app.command("install")
 def install_cmd(
     ctx: typer.Context,
-    directory: Path | None = typer.Option(None, "--dir", help=_DIR_HELP, show_default=False),
+    directory: Path | None = _DIR,
     backend: str = typer.Option(
         "auto",
         "--backend",
@@ -164,7 +149,6 @@ def install_cmd(
 
     Example: rtool cron install --dir ~/rtool-cron --backend auto
     """
-
     try:
         chosen = Backend(backend)
     except ValueError:
@@ -175,15 +159,11 @@ def install_cmd(
 
 
 @app.command("uninstall")
-def uninstall_cmd(
-    ctx: typer.Context,
-    directory: Path | None = typer.Option(None, "--dir", help=_DIR_HELP, show_default=False),
-) -> int:
+def uninstall_cmd(ctx: typer.Context, directory: Path | None = _DIR) -> int:
     """Remove the folder's scrontab entry and cancel its scheduler jobs.
 
     Example: rtool cron uninstall --dir ~/rtool-cron
     """
-
     for line in manage.uninstall(_env(ctx, directory)):
         typer.echo(line)
     return 0
@@ -192,7 +172,7 @@ def uninstall_cmd(
 @app.command("tick")
 def tick_cmd(
     ctx: typer.Context,
-    directory: Path | None = typer.Option(None, "--dir", help=_DIR_HELP, show_default=False),
+    directory: Path | None = _DIR,
     slot: float | None = typer.Option(
         None,
         "--slot",
@@ -208,7 +188,6 @@ def tick_cmd(
 
     Example: rtool cron tick --dir ~/rtool-cron
     """
-
     if slot is not None and not (math.isfinite(slot) and 0 < slot < MAX_SLOT):
         raise UsageError(f"--slot {slot!r}: expected a time in epoch seconds, e.g. 1767225600")
     env = _env(ctx, directory)

@@ -133,7 +133,6 @@ def _submitted(
 ) -> tuple[Report, SubmitRequest, TrainingJob]:
     """Submit the throw-away job, drill it, cancel what is left of it; the report, the request
     and the real job."""
-
     req = submit_cmd.request({**submit, "script": Path(opts["target"])})
     real = submit_cmd.build(app_ctx, req)
     for path in shared_paths(real):
@@ -168,7 +167,6 @@ def _submit_real(
     app_ctx: AppContext, report: Report, req: SubmitRequest, real: TrainingJob
 ) -> None:
     """`--and-submit`: the real submission, as rtool submit makes it, when every step is OK."""
-
     if report.status is not Status.OK:
         _say(f"not submitting {real.job_name}: the drill is {report.status.name}")
         return
@@ -181,7 +179,6 @@ def _submit_real(
 
 def _cancel(app_ctx: AppContext, job_id: str, folder: Path) -> None:
     """Cancel what is left of the throw-away job (never hiding the drill's verdict)."""
-
     try:
         if app_ctx.slurm.squeue(job_ids=[job_id], states="PENDING,RUNNING"):
             app_ctx.slurm.scancel([job_id])
@@ -191,54 +188,34 @@ def _cancel(app_ctx: AppContext, job_id: str, folder: Path) -> None:
     _say(f"the throw-away job {job_id} is gone; its files stay in {folder}")
 
 
-def _option(name: str, default: Any, *flags: str, help: str, kind: Any) -> Any:
-    return parameter(name, kind, typer.Option(default, *flags, help=help))
+#: The drill's own options, after its argument, and their help: `--NAME` (`--json`: as_json),
+#: a flag unless it takes a value (`VALUED`).
+OPTIONS = {
+    "submit": "Drill a short throw-away job of this script first (options as rtool submit).",
+    "job": "The running job to drill when the run has several (88_3).",
+    "no_requeue": "Do not wait for the next attempt: check that one is queued, and stop there.",
+    "start_timeout": f"Wait this long for a first step. {default_note('drill.start_timeout')}",
+    "resume_timeout": "Wait this long for the next attempt. "
+    + default_note("drill.resume_timeout"),
+    "and_submit": "With --submit: when every step is OK, submit the real job (as rtool submit).",
+    "preempt": "Rehearse a preemption as Slurm does it on the job's partition: SIGTERM to every "
+    "task, the grace, then TERM to all and the requeue.",
+    "grace": "With --preempt: the grace (unset: the partition's GraceTime, or KillWait when the "
+    "partition has none).",
+    "as_json": "Print the report as JSON.",
+}
+VALUED = {"job", "start_timeout", "resume_timeout", "grace"}
+OWN = {"target", *OPTIONS}
 
 
 def _own() -> list[Any]:
     target = typer.Argument(..., help="The run to drill; with --submit: the training script.")
-    return [
-        parameter("target", str, target),
-        _option(
-            "submit", False, "--submit", kind=bool,
-            help="Drill a short throw-away job of this script first (options as rtool submit).",
-        ),
-        _option(
-            "job", None, "--job", kind=str | None,
-            help="The running job to drill when the run has several (88_3).",
-        ),
-        _option(
-            "no_requeue", False, "--no-requeue", kind=bool,
-            help="Do not wait for the next attempt: check that one is queued, and stop there.",
-        ),
-        _option(
-            "start_timeout", None, "--start-timeout", kind=str | None,
-            help=f"Wait this long for a first step. {default_note('drill.start_timeout')}",
-        ),
-        _option(
-            "resume_timeout", None, "--resume-timeout", kind=str | None,
-            help=f"Wait this long for the next attempt. {default_note('drill.resume_timeout')}",
-        ),
-        _option(
-            "and_submit", False, "--and-submit", kind=bool,
-            help="With --submit: when every step is OK, submit the real job (as rtool submit).",
-        ),
-        _option(
-            "preempt", False, "--preempt", kind=bool,
-            help="Rehearse a preemption as Slurm does it on the job's partition: SIGTERM to "
-            "every task, the grace, then TERM to all and the requeue.",
-        ),
-        _option(
-            "grace", None, "--grace", kind=str | None,
-            help="With --preempt: the grace (unset: the partition's GraceTime, or KillWait "
-            "when the partition has none).",
-        ),
-        _option("as_json", False, "--json", kind=bool, help="Print the report as JSON."),
-    ]  # fmt: skip
-
-
-OWN = {"target", "submit", "job", "no_requeue", "start_timeout", "resume_timeout", "as_json"}
-OWN |= {"and_submit", "preempt", "grace"}
+    params = [parameter("target", str, target)]
+    for name, text in OPTIONS.items():
+        flag = "--json" if name == "as_json" else "--" + name.replace("_", "-")
+        default, kind = (None, str | None) if name in VALUED else (False, bool)
+        params.append(parameter(name, kind, typer.Option(default, flag, help=text)))
+    return params
 
 
 def _with_submit(name: str, text: str) -> str:

@@ -55,7 +55,6 @@ def history(
 
     Example: rtool history llama-7b --stored --html llama-7b.html
     """
-
     app_ctx = get_context(ctx)
     flags = {"heartbeat": heartbeat, "log": log, "job_name": job_name}
     if no_accounting:
@@ -67,14 +66,15 @@ def history(
         typer.echo(f"rtool: no attempts of run {run!r} found", err=True)
         return 1
     if html is not None:
-        return _write_page(html, led, now, mode)
+        write(html, run_page(led, now), parse_mode(mode))
+        typer.echo(f"wrote {html}: run {led.run}, {len(led.attempts)} attempt(s)")
+        return 0
     _print(led, totals(led, now), now, as_json)
     return 0
 
 
 def _spec(app_ctx: AppContext, run: str, flags: dict[str, str | None]) -> RunWatch:
     """The run's watch entry: the config's or the one `rtool submit` recorded, under the flags."""
-
     base = names.watch_base(app_ctx.state, run, app_ctx.config.watch.run)
     try:
         return RunWatch(**{**base, **{k: v for k, v in flags.items() if v is not None}})
@@ -84,7 +84,6 @@ def _spec(app_ctx: AppContext, run: str, flags: dict[str, str | None]) -> RunWat
 
 def _print(led: Ledger, tot: Totals, now: float, as_json: bool) -> None:
     """The ledger as the table, or (redacted) as JSON with its totals and what changed."""
-
     if as_json:
         doc = {"ledger": led.to_json(), "totals": tot.to_json(), "changes": _changes(led)}
         sys.stdout.write(json.dumps(redact_data(doc), indent=1) + "\n")
@@ -92,15 +91,8 @@ def _print(led: Ledger, tot: Totals, now: float, as_json: bool) -> None:
         sys.stdout.write(table(led, tot, now))
 
 
-def _write_page(html: Path, led: Ledger, now: float, mode: str | None) -> int:
-    write(html, run_page(led, now), parse_mode(mode))
-    typer.echo(f"wrote {html}: run {led.run}, {len(led.attempts)} attempt(s)")
-    return 0
-
-
 def _refresh(app_ctx: AppContext, spec: RunWatch, now: float) -> Ledger | None:
     """The ledger rebuilt from Slurm (sacct or degraded), else the stored one if squeue fails."""
-
     cfg = app_ctx.config
     slurm = Slurm(timeout=cfg.slurm.timeout)
     try:
@@ -117,6 +109,5 @@ def register(cli: typer.Typer) -> None:
 
 def _changes(led: Ledger) -> dict[str, dict[str, object]]:
     """What changed between attempts (their provenance), by attempt number."""
-
     found = provenance.changed(led.attempts)
     return {str(n): {"since": since, "what": what} for n, (since, what) in found.items()}

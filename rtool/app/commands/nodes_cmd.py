@@ -47,7 +47,12 @@ def show(
 
     app_ctx = get_context(ctx)
     store = store_of(app_ctx)
-    note = refresh_node_fails(app_ctx, store) if refresh else None
+    note = None
+    try:  # the NODE_FAIL attempts sacct knows of (your jobs, within the expiry)
+        if refresh:
+            record_node_fails(app_ctx.slurm, store, names=None, window=app_ctx.config.nodes.expiry)
+    except (RtoolError, OSError) as exc:
+        note = f"could not read sacct: {exc}"
     now = time.time()
     suspects = store.suspects(now)
     expiry = app_ctx.config.nodes.expiry
@@ -78,7 +83,6 @@ def forget(ctx: typer.Context, node: str = typer.Argument(..., help="The node to
 
     Example: rtool nodes forget gpu017
     """
-
     try:
         validate.node(node)
     except validate.ArgvError as exc:
@@ -88,13 +92,3 @@ def forget(ctx: typer.Context, node: str = typer.Argument(..., help="The node to
     else:
         typer.echo(f"{node} was not suspect")
     return 0
-
-
-def refresh_node_fails(app_ctx: AppContext, store: SuspectStore) -> str | None:
-    """Record the NODE_FAIL attempts sacct knows of (your jobs, within the expiry)."""
-
-    try:
-        record_node_fails(app_ctx.slurm, store, names=None, window=app_ctx.config.nodes.expiry)
-    except (RtoolError, OSError) as exc:
-        return f"could not read sacct: {exc}"
-    return None

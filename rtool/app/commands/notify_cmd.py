@@ -55,7 +55,6 @@ def send_tests(cfg: NotifyConfig, names: list[str]) -> int:
     """Send one test alert through each channel in `names` (no outbox, no alert state) and
     print whether its server accepted it; 1 when one did not (`rtool config check
     --send-test` too)."""
-
     results = send_test(cfg, names)
     for d in results:
         if d.outcome == "sent":
@@ -77,7 +76,6 @@ def flush(
 
     Example: rtool notify flush
     """
-
     actx = get_context(ctx)
     report = do_flush(actx.config.notify, actx.state, force=not respect_backoff)
     for line in report.lines():
@@ -95,7 +93,6 @@ def status(
 
     Example: rtool notify status --json
     """
-
     actx = get_context(ctx)
     data = collect(actx.config.notify, actx.state, time.time())
     typer.echo(json.dumps(data, indent=2) if as_json else render(data))

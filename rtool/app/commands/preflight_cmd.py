@@ -33,7 +33,6 @@ def preflight(ctx: typer.Context, here: bool, restart_after: int | None, **given
 
     Example: rtool preflight --gpus 8 --here
     """
-
     app_ctx = get_context(ctx)
     pf = app_ctx.config.nodes.preflight
     declared = _declared()
@@ -57,7 +56,6 @@ def preflight(ctx: typer.Context, here: bool, restart_after: int | None, **given
 def _declared() -> Any:
     """`rtool preflight`'s options: the registered checks' settings (their defaults: the
     [nodes.preflight] keys)."""
-
     return fromspec.declare(Settings, section="nodes.preflight")
 
 
@@ -84,7 +82,6 @@ def command() -> Any:
 
 def _node_args(app_ctx: AppContext, values: dict[str, Any]) -> tuple[Any, list[str]]:
     """The context of this node's checks, and the command that runs them on every node."""
-
     pf = app_ctx.config.nodes.preflight
     node_ctx = NodeContext(**values, timeout=pf.check_timeout)
     settings = {k: getattr(node_ctx, k) for k in values}

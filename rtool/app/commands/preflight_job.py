@@ -79,7 +79,6 @@ def restart_check(app_ctx: AppContext, node_ctx: Any, node_argv: list[str], rc: 
 
 def _failed(info: JobInfo, rc: int) -> tuple[Failed, str | None]:
     """The launch that ended, and the restart records' path."""
-
     env = os.environ
     text = env.get("RTOOL_LAUNCH", "0")
     launch = int(text) if text.isdigit() else 0
@@ -99,7 +98,6 @@ def _failed(info: JobInfo, rc: int) -> tuple[Failed, str | None]:
 
 def _bad_nodes(app_ctx: AppContext, info: JobInfo) -> dict[str, tuple[str, str]]:
     """Nodes Slurm shows unfit or the launch's log blames: {node: (check, why)}."""
-
     bad: dict[str, tuple[str, str]] = {}
     try:
         states = app_ctx.slurm.sinfo_nodes()
@@ -126,7 +124,6 @@ def _spares(
     """With spare nodes, the next launch's nodes: the bad ones recorded as suspects (and
     alerted on), the spares taken checked first (`argv`: the pre-flight); else None, and
     `bad` has the spares that failed their pre-flight too."""
-
     spares = Spares.from_env(os.environ)
     if spares is None:
         return None
@@ -162,7 +159,6 @@ def _spares(
 
 def _allocation(app_ctx: AppContext, info: JobInfo) -> list[str]:
     """The job's nodes now (Slurm drops a failed node from a --no-kill job), else at its start."""
-
     try:
         recs = app_ctx.slurm.show_job(info.job_id)
         listed = recs[0].get("NodeList", "") if recs else ""
@@ -173,7 +169,6 @@ def _allocation(app_ctx: AppContext, info: JobInfo) -> list[str]:
 
 def _log_text(app_ctx: AppContext, info: JobInfo) -> str:
     """The tail of the job's output file (Slurm's StdOut), or "" when it cannot be read."""
-
     try:
         recs = app_ctx.slurm.show_job(info.job_id)
         path = recs[0].get("StdOut", "") if recs else ""
@@ -208,7 +203,6 @@ def job_preflight(app_ctx: AppContext, node_argv: list[str], timeout: float) -> 
 def keep_off(app_ctx: AppContext, info: Any, outcome: Any) -> int:
     """Bad nodes found: record them, requeue the attempt away from them, alert; the exit code
     (3 requeued away, 1 not)."""
-
     cfg = app_ctx.config.nodes
     store = store_of(app_ctx)
     now = time.time()
@@ -225,7 +219,6 @@ def keep_off(app_ctx: AppContext, info: Any, outcome: Any) -> int:
 
 def _alert(app_ctx: AppContext, alerts: list[Any]) -> None:
     """Hand the alerts to notify; a failing channel never hides the pre-flight's own result."""
-
     try:
         process(alerts, app_ctx.config.notify, app_ctx.state)
     except Exception as exc:

@@ -22,7 +22,6 @@ def record(
 
     Example: rtool record end --rc "$rc"
     """
-
     if event not in ("start", "end"):
         raise UsageError(f"record: event {event!r}: expected start or end")
     if rc is not None and not 0 <= rc <= 255:
@@ -34,5 +33,4 @@ def record(
 
 
 def register(cli: typer.Typer) -> None:
-    """Add this module's command to the top-level CLI."""
     cli.command("record", hidden=True)(record)

@@ -24,7 +24,6 @@ def switch(app_ctx: AppContext, name: str | None, given: str | None, which: str)
     """The switch to touch: the given path, else the one recorded for the run `name` (by run
     or job name), else a `[switches]` path shared by every run. An unknown run, or no name
     where each run has its own switch, is an error that lists the runs rtool knows."""
-
     if given:
         return switch_path(given, None, which, name or "", Path.cwd())
     if name:

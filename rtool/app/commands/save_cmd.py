@@ -18,7 +18,6 @@ def save(
 
     Example: rtool save --run llama-7b
     """
-
     app_ctx = get_context(ctx)
     shared = app_ctx.config.switches.group_writable
     path = touch_switch(run_switch.switch(app_ctx, name, save_switch, "save"), shared)

@@ -42,7 +42,6 @@ def add_cmd(
 
     Example: rtool silence add check=disk 'what=~/scratch.*' --for 2h --reason maintenance
     """
-
     try:
         seconds = parse_duration(duration)
     except UnitError as exc:
@@ -64,7 +63,6 @@ def list_cmd(
 
     Example: rtool silence list --all
     """
-
     now = time.time()
     rows = [s for s in Silences(get_context(ctx).state).load() if show_all or not s.summarized]
     if as_json:
@@ -93,7 +91,6 @@ def remove_cmd(
 
     Example: rtool silence remove 3f9c2a1b
     """
-
     actx = get_context(ctx)
     now = time.time()
     s = Silences(actx.state).expire_now(ident, now)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.console import Console
@@ -21,10 +20,6 @@ from rtool.core.errors import UsageError
 from rtool.core.redact import redact, redact_data
 from rtool.core.slurm import Slurm
 from rtool.core.units import UnitError, parse_duration
-
-if TYPE_CHECKING:
-    from rtool.app.plumbing.appconfig import Config
-    from rtool.core.state import StateDir
 
 #: Status words coloured on a terminal.
 STYLES = {
@@ -68,7 +63,6 @@ def status(
 
     Example: rtool status --html status.html
     """
-
     app_ctx = get_context(ctx)
     cfg = app_ctx.config
     limit = _timeout(timeout, cfg.watch.timeout)
@@ -76,7 +70,10 @@ def status(
     data = gather(cfg, app_ctx.state, slurm, cwd=Path.cwd(), cron_dir=cron_dir, timeout=limit)
     data = redact_data(data)  # error texts may quote URLs with tokens
     if html is not None:
-        return _write_page(html, data, cfg, app_ctx.state, mode)
+        runs = watched_runs(cfg, app_ctx.state)
+        write(html, status_page(data, runs), parse_mode(mode))
+        typer.echo(f"wrote {html}: status {data['status']}, {len(runs)} run(s)")
+        return 0
     if as_json:
         typer.echo(json.dumps(data, indent=1, sort_keys=True, default=str))
     elif sys.stdout.isatty():
@@ -96,15 +93,6 @@ def _timeout(text: str | None, default: float) -> float:
     return limit
 
 
-def _write_page(
-    html: Path, data: dict[str, Any], cfg: Config, state: StateDir, mode: str | None
-) -> int:
-    runs = watched_runs(cfg, state)
-    write(html, status_page(data, runs), parse_mode(mode))
-    typer.echo(f"wrote {html}: status {data['status']}, {len(runs)} run(s)")
-    return 0
-
-
 def _print_rich(text: str) -> None:
     out = Text(text)
     for word, style in STYLES.items():
@@ -113,5 +101,4 @@ def _print_rich(text: str) -> None:
 
 
 def register(cli: typer.Typer) -> None:
-    """Add this module's commands to the top-level CLI."""
     cli.command("status")(status)

@@ -22,7 +22,6 @@ def stop(
 
     Example: rtool stop --run llama-7b --cancel-pending
     """
-
     app_ctx = get_context(ctx)
     if cancel_pending and not name:
         raise UsageError("--cancel-pending needs --run (or --job-name)")

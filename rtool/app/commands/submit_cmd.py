@@ -14,17 +14,18 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from rtool.app.commands.submit_preempt import preempt_warning
 from rtool.app.plumbing.context import get_context
 from rtool.app.plumbing.fromspec import BodyCommand, default_note, parameter
 from rtool.core.errors import RtoolError, UsageError
 from rtool.core.slurm.hostlist import compress_hostlist
 from rtool.core.slurm.parse import ParseError, expand_hostlist
+from rtool.core.slurm.partition import Partition, partition
 from rtool.nodes.blame import record_node_fails
 from rtool.nodes.exclude import Cap, partition_nodes, plan
 from rtool.nodes.preflight.registry import NodeContext, Settings, applies
 from rtool.nodes.store import SuspectStore
 from rtool.runs import launcherlogs, names
+from rtool.runs.attempt_record_writer import read_own_heartbeat
 from rtool.slurm_templates.batchfile import override, sbatch_option
 from rtool.slurm_templates.jobs import render_job
 from rtool.slurm_templates.renderer import ShellCode, TemplateError, template_dirs
@@ -63,7 +64,14 @@ def submit(ctx: typer.Context, **given: Any) -> int:
         raise RtoolError(
             f"kill switch {job.kill_switch} is present: the job would exit at once; remove it first"
         )
-    return _said(job, send(app_ctx, job, text, req.extra_args), req.parsable)
+    job_id = send(app_ctx, job, text, req.extra_args)
+    if req.parsable:
+        typer.echo(job_id)
+    else:
+        array = f", array {job.array}" if job.array else ""
+        run = "" if job.run == job.job_name else f", run {job.run}"
+        typer.echo(f"Submitted job {job_id}{array} ({job.job_name}{run})")
+    return 0
 
 
 def prepare(app_ctx: AppContext, req: SubmitRequest, job: TrainingJob) -> str:
@@ -80,15 +88,40 @@ def prepare(app_ctx: AppContext, req: SubmitRequest, job: TrainingJob) -> str:
 
 
 def _warn_preemption(app_ctx: AppContext, job: TrainingJob) -> None:
-    line = preempt_warning(app_ctx, job)
+    """Warn when the run's measured save (the longest in its heartbeat, read only when it is
+    yours) does not fit in the grace of a preemptible partition; silent when Slurm cannot say."""
+    hb = read_own_heartbeat(job.heartbeat) if job.heartbeat else None
+    save_s = hb.longest_save_seconds if hb is not None else None
+    if save_s is None:
+        return
+    try:
+        line = save_vs_grace(save_s, partition(app_ctx.slurm, job.partition))
+    except (RtoolError, ParseError):
+        return
     if line:
         typer.echo(f"rtool: warning: {line}", err=True)
+
+
+def save_vs_grace(save_s: float | None, part: Partition | None) -> str | None:
+    """The warning when the measured save does not fit in a preemptible partition's grace: on
+    one (PreemptMode REQUEUE or CANCEL) Slurm gives a preempted job GraceTime seconds after the
+    first SIGTERM (docs/submit.md, "Preemption"); a longer save is cut short."""
+    if save_s is None or part is None or part.preempt_mode.upper() in ("OFF", "SUSPEND"):
+        return None
+    if part.grace > 0 and save_s <= part.grace:
+        return None
+    grace = f"GraceTime {part.grace:g}s" if part.grace > 0 else "GraceTime 0 (only KillWait)"
+    return (
+        f"the run's measured save ({save_s:.1f}s, from earlier attempts) is longer than "
+        f"partition {part.name}'s {grace}: a preemption would cut it short and lose the "
+        "steps since the last checkpoint; save faster or more often (save_every), or submit "
+        "to a partition with a longer GraceTime"
+    )
 
 
 def check_switches(job: TrainingJob) -> bool:
     """Warn about another user's switch (the job ignores it) and about switch or heartbeat
     folders others may write into; True when your own kill switch is set."""
-
     for line in folder_warnings(job):
         typer.echo(f"rtool: {line}", err=True)
     own = False
@@ -139,7 +172,6 @@ def command() -> Any:
 
 def preflight_argv(app_ctx: AppContext, job: TrainingJob) -> list[str] | None:
     """The pre-flight command of the batch script, or None when there is nothing to check."""
-
     pf = app_ctx.config.nodes.preflight
     gpus = job.gpus_per_node or pf.gpus  # the job's GPUs are the ones each node must show
     settings = {**{k: getattr(pf, k) for k in Settings.model_fields}, "gpus": gpus}
@@ -151,22 +183,16 @@ def preflight_argv(app_ctx: AppContext, job: TrainingJob) -> list[str] | None:
 def preflight_base(app_ctx: AppContext, job: TrainingJob) -> list[str]:
     """`rtool --config CONFIG preflight [--gpus N]` as the batch script runs it (the check
     before an in-place restart adds `--restart-after RC`, and runs the checks that apply)."""
-
-    pf = app_ctx.config.nodes.preflight
-    gpus = job.gpus_per_node or pf.gpus
-    argv = list(job.rtool)  # absolute: nothing is imported from the submit folder
-    # Exactly the config files this submission read (or none): never one found at run time in
-    # the submit folder, $RTOOL_CONFIG or ~/.config, which another user may have planted.
-    argv += app_ctx.config_argv()
-    argv.append("preflight")
-    if gpus:
-        argv += ["--gpus", str(gpus)]
-    return argv
+    gpus = job.gpus_per_node or app_ctx.config.nodes.preflight.gpus
+    # job.rtool is absolute: nothing is imported from the submit folder. Exactly the config files
+    # this submission read (or none): never one found at run time in the submit folder,
+    # $RTOOL_CONFIG or ~/.config, which another user may have planted.
+    argv = [*job.rtool, *app_ctx.config_argv(), "preflight"]
+    return [*argv, "--gpus", str(gpus)] if gpus else argv
 
 
 def exclude_suspect_nodes(app_ctx: AppContext, job: TrainingJob) -> None:
     """Add the suspect nodes (rtool nodes) to the job's --exclude, within the cap."""
-
     cfg = app_ctx.config.nodes
     if not cfg.exclude:
         return
@@ -251,7 +277,6 @@ def _run_state(records: list[SqueueJob]) -> str:
 
 def send(app_ctx: AppContext, job: TrainingJob, text: str, extra: list[str]) -> str:
     """sbatch the script and record the submission (rtool.runs.names); the job id."""
-
     cwd = Path.cwd()
     result = app_ctx.slurm.sbatch(extra, script=text, cwd=str(cwd))
     record = names.Submission(
@@ -272,13 +297,3 @@ def send(app_ctx: AppContext, job: TrainingJob, text: str, extra: list[str]) -> 
     except (OSError, RtoolError) as exc:
         typer.echo(f"rtool: warning: submission not recorded: {exc}", err=True)
     return result.job_id
-
-
-def _said(job: TrainingJob, job_id: str, parsable: bool) -> int:
-    if parsable:
-        typer.echo(job_id)
-    else:
-        array = f", array {job.array}" if job.array else ""
-        run = "" if job.run == job.job_name else f", run {job.run}"
-        typer.echo(f"Submitted job {job_id}{array} ({job.job_name}{run})")
-    return 0

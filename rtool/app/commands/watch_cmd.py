@@ -55,7 +55,6 @@ class _WatchGroup(errors.PolicyGroup):
 
 def command_for(name: str) -> Any:
     """The click command `rtool watch NAME` for the registered watchdog `name` (or None)."""
-
     factory = by_name(name)
     if factory is None or not factory.in_config:
         return None
@@ -89,7 +88,6 @@ def _config_entry(
 
 def _written(name: str) -> Any:
     """The command of a written body: its own options as typer reads its signature."""
-
     body = load(WRITTEN[name])
     holder = typer.Typer(add_completion=False)
     holder.command(name)(body)
@@ -113,7 +111,6 @@ def all_cmd(ctx: typer.Context) -> Build:
 
     Example: rtool --config rtool.toml watch all --tee logs/train.log
     """
-
     cfg = get_context(ctx).config
 
     def build(t: float) -> list[Watchdog]:

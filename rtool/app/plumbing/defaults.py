@@ -1,13 +1,10 @@
 """The built-in defaults (no config file), made one section at a time on first use.
 
-`Config()` would import every feature's section (and every watchdog's entry type, for
-`[watch]`) and build the validators of about thirty models: a third of `rtool watch disk`'s
-start-up. Without a config file there is nothing to validate, so
-`rtool.app.plumbing.context.AppContext.config` hands out a `DefaultConfig` instead: `config.watch`
-imports the `[watch]` section alone and makes its defaults without building a validator
-(`model_construct`; a test checks that every section's constructed defaults equal its validated
-ones). Anything else asked of it (`model_dump`, ...) goes to a real `Config()`. With a config
-file, the whole file is validated as before.
+`Config()` imports every feature's section and builds the validators of about thirty models: a
+third of `rtool watch disk`'s start-up. Without a config file there is nothing to validate, so
+`AppContext.config` is a `DefaultConfig`: each section is made without a validator
+(`model_construct`; a test checks these equal the validated defaults); anything else asked of
+it goes to a real `Config()`.
 """
 
 from __future__ import annotations

@@ -1,22 +1,22 @@
 """One error handler per command group: which exit code an error gives, and how it is shown.
 
-Every command group is a typer app built on `PolicyGroup` (a subclass names its `ExitPolicy`,
-`DEFAULT` unless it says otherwise); errors raised
-while that group parses its arguments or runs a command are tagged with the group's exit code
-(the innermost group wins). `rtool.app.cli.main` prints the error as one line (`--debug`: with the
-traceback) and exits with `exit_code(exc)`.
+Every command group is a typer app built on `PolicyGroup` (its `policy`, `DEFAULT` unless it
+says otherwise): errors raised while it parses its arguments or runs a command get the group's
+exit code (the innermost group wins). `rtool.app.cli.main` prints the error as one line
+(`--debug`: with the traceback) and exits with `exit_code(exc)`.
 
 - other commands (`DEFAULT`): 2 for usage and config errors, 1 for every other failure;
 - `rtool watch` (`WATCH`): 3 UNKNOWN for all of its own errors, like a monitoring plugin
   (0/1/2 are reserved for the checks' OK/WARNING/CRITICAL).
 
 A group also refuses an empty value given to its own options and to its commands'
-(`refuse_empty`). click's error classes are found through `typer.BadParameter`, which is public
-whichever click typer runs on (its own copy from typer 0.2x, click itself before).
+(`refuse_empty`).
 """
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,9 +64,15 @@ def exit_code(exc: BaseException, policy: ExitPolicy = DEFAULT) -> int:
     return tagged if isinstance(tagged, int) else policy.code(exc)
 
 
-def _tag(exc: Exception, policy: ExitPolicy) -> None:
-    if not isinstance(exc, PASS_THROUGH) and getattr(exc, _TAG, None) is None:
-        setattr(exc, _TAG, policy.code(exc))
+@contextlib.contextmanager
+def _tagged(policy: ExitPolicy) -> Iterator[None]:
+    """An error raised inside gets `policy`'s exit code, unless an inner group gave it one."""
+    try:
+        yield
+    except Exception as exc:
+        if not isinstance(exc, PASS_THROUGH) and getattr(exc, _TAG, None) is None:
+            setattr(exc, _TAG, policy.code(exc))
+        raise
 
 
 class Policed:
@@ -75,18 +81,12 @@ class Policed:
     policy: ExitPolicy = DEFAULT
 
     def make_context(self, *args: Any, **kwargs: Any) -> Any:
-        try:
+        with _tagged(self.policy):
             return super().make_context(*args, **kwargs)  # type: ignore[misc]
-        except Exception as exc:
-            _tag(exc, self.policy)
-            raise
 
     def invoke(self, ctx: Any) -> Any:
-        try:
+        with _tagged(self.policy):
             return super().invoke(ctx)  # type: ignore[misc]
-        except Exception as exc:
-            _tag(exc, self.policy)
-            raise
 
 
 class PolicyGroup(Policed, typer.core.TyperGroup):
@@ -101,12 +101,9 @@ class PolicyGroup(Policed, typer.core.TyperGroup):
         """The subcommand; a command (a group checks its own) refuses empty values first."""
         name, cmd, rest = super().resolve_command(ctx, args)
         if cmd is not None and not isinstance(cmd, PolicyGroup):
-            try:
+            with _tagged(getattr(cmd, "policy", self.policy)):
                 settings = cmd.context_settings or {}
                 refuse_empty(cmd, typer.Context(cmd, info_name=name, parent=ctx, **settings), rest)
-            except Exception as exc:
-                _tag(exc, getattr(cmd, "policy", self.policy))
-                raise
         return name, cmd, rest
 
 
@@ -119,15 +116,12 @@ def refuse_empty(command: Any, ctx: Any, args: list[str]) -> None:
     for param in command.get_params(ctx):
         value = given.get(param.name)
         values = value if isinstance(value, (list, tuple)) else [value]
-        if getattr(param, "is_flag", False) or not any(_blank(v) for v in values):
+        blank = any(isinstance(v, str) and not v.strip() for v in values)
+        if getattr(param, "is_flag", False) or not blank:
             continue
         if param.param_type_name == "option":
             ctx.fail(f"{param.opts[0]}: empty value (leave the option out for its default)")
         ctx.fail(f"{(param.name or 'argument').upper()}: empty value")
-
-
-def _blank(value: Any) -> bool:
-    return isinstance(value, str) and not value.strip()
 
 
 def message(exc: BaseException) -> str:

@@ -1,17 +1,13 @@
 """Commands made from a declaration: one parameter per field of a config model, with the
 field's help, flag and default (`rtool.core.config.fields`), and the model's entries made from
-what was given. `rtool watch NAME` (watch_cmd.py) and `rtool preflight` are made this way, so a
-new watchdog or pre-flight check needs no command of its own.
+what was given. `rtool watch NAME` and `rtool preflight` are made this way, so a new watchdog or
+pre-flight check needs no command of its own; `rtool submit` and `rtool drill` use `parameter`
+and `BodyCommand` too.
 
 Defaults are never written here: an option that is not given is left out of the entry, which
 then takes the declared default (or, with `section`, the config's value of that key); the help
-shows it (`(default: 90%)`, `(default: [nodes.preflight] dirs)`).
-
-`parameter(name, annotation, info)` asks typer for the click parameter of one declared field:
-typer reads a function of one parameter whose annotation and default are the field's (a real
-signature, evaluated when `one` is defined: this module does not postpone annotations).
-`BodyCommand` is a typer command that hands the parsed values to a body, `body(ctx, **values)`;
-`rtool submit` and `rtool drill` (`SubmitRequest`) are made of them too.
+shows it (`(default: 90%)`, `(default: [nodes.preflight] dirs)`). This module does not postpone
+annotations: `parameter` needs a real signature, evaluated when `one` is defined.
 """
 
 import types
@@ -165,7 +161,6 @@ def help_text(name: str, info: Any, section: str | None = None) -> str:
 
 def default_note(path: str) -> str:
     """`(default: [cron] grace, 10m)`: the config key `path` and its built-in default."""
-
     _, info = config_field(path)
     section, _, key = path.rpartition(".")
     value = shown_default(info)
@@ -203,7 +198,6 @@ def entries(
 
 def make(declared: Declared, vals: dict[str, Any]) -> Any:
     """An entry; a bad value is a one-line usage error naming the flag (or argument)."""
-
     try:
         return declared.model(**vals)
     except ValidationError as exc:

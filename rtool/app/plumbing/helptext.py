@@ -1,17 +1,12 @@
 """Help pages as a newcomer reads them: typer's type labels and markup quirks tidied.
 
-typer labels every option with its Python type (`--json <bool>`, `--verbose <int>`,
-`--tee <path>`), writes arguments as `{paths}...` in the usage line, and reads `[submit]` in
-a help text as a rich markup tag (so "default: [submit] max_requeues" came out as "default:
- max_requeues"). `tidy(command)` fixes the click command tree typer built, once, before it is
-used: flags show no value, an option's value is named like click does (TEXT, INTEGER, PATH),
-arguments read `PATHS...`, square brackets in help texts are shown as written, and a
-docstring's paragraphs are not broken where the source lines were.
-
-Nothing is patched on typer's objects: an argument is remade as `Argument` (typer's class with
-its public `get_usage_pieces` and `display_type_rich` overridden), options get a `metavar`, and
-the help option click makes on demand is made once here (`get_help_option`, which caches it)
-and given an empty `metavar`.
+typer labels every option with its Python type (`--json <bool>`), writes arguments as
+`{paths}...` in the usage line, and reads `[submit]` in a help text as a rich markup tag.
+`tidy(command)` fixes the click command tree typer built, once, before it is used: flags show
+no value, an option's value is named like click does (TEXT, INTEGER, PATH), arguments read
+`PATHS...`, square brackets are shown as written, and a docstring's paragraphs are not broken
+where the source lines were. Nothing is patched on typer's objects: an argument is remade as
+`Argument` (public methods overridden), options get a `metavar`.
 """
 
 from __future__ import annotations

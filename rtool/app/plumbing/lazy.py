@@ -1,10 +1,8 @@
 """The top-level group loads a command's module only when that command runs.
 
-A command is a module and one line in `LINES` below: its name, its module and its one-line summary
-(a registry like every plug-in kind's, rtool/core/registry.py). The summary is written only there:
-`rtool --help` lists it without importing any command module (so it starts like a bare typer app),
-and the command's own help page starts with it (the module's help text and docstrings go on from
-there). `rtool watch disk ...` imports `watch_cmd` alone, not sbatch templates or notify channels.
+A command is a module and one line in `LINES` (a registry like every plug-in kind's,
+rtool/core/registry.py). Its summary is written only there: `rtool --help` lists it without
+importing any command module, and the command's own help page starts with it.
 """
 
 from __future__ import annotations

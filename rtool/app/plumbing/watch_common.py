@@ -104,7 +104,6 @@ def run(
 ) -> int:
     """Build the watchdogs with the probe timeout (--timeout or the config's) and run them
     (`dry_run`: on a look-only state dir and Slurm layer, rtool/watchdogs/dryrun.py)."""
-
     t = probe_timeout(ctx, timeout)
     watchdogs = build(t)
     if not watchdogs:

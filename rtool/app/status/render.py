@@ -32,7 +32,7 @@ def render(data: dict[str, Any]) -> str:
         f"state dir: {data['state_dir']}",
         "",
     ]
-    for part in (jobs, cron, alerts, disks, memory, switches, outbox, nodes):
+    for part in PARTS:
         lines.extend(part(data, now))
     return "\n".join(lines) + "\n"
 
@@ -194,3 +194,7 @@ def outbox(data: dict[str, Any], now: float) -> list[str]:
             err_at = format_when(ch["last_error_time"], now) if ch["last_error_time"] else ""
             lines.append(f"    last error {err_at}: {ch['last_error']}".replace(" :", ":"))
     return lines
+
+
+#: The screen's sections, in order (the status page shows them too, titled by name).
+PARTS = (jobs, cron, alerts, disks, memory, switches, outbox, nodes)

@@ -44,7 +44,6 @@ def _severity(name: str | None) -> int:
 def notify_sections(cfg: Config, state: StateDir, now: float) -> tuple[dict[str, Any], ...]:
     """(alerts, outbox) from `rtool.notify.status.collect` (one read of the outbox and alert
     state)."""
-
     data = collect(cfg.notify, state, now)
     open_alerts = [
         {
@@ -71,31 +70,24 @@ def notify_sections(cfg: Config, state: StateDir, now: float) -> tuple[dict[str,
         for name, info in data["channels"].items()
     }
     worst = max((_status_name(a["status"]) for a in open_alerts), key=_severity, default=None)
-    alerts = {"status": worst or "OK", "open": open_alerts}
-    outbox_status = "WARNING" if box["queued"] else "OK"
     outbox = {
-        "status": outbox_status,
+        "status": "WARNING" if box["queued"] else "OK",
         "queued": box["queued"],
         "oldest_age_s": box["oldest_age_s"],
         "channels": channels,
     }
-    return alerts, outbox
+    return {"status": worst or "OK", "open": open_alerts}, outbox
+
+
+def nodes_section(cfg: Config, state: StateDir, now: float) -> dict[str, Any]:
+    """The suspect nodes (rtool nodes): informational, they do not change the overall status."""
+    suspects = SuspectStore(state, cfg.nodes.expiry).suspects(now)
+    return {"status": None, "suspects": [s.to_json(cfg.nodes.expiry) for s in suspects]}
 
 
 # -- disks: runway from the disk watchdog's history ----------------------------------------------
-def nodes_section(cfg: Config, state: StateDir, now: float) -> dict[str, Any]:
-    """The suspect nodes (rtool nodes): informational, they do not change the overall status."""
-
-    suspects = SuspectStore(state, cfg.nodes.expiry).suspects(now)
-    return {
-        "status": None,
-        "suspects": [s.to_json(cfg.nodes.expiry) for s in suspects],
-    }
-
-
 def disk_section(cfg: Config, state: StateDir, alert_status: dict[str, str], now: float) -> Any:
     """One entry per partition watched in the config or with a recorded history."""
-
     histories = history.read_all(state, "disk")
     specs = {d.path: d for d in cfg.watch.disk}
     out = []
@@ -120,7 +112,6 @@ def disk_entry(
     now: float,
 ) -> dict[str, Any]:
     """Pure: usage and runway of one partition from its history samples."""
-
     entry: dict[str, Any] = {"path": path, "samples": len(samples), "status": None}
     if not samples:
         return {**entry, "last_sample": None}
@@ -176,18 +167,13 @@ def memory_section(cfg: Config) -> dict[str, Any]:
 def switch_targets(cfg: Config, state: StateDir, cwd: Path) -> list[dict[str, Any]]:
     """A `[switches]` path shared by every run (when configured so), then the switches of
     recent submissions (each run has its own by default); each lists the runs that use it."""
-
     out: dict[tuple[str, str], dict[str, Any]] = {}
     for which in ("kill", "save"):
         configured = getattr(cfg.switches, which)
         if configured and "{run}" not in configured:
             path = switch_path(None, configured, which, "", cwd)
-            out[(which, path)] = {
-                "which": which,
-                "path": path,
-                "source": f"[switches] {which}",
-                "jobs": [],
-            }
+            source = f"[switches] {which}"
+            out[(which, path)] = {"which": which, "path": path, "source": source, "jobs": []}
     for rec in submissions(state)[:MAX_SUBMISSIONS]:
         run = {"job_name": rec.job_name, "job_id": rec.job_id, "run": rec.run}
         for which, used in (("kill", rec.kill_switch), ("save", rec.save_switch)):
@@ -198,7 +184,6 @@ def switch_targets(cfg: Config, state: StateDir, cwd: Path) -> list[dict[str, An
 
 def probe_switches(items: list[dict[str, Any]], timeout: float) -> list[dict[str, Any]]:
     """Add `present` (True/False, None when the probe failed or hung) to each switch."""
-
     deadline = time.monotonic() + timeout
     procs = [child.start("logstat", glob.escape(item["path"])) for item in items]
     for item, proc in zip(items, procs, strict=True):

@@ -78,7 +78,6 @@ def overall(data: dict[str, Any]) -> str:
 
 def job_specs(cfg: Config) -> list[JobWatch]:
     """[[watch.job]] entries plus the job names of [[watch.log]] entries not already listed."""
-
     specs = list(cfg.watch.job)
     names = {s.name for s in specs if not s.regex}
     for entry in cfg.watch.log:
@@ -92,7 +91,6 @@ def slurm_sections(
     cfg: Config, state: StateDir, slurm: Slurm, cron_dir: Path | None, now: float
 ) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
     """(jobs, cron, slurm) sections from one squeue call shared by both."""
-
     job_wd = JobWatchdog(job_specs(cfg), cfg.watch.timeout)
     job_wd.nodes_cfg, job_wd.act = cfg.nodes, False  # look at nodes; record nothing
     root = resolve_dir(cron_dir if cron_dir is not None else cfg.cron.dir)
@@ -148,7 +146,6 @@ def _job_row(j: SqueueJob) -> dict[str, Any]:
 
 
 def jobs_section(job_wd: Any, obs: Any, now: float) -> dict[str, Any]:
-
     entries = []
     for spec in job_wd.specs:
         result = check_one(spec, obs, now)
@@ -182,22 +179,14 @@ def failing_cron_jobs(records: dict[str, dict[str, Any]]) -> list[dict[str, Any]
         if status == "submitted" and isinstance(outcome, dict):
             status, code = outcome.get("status"), outcome.get("exit_code")
         if status in FAILED:
-            out.append(
-                {
-                    "job": name,
-                    "status": status,
-                    "exit_code": code,
-                    "start": rec.get("start"),
-                    "log": rec.get("log"),
-                }
-            )
+            row = {"job": name, "status": status, "exit_code": code, "start": rec.get("start")}
+            out.append({**row, "log": rec.get("log")})
     return out
 
 
 def cron_section(
     cfg: Config, store: Any, beat: dict[str, Any] | None, obs: Any, now: float
 ) -> dict[str, Any]:
-
     base: dict[str, Any] = {"dir": str(store.root), "chain_name": store.name}
     failing = failing_cron_jobs(store.load()["jobs"])
     if beat is None or obs is None:

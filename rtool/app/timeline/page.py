@@ -75,7 +75,6 @@ SCRIPT = """
 def esc(value: object) -> str:
     """Text for the page, redacted as alerts are (a token the training printed in its log tail
     never reaches the file), then escaped (quotes too: safe in an attribute)."""
-
     return html.escape(redact(str(value)), quote=True)
 
 
@@ -85,7 +84,6 @@ PAGE_MODE = 0o600
 
 def parse_mode(text: str | None) -> int:
     """`--mode 0644` (octal, at most 0777; no setuid, setgid or sticky bits) -> 0o644."""
-
     if text is None:
         return PAGE_MODE
     if not re.fullmatch(r"0?[0-7]{3}", text.strip()):
@@ -124,7 +122,6 @@ def write(path: Path, text: str, mode: int = PAGE_MODE) -> None:
     """Write the page to `path` atomically (a temp file beside it, then rename: a symlink at
     `path` is replaced, never followed); a missing folder or a folder at `path` is a usage
     error (one line)."""
-
     target = path.expanduser()
     if not target.parent.is_dir():
         raise UsageError(f"--html {path}: no such folder {target.parent}")

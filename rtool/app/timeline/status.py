@@ -20,16 +20,6 @@ if TYPE_CHECKING:
 
 #: At most this many run timelines on the page.
 MAX_RUNS = 20
-PARTS = (
-    ("Jobs", text.jobs),
-    ("Cron", text.cron),
-    ("Alerts", text.alerts),
-    ("Disks", text.disks),
-    ("Memory", text.memory),
-    ("Switches", text.switches),
-    ("Outbox", text.outbox),
-    ("Nodes", text.nodes),
-)
 _STATUSES = ("OK", "WARNING", "CRITICAL", "UNKNOWN")
 
 
@@ -49,7 +39,6 @@ def _section(title: str, lines: list[str]) -> str:
 
 def watched_runs(cfg: Config, state: StateDir) -> list[Ledger]:
     """The stored ledgers: runs of the config's entries first, then the rest, newest first."""
-
     named = [r.name for r in cfg.watch.run] + [j.run or j.name for j in cfg.watch.job]
     names = list(dict.fromkeys(n for n in named if n))
     folder = state.path / "runs"
@@ -82,7 +71,7 @@ def status_page(data: dict[str, Any], runs: list[Ledger]) -> str:
         f'<p class="muted">{esc(data["user"])}@{esc(data["host"])}, {esc(stamp(now))}; '
         f"state dir {esc(data['state_dir'])}</p>"
     )
-    parts = "".join(_section(title, part(data, now)) for title, part in PARTS)
+    parts = "".join(_section(part.__name__.title(), part(data, now)) for part in text.PARTS)
     if runs:
         timelines = "".join(run_section(led, now, level=2) for led in runs)
     else:
