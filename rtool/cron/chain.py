@@ -50,19 +50,9 @@ def job_env(config_files: Sequence[Path] = ()) -> dict[str, str]:
     return env
 
 
-def sbatch_args(cfg: CronConfig, root: Path, name: str, begin: float) -> list[str]:
-    args = [
-        f"--job-name={name}",
-        f"--begin={begin_arg(begin)}",
-        f"--chdir={root}",
-        f"--output={root / 'logs' / 'scheduler.%j.log'}",
-        "--ntasks=1",
-    ]
-    for opt in ("partition", "account", "qos", "time"):
-        value = getattr(cfg, opt)
-        if value:
-            args.append(f"--{opt}={value}")
-    return args
+def resources(cfg: CronConfig) -> list[tuple[str, str]]:
+    """The scheduler job's own resources that are set: (option, value)."""
+    return [(o, str(v)) for o in ("partition", "account", "qos", "time") if (v := getattr(cfg, o))]
 
 
 def submit_tick(
@@ -76,11 +66,14 @@ def submit_tick(
     """Queue the tick for `slot`; returns its job id (raises SlurmError). The script comes from
     the `cron_scheduler.slurm.j2` template (every value shell-quoted); the resources go on
     sbatch's command line."""
-    argv = tick_argv(root, slot, config_files)
-    script = str(render_cron_scheduler(command=argv, job_name=name))
+    script = str(render_cron_scheduler(command=tick_argv(root, slot, config_files), job_name=name))
     (root / "logs").mkdir(parents=True, exist_ok=True)
-    return slurm.sbatch(sbatch_args(cfg, root, name, slot), script=script, cwd=str(root)).job_id
-
-
-def cancel_chain(slurm: Slurm, name: str) -> None:
-    slurm.scancel(name=name)  # always `--user=<you>` (rtool.core.slurm.cmd)
+    args = [
+        f"--job-name={name}",
+        f"--begin={begin_arg(slot)}",
+        f"--chdir={root}",
+        f"--output={root / 'logs' / 'scheduler.%j.log'}",
+        "--ntasks=1",
+        *(f"--{opt}={value}" for opt, value in resources(cfg)),
+    ]
+    return slurm.sbatch(args, script=script, cwd=str(root)).job_id

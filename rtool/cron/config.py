@@ -1,21 +1,4 @@
-"""[cron] config section (owned by the cron package).
-
-```toml
-[cron]
-dir = "~/rtool-cron"
-partition = "cpu"        # optional; also account, qos, time for the scheduler's own job
-keep_logs = "7d"
-job_timeout = "30m"      # per executable / cron.d command
-daily_at = "03:00"       # local time of the daily (and weekly) slot
-weekly_on = "mon"
-grace = "10m"            # watch cron: CRITICAL when the last tick is older than tick + grace
-ping_url_env = "RTOOL_CRON_PING_URL"   # healthchecks-style URL each tick GETs (or ping_url)
-[cron.periods]
-hourly = "1h"
-daily = "1d"
-weekly = "7d"
-```
-"""
+"""[cron] config section (owned by the cron package; an example: docs/cron.md)."""
 
 from __future__ import annotations
 

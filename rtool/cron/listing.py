@@ -17,7 +17,7 @@ from typing import Any
 from rtool.core.slurm import ACTIVE_STATES, Slurm, SlurmError, SqueueJob
 from rtool.core.state import StateDir
 from rtool.core.units import format_duration, format_when
-from rtool.cron.store import CronStore, chain_name
+from rtool.cron.store import CronStore
 
 PREFIX = "rtool-cron-"
 
@@ -55,9 +55,8 @@ def chains(state: StateDir, slurm: Slurm) -> tuple[list[Chain], str | None]:
         jobs = [j for j in slurm.squeue() if j.name.startswith(PREFIX)]  # yours only
     except SlurmError as exc:
         error = str(exc)
-    found = [_known(state, folder.name, jobs) for folder in _folders(state)]
-    known = {c.name for c in found if c is not None}
-    out = [c for c in found if c is not None]
+    out = [c for f in _folders(state) if (c := _known(state, f.name, jobs)) is not None]
+    known = {c.name for c in out}
     for name in sorted({j.name for j in jobs or []} - known):
         mine = [j for j in jobs or [] if j.name == name and j.state in ACTIVE_STATES]
         if mine:
@@ -90,7 +89,7 @@ def _known(state: StateDir, key: str, jobs: list[SqueueJob] | None) -> Chain | N
     names = [n for n in ("tick", "hourly", "daily", "weekly") if n in periods or n in last_slots]
     return Chain(
         dir=folder,
-        name=chain_name(store.root),
+        name=store.name,
         backend=str(info.get("backend") or "-"),
         state="unknown" if active is None else _state(active, info),
         jobs=_listed(active or []),

@@ -17,7 +17,7 @@ from rtool.core.units import format_when
 from rtool.cron import chain, scron, slots
 from rtool.cron.config import CronConfig
 from rtool.cron.jobs import SUBDIRS, scan
-from rtool.cron.runner import JobResult, run_job
+from rtool.cron.runner import JobResult
 from rtool.cron.scron import Backend
 from rtool.cron.store import CronStore
 from rtool.cron.tick import TickEnv, job_alert, record, send_alerts
@@ -102,7 +102,7 @@ def stop(env: TickEnv) -> str:
     with store.chain_lock():
         jobs = chain.chain_jobs(env.slurm, store.name)
         if jobs:
-            chain.cancel_chain(env.slurm, store.name)
+            env.slurm.scancel(name=store.name)  # always `--user=<you>` (rtool.core.slurm.cmd)
         store.mark_stopped("rtool cron stop", time.time())
     if not jobs:
         return f"no cron chain runs for {env.root} (marked stopped: rtool watch cron says so)"
@@ -116,12 +116,11 @@ def status(env: TickEnv) -> list[str]:
         jobs = chain.chain_jobs(env.slurm, store.name)
     except SlurmError as exc:
         error = str(exc)
-    found = scan(env.root)
-    data = store.load()
-    names = [j.name for j in found.jobs]
+    names = [j.name for j in scan(env.root).jobs]
     beat, stopped = store.read_heartbeat(), store.read_chain().get("stopped")
+    records = store.load()["jobs"]
     return format_status(
-        env.root, store.name, jobs, error, beat, data["jobs"], names, time.time(), stopped
+        env.root, store.name, jobs, error, beat, records, names, time.time(), stopped
     )
 
 
@@ -140,9 +139,7 @@ def run_one(env: TickEnv, name: str) -> JobResult:
     with store.run_lock() as got:
         if not got:
             raise RtoolError("a tick is running jobs right now; try again in a moment")
-        result = run_job(
-            job, env.root, timeout=env.cron.job_timeout, slurm=env.slurm, env=env.job_env()
-        )
+        result = env.run(job)
         data = store.load()
         record(data, result)
         store.save(data)
@@ -244,7 +241,7 @@ def _scrontab(env: TickEnv) -> list[str]:
     with store.chain_lock():
         old = chain.chain_jobs(env.slurm, store.name)
         if old and scron.markers(store.key)[0] not in env.slurm.scrontab_text().splitlines():
-            chain.cancel_chain(env.slurm, store.name)  # switching from the jobs backend
+            env.slurm.scancel(name=store.name)  # switching from the jobs backend
             lines.append(f"cancelled the self-perpetuating chain ({len(old)} job(s))")
         first = _prime(store, cfg, now)
         (env.root / "logs").mkdir(parents=True, exist_ok=True)
@@ -263,7 +260,7 @@ def uninstall(env: TickEnv) -> list[str]:
     with store.chain_lock():
         jobs = chain.chain_jobs(env.slurm, store.name)
         if jobs:
-            chain.cancel_chain(env.slurm, store.name)
+            env.slurm.scancel(name=store.name)
             lines.append("cancelled " + ", ".join(j.job_id for j in jobs))
         if lines:
             store.mark_stopped("rtool cron uninstall", time.time())

@@ -64,11 +64,6 @@ def log_slug(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]", "_", slug)
 
 
-def log_path(logs: Path, name: str, start: float) -> Path:
-    stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(start))
-    return logs / f"{log_slug(name)}.{stamp}.log"
-
-
 def run_job(
     job: Job, root: Path, *, timeout: float, slurm: Slurm, env: dict[str, str] | None = None
 ) -> JobResult:
@@ -108,7 +103,8 @@ def execute(
     job: Job, argv: list[str], env: dict[str, str], root: Path, timeout: float
 ) -> JobResult:
     start = time.time()
-    logfile = log_path(root / "logs", job.name, start)
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(start))
+    logfile = root / "logs" / f"{log_slug(job.name)}.{stamp}.log"
     out, code, status, message = "", None, "ok", ""
     try:
         res = run(argv, timeout=timeout, check=False, env=env, cwd=str(root))
@@ -156,23 +152,16 @@ def slurm_outcome(record: dict[str, str]) -> tuple[str, int | None] | None:
     state = record.get("JobState", "").split()[0] if record.get("JobState") else ""
     if state not in FINAL_STATES:
         return None
-    code: int | None = None
-    exit_field = record.get("ExitCode", "")
-    if exit_field:
-        head = exit_field.split(":")[0]
-        code = int(head) if head.isdigit() else None
+    head = record.get("ExitCode", "").split(":")[0]
+    code = int(head) if head.isdigit() else None
     if FINAL_STATES[state]:
         return "ok", code
     return ("timeout" if state == "TIMEOUT" else "failed"), code
 
 
 def _combined(stdout: str, stderr: str) -> str:
-    text = stdout
-    if stderr:
-        text += ("" if not text or text.endswith("\n") else "\n") + stderr
-    if text and not text.endswith("\n"):
-        text += "\n"
-    return text
+    """stdout then stderr, each ending in a line break."""
+    return "".join(s if s.endswith("\n") else s + "\n" for s in (stdout, stderr) if s)
 
 
 def _write_log(path: Path, text: str) -> None:

@@ -94,10 +94,7 @@ def block(
     begin, end = markers(key)
     lines = [begin, scron_option("job-name", name), scron_option("chdir", str(root))]
     lines.append(scron_option("output", str(root / "logs" / "scheduler.%j.log")))
-    for opt in ("partition", "account", "qos", "time"):
-        value = getattr(cfg, opt)
-        if value:
-            lines.append(scron_option(opt, str(value)))
+    lines += [scron_option(opt, value) for opt, value in chain.resources(cfg)]
     command = f"{cron_spec(cfg)} {_environment()}{shlex.join(argv)}"
     _one_line("the tick's command", command)
     lines += [command, end]

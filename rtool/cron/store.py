@@ -128,17 +128,13 @@ class CronStore:
         self.state.write_json(f"{self.rel}/{CHAIN}", info)
 
     # -- locks -------------------------------------------------------------------------------
-    def chain_lock(self, blocking: bool = True) -> AbstractContextManager[bool]:
+    def chain_lock(self) -> AbstractContextManager[bool]:
         """Held while checking for and queueing a chain job (start and each tick)."""
-        return self.state.lock(f"cron-{self.key}-chain", blocking=blocking)
+        return self.state.lock(f"cron-{self.key}-chain")
 
     def run_lock(self) -> AbstractContextManager[bool]:
         """Held while running jobs (a tick or `cron run`); never waited for."""
         return self.state.lock(f"cron-{self.key}-run", blocking=False)
-
-    @property
-    def logs(self) -> Path:
-        return self.root / "logs"
 
 
 def _tracked_jobs(tracked: dict[str, Any]) -> dict[str, Any]:

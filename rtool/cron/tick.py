@@ -68,8 +68,10 @@ class TickEnv:
             self.config_files = (Path(self.config_files),)
         self.config_files = tuple(Path(p) for p in self.config_files)
 
-    def job_env(self) -> dict[str, str]:
-        return chain.job_env(self.config_files)
+    def run(self, job: Job) -> JobResult:
+        """Run or submit `job` (rtool's own `bin/` first on its PATH, this tick's config)."""
+        env = chain.job_env(self.config_files)
+        return run_job(job, self.root, timeout=self.cron.job_timeout, slurm=self.slurm, env=env)
 
 
 @dataclass
@@ -106,7 +108,9 @@ def tick(env: TickEnv, slot: float | None = None) -> TickReport:
                 log.warning("previous tick still running jobs; this tick runs none")
     finally:
         write_heartbeat(store, report, period.length)
-        report.removed_logs = len(remove_old_logs(store.logs, time.time(), env.cron.keep_logs))
+        report.removed_logs = len(
+            remove_old_logs(env.root / "logs", time.time(), env.cron.keep_logs)
+        )
         send_alerts(report.alerts, env)
         ping(env, failed=any(r.failed for r in report.results) or bool(report.queue_error))
     return report
@@ -176,9 +180,7 @@ def _run_and_record(
     env: TickEnv, store: CronStore, data: dict[str, Any], job: Job, report: TickReport
 ) -> None:
     log.info("running %s", job.name)
-    result = run_job(
-        job, env.root, timeout=env.cron.job_timeout, slurm=env.slurm, env=env.job_env()
-    )
+    result = env.run(job)
     report.results.append(result)
     record(data, result)
     if result.status != "submitted":

@@ -1,12 +1,4 @@
-"""[drill] config section (owned by the drill package): how long `rtool drill` waits.
-
-```toml
-[drill]
-start_timeout = "10m"     # for the training's first step before the signal is sent
-resume_timeout = "10m"    # for the next attempt's first step (longer on a busy queue)
-folder = "rtool-drill"    # where `rtool drill --submit` makes its throw-away job's folder
-```
-"""
+"""[drill] config section (owned by the drill package): how long `rtool drill` waits."""
 
 from __future__ import annotations
 

@@ -27,7 +27,7 @@ from rtool.core.slurm import NoFailedNode, SacctRecord, Slurm, SlurmError
 from rtool.core.slurm.nodes import NodeEvent, NodeState
 from rtool.core.slurm.parse import ParseError
 from rtool.core.state import StateDir
-from rtool.nodes.nodefail import SLACK, Basis, Verdict, judge, record_key
+from rtool.nodes.nodefail import SLACK, Basis, Verdict, attempt_key, judge
 from rtool.nodes.store import SuspectStore
 
 log = logging.getLogger(__name__)
@@ -192,7 +192,7 @@ def refresh(
     since = max(since, now - window)
     records = _node_fail_records(slurm, mem, names, since)
     fresh = {
-        record_key(r): r
+        attempt_key(r.job_id, r.start, r.end): r
         for r in records
         if r.state == "NODE_FAIL" and r.nodes and (not names or r.name in names)
     }

@@ -1,23 +1,4 @@
-"""[nodes] config section (owned by the nodes package).
-
-```toml
-[nodes]
-expiry = "24h"              # a suspect is forgotten this long after its last evidence
-exclude = true              # add suspects to a run's excluded nodes (submit, pending tasks)
-max_excluded = "50%"        # never exclude more of the partition's nodes than this ...
-min_left = 0                # ... and always leave at least this many (plus what the job needs)
-
-[nodes.preflight]
-enabled = true              # in every rendered training script that has something to check
-gpus = 8                    # GPUs each node must show (default: --gpus-per-node)
-dirs = ["/scratch/me/run", "/scratch/me/ckpt"]   # writable, with min_free free
-min_free = "10GiB"
-command = "ibstat | grep -q Active"              # any check of yours (bash -c), exit 0 = healthy
-timeout = "60s"             # the whole pre-flight, all nodes
-check_timeout = "20s"       # each command on a node (a hung nvidia-smi)
-max_requeues = 3            # requeue away from a bad node at most this many times per job
-```
-"""
+"""[nodes] config section (owned by the nodes package; an example: docs/nodes.md)."""
 
 from __future__ import annotations
 
@@ -53,8 +34,12 @@ else:
 
 
 class NodesConfig(Section):
+    #: A suspect is forgotten this long after its last evidence.
     expiry: Duration = 24 * 3600.0
+    #: Add suspects to a run's excluded nodes (submit, pending tasks).
     exclude: bool = True
+    #: Never exclude more of the partition's nodes than this, and always leave at least
+    #: min_left of them (plus what the job needs).
     max_excluded: Percent = 50.0
     min_left: int = 0
     preflight: PreflightConfig = PreflightConfig()

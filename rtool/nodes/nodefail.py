@@ -106,10 +106,6 @@ def attempt_key(job_id: str, start: float | None, end: float | None) -> str:
     return f"{job_id}@{int(start or end or 0)}"
 
 
-def record_key(r: SacctRecord) -> str:
-    return attempt_key(r.job_id, r.start, r.end)
-
-
 def _in_window(when: float | None, r: SacctRecord) -> bool:
     if when is None:
         return False

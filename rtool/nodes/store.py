@@ -123,12 +123,12 @@ def _bounded(evidence: Evidence) -> Evidence:
     return dataclasses.replace(evidence, detail=detail, output=evidence.output[-MAX_OUTPUT:])
 
 
+@dataclass
 class SuspectStore:
     """Read and update the suspects of one state dir."""
 
-    def __init__(self, state: StateDir, expiry: float = 24 * 3600.0) -> None:
-        self.state = state
-        self.expiry = expiry
+    state: StateDir
+    expiry: float = 24 * 3600.0
 
     def _raw(self) -> dict[str, Any]:
         raw = self.state.read_json(STORE, default={})

@@ -67,12 +67,8 @@ class Kept:
 def load(state: StateDir) -> dict[str, Kept]:
     raw: Any = state.read_json(MEMORY, default={})
     jobs = raw.get("jobs") if isinstance(raw, dict) else None
-    out = {}
-    for tid, d in (jobs if isinstance(jobs, dict) else {}).items():
-        kept = Kept.from_json(d)
-        if kept is not None:
-            out[str(tid)] = kept
-    return out
+    found = {str(t): Kept.from_json(d) for t, d in (jobs if isinstance(jobs, dict) else {}).items()}
+    return {t: kept for t, kept in found.items() if kept is not None}
 
 
 def _save(state: StateDir, changed: dict[str, Kept], current: set[str], keep_for: float) -> None:

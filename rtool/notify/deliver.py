@@ -75,10 +75,8 @@ class Report:
     def lines(self) -> list[str]:
         """A short human summary, one line per channel and per problem."""
         out = [f"{d.key}: {d.kind} ({d.reason})" for d in self.notified]
-        channels = sorted({d.channel for d in self.deliveries} | set(self.queued))
-        for ch in channels:
-            sent = self.sent.get(ch, 0)
-            out.append(f"{ch}: sent {sent}, queued {self.queued.get(ch, 0)}")
+        for ch in sorted({d.channel for d in self.deliveries} | set(self.queued)):
+            out.append(f"{ch}: sent {self.sent.get(ch, 0)}, queued {self.queued.get(ch, 0)}")
         for d in self.deliveries:
             if d.error and d.outcome != "sent":
                 out.append(f"{d.channel}: {d.outcome} {d.key} ({d.kind}): {d.error}")

@@ -128,11 +128,11 @@ class Silence:
         )
 
 
+@dataclass
 class Silences:
     """The silences of a state dir. Mutations go through `edit()` (locked, atomic)."""
 
-    def __init__(self, state: StateDir) -> None:
-        self.state = state
+    state: StateDir
 
     def load(self) -> list[Silence]:
         data = self.state.read_json(FILE, {})

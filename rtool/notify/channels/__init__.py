@@ -48,8 +48,7 @@ def build(name: str, cfg: Any) -> Channel:
     section = getattr(cfg, name, None) or unconfigured(name)
     if section is None:
         raise DeliveryError(f"channel {name!r} is no longer configured", permanent=True)
-    channel: Channel = cls(section)
-    return channel
+    return cls(section)
 
 
 __all__ = [

@@ -46,14 +46,11 @@ class LogChannel:
 
     def send(self, envelope: Envelope) -> Receipt:
         line = format_line(envelope) + "\n"
-        if self.cfg.path in ("-", "stderr"):
-            sys.stderr.write(line)
-            sys.stderr.flush()
-            return Receipt(detail="stderr")
-        if self.cfg.path == "stdout":
-            sys.stdout.write(line)
-            sys.stdout.flush()
-            return Receipt(detail="stdout")
+        if self.cfg.path in ("-", "stderr", "stdout"):
+            stream = sys.stdout if self.cfg.path == "stdout" else sys.stderr
+            stream.write(line)
+            stream.flush()
+            return Receipt(detail="stdout" if self.cfg.path == "stdout" else "stderr")
         path = Path(self.cfg.path).expanduser()
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
