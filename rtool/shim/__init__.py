@@ -13,17 +13,14 @@
 
     sys.exit(guard.exit_code)                     # with exit=False: the code the guard decided
 
-Modules: guard (the Guard and its collaborators, built in one place), state (the records they
-share: the loop, what was found, what was measured; Decision, exit codes), options
-(GuardOptions: every setting, and the RTOOL_* environment), monitor (the polling thread),
-deadline (when to stop before the job's end), watch (what else the thread ends the process
-for: unresponsive after TERM, hung, another rank failed), hang (hangs, the abort file, and a
-save that does not return in time), stopping (save, stop, hold at a step boundary), report
-and heartbeat_writer (the heartbeat record, uncaught exceptions), distributed (agreement
-across ranks), signals, slurm (scontrol/scancel from inside a job; the save bound of a stop
-while Slurm preempts the job), checkpoints (`latest_checkpoint`: the newest complete
-checkpoint to resume from); integrations/ for Hugging Face and Lightning. `import rtool.shim`
-loads only the standard library, psutil and stdlib-only rtool.core modules (units, heartbeat).
+Modules: guard (the Guard, its parts built in one place), state (the records they share;
+Decision, exit codes), options (GuardOptions, the RTOOL_* environment), monitor (the polling
+thread), deadline (when to stop before the job's end), watch and hang (unresponsive after TERM,
+hung, another rank failed; a save that does not return in time), stopping (save, stop, hold at
+a step boundary), report and heartbeat_writer (the heartbeat, uncaught exceptions), distributed
+(agreement across ranks), signals, slurm (scontrol/scancel from inside a job), checkpoints
+(`latest_checkpoint`); integrations/ for Hugging Face and Lightning. `import rtool.shim` loads
+only the standard library, psutil and stdlib-only rtool.core modules (units, heartbeat).
 """
 
 from rtool.shim.checkpoints import latest_checkpoint

@@ -5,14 +5,11 @@
     path = latest_checkpoint("ckpt/", marker="{NAME}/COMPLETE", load=check_loads)
     state = load(path) if path is not None else fresh()
 
-A checkpoint is complete by the rules of the checkpoint watchdog (rtool.core.checkpoints: a
-required file or the marker missing, empty, or far smaller than the complete one before it
-is not), scanned by the same code (rtool/core/ckptscan.py). Checkpoints newer than the one
-returned that are incomplete, or that `load(path)` refused by raising, are moved aside by rank
-0 (renamed `<name>.set-aside-<time>.incomplete`, which neither this scan nor the watchdog's
-retention looks at: nothing is deleted) and the previous complete one is tried. What was set
-aside and what was resumed from go into the heartbeat (`set_aside`, `resumed_from`), so the
-run's ledger and the run watchdog's alert name both.
+Complete by the checkpoint watchdog's rules, scanned by the same code (rtool.core.checkpoints,
+ckptscan). Newer checkpoints that are incomplete, or that `load(path)` refused by raising, are
+moved aside by rank 0 (`<name>.set-aside-<time>.incomplete`, which neither scan nor the
+watchdog's retention looks at: nothing is deleted) and named in the heartbeat (`set_aside`,
+`resumed_from`).
 """
 
 from __future__ import annotations

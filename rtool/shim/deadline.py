@@ -1,22 +1,11 @@
-"""When to stop before the job's end: as late as the measured save allows, at a step boundary.
+"""When to stop before the job's end: as late as the measured save allows, at a step boundary
+(docs/shim.md, "Stop at the deadline, not when the signal lands").
 
-Two ways to know the end is near: a deadline signal (`--signal B:USR1@N`: Slurm sends it N to
-N+30 s early) and `exit_before_end` (auto or a fixed margin). Either gives a **stop time**:
-the job's end minus the **lead**, the time the save and the exit need. The lead is learned:
-
-    lead = safety_factor x longest measured save + EXIT_SLACK
-
-(the longest save of this run, or of the previous run from its heartbeat). Until a save was
-measured the older, wider margins stand: `max(min_margin, 2 x (step + save) + poll + sync)` for
-`exit_before_end = "auto"`, at least DEADLINE_MIN_MARGIN after a deadline signal. A fixed
-`exit_before_end` is the lead as given.
-
-The stop is then made at the **last step boundary that leaves the lead**: when the stop time
-comes within one poll interval plus two steps, the thread hands it to the step path
-(`Sources.deadline_at`), which from then on reads the clock at every step (and, with
-torch.distributed, agrees at every step) and stops at the boundary after which one more step
-(the longest seen) would run past it. The thread stops the run itself when the stop time
-passed and no step came (a step longer than all before it).
+A deadline signal or `exit_before_end` gives a stop time: the job's end minus the lead
+(safety_factor x the longest measured save + EXIT_SLACK; wider margins until a save was
+measured). Near it the step path reads the clock at every step (`Sources.deadline_at`) and stops
+at the last boundary after which one more step would run past it; the thread stops the run
+itself when the stop time passed and no step came.
 """
 
 from __future__ import annotations
@@ -50,8 +39,6 @@ class Deadline:
         self._boundary: float | None = None  # the step path's previous boundary, once near
         self._span: float | None = None  # the time left when the end was first known
 
-    # -- the lead ---------------------------------------------------------------------------
-
     def step_estimate(self) -> float:
         """How long one more step may take: the longest step seen (the recent one if none)."""
         t = self.timing
@@ -80,8 +67,6 @@ class Deadline:
         if self._span is not None:
             floor = min(floor, max(DEADLINE_MIN_MARGIN, SHORT_SHARE * self._span))
         return self.lead(floor, mono)
-
-    # -- the thread's round ------------------------------------------------------------------
 
     def refresh_end_time(self, mono: float, force: bool = False) -> None:
         c = self.config

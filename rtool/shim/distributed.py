@@ -1,24 +1,20 @@
-"""Agreement of all ranks when torch.distributed is initialised.
+"""Agreement of all ranks when torch.distributed is initialised (docs/shim.md).
 
-Every rank calls `agree()` at the same steps (every `interval` guard.step() calls); one
-all-reduce MAX of a small int64 tensor combines the stop/save flags of all ranks, so all of them
-act at the same step even when only one saw a file or got a signal. The same all-reduce agrees
-on the next interval (the smallest one any rank proposes), and carries each rank's step time
-since the last agreement (its own slot of the tensor, the time spent waiting in the agreement
-left out), so rank 0 knows the slowest rank, its node and its lag (docs/guide/stragglers.md)
-without a collective of its own. torch is imported only here, and only when the caller found
-`torch.distributed` already imported and initialised.
+One all-reduce MAX of a small int64 tensor, every `interval` steps on every rank, combines the
+stop/save flags (so all ranks act at the same step), the next interval (the smallest proposed)
+and each rank's step time (its own slot; the wait in the agreement left out), so rank 0 knows
+the slowest rank, its node and its lag without a collective of its own. torch is imported only
+here, and only once the caller found torch.distributed imported and initialised.
 """
 
 from __future__ import annotations
 
 import math
-import os
-import socket
 import statistics
 import time
 from typing import Any
 
+from rtool.shim.hang import node_name
 from rtool.shim.options import GuardOptions, ShimConfigError
 from rtool.shim.report import Reporter
 from rtool.shim.state import Loop, MonitorConfig
@@ -82,8 +78,7 @@ class Agreement:
         self._left: float | None = None  # when the last agreement returned
         self.step_times: list[float] = []  # each rank's, from the last agreement (seconds)
         self.nodes: list[str] = [""] * self.world
-        node = os.environ.get("SLURMD_NODENAME") or socket.gethostname()
-        dist.all_gather_object(self.nodes, node)  # once, at the first step
+        dist.all_gather_object(self.nodes, node_name())  # once, at the first step
 
     def slowest(self) -> dict[str, Any]:
         """The heartbeat's `slowest_rank`, `slowest_node`, `slowest_lag` (its step time over

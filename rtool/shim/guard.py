@@ -7,14 +7,12 @@ flag. With `exit=False` (the framework adapters) the guard never raises SystemEx
 stops its loop on `Decision.stopping` and ends with `sys.exit(guard.exit_code)`.
 
 REQUEUE: the shim never runs `scontrol requeue` itself; it exits REQUEUE_EXIT_CODE (85) and the
-batch script requeues. The scontrol/scancel calls (EndTime, hold, cancel) live in
-rtool.shim.slurm with their own timeout: the documented exception to rtool.core.proc. See
-docs/shim.md for the environment, exit codes and the heartbeat.
+batch script requeues (docs/shim.md: the environment, exit codes and the heartbeat).
 
-The Guard's parts are made in one place (`build`), in the order they need each other; each gets
-what it reads and writes as constructor arguments, and what several share are the plain records
-of state.py. The training thread drives the stopper (guard.step), the monitor thread polls the
-files, the memory and the deadline and runs the watch's round, the signal handlers note signals.
+The parts are made in one place (`build`), in the order they need each other; each gets what it
+reads and writes as constructor arguments, and what several share are the records of state.py.
+The training thread drives the stopper (guard.step), the monitor thread polls the files, the
+memory and the deadline and runs the watch's round, the signal handlers note signals.
 """
 
 from __future__ import annotations
@@ -26,6 +24,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from rtool.core.heartbeat import RunState
 from rtool.shim.deadline import Deadline
 from rtool.shim.distributed import detect
 from rtool.shim.hang import HangWatch
@@ -76,9 +75,9 @@ def build(opts: GuardOptions, ident: JobIdentity, save: Callable[[int], object] 
     # a deadline signal defers the stop only where the job's end can be known (asked, or given)
     ends = opts.deadline_signals if config.job_id or config.end_time is not None else ()
     signals = SignalFlags(opts.signals, ends, src, loop)
-    watch = InProcessWatch(opts, config, src, timing, loop, signals, hang, report)
+    watch = InProcessWatch(config, src, timing, loop, signals, hang, report)
     monitor = Monitor(config, src, timing, loop, deadline, report, watch)
-    report.start()
+    report.write(RunState.STARTING)
     crash = CrashHooks(watch.crashed)
     return Parts(
         loop, src, timing, config, report, stopper, deadline, signals, watch, monitor, crash
@@ -208,7 +207,7 @@ class Guard:
         if self._closed:
             return
         self._closed = True
-        self._p.stopper.close()
+        self._p.stopper.forced.disarm()
         self._p.monitor.stop()
         self._p.signals.restore()
         self._p.crash.restore()

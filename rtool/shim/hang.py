@@ -1,34 +1,12 @@
-"""Hangs caught inside the training process, and the ranks of one launch telling each other.
+"""Hangs caught inside the training process, and the ranks of one launch telling each other
+(docs/shim.md, "Hangs caught in the process").
 
-The monitor thread sees every step (and every `guard.alive()`, called by the framework
-adapters during evaluation). When none came for `hang_after` seconds while no save runs and no
-stop was decided, the process is hung: the
-thread writes the stacks of all threads to stderr (faulthandler, then `py-spy dump` where
-installed), writes the **abort file** so the other ranks end too, records why in the heartbeat
-and ends the process with HANG_EXIT_CODE (89); the batch script restarts the training in place
-(docs/runs.md). A rank that finds another rank's abort file (or whose training crashed: the
-crash hook writes it) ends the same way at once, instead of waiting in a collective for a
-peer that is gone; a crash after another rank's abort is recorded as that rank's (peer_failed).
-Nothing is saved: the last checkpoint stays.
-
-A save on the way out that does not return in time is ended too (`ForcedExit`): a daemon
-`threading.Timer` calls `on_fire()` (log, heartbeat) then `os._exit(code)` after `timeout`;
-faulthandler's C-level watchdog is armed `BACKUP` seconds later as a backup for a save stuck in
-C code that holds the GIL (it dumps every thread's traceback and exits 1). Note that
-faulthandler.dump_traceback_later is process-wide: arming it replaces one the program set.
-
-The abort file (`RTOOL_ABORT_FILE`, set by the batch script on a shared folder, removed before
-each launch) holds one JSON object: rank, host, pid, launch, reason, detail. Only a regular
-file of yours (or root's) of this launch counts.
-
-`hang_after = "auto"` (the default of `rtool submit`) follows the loop's own rhythm:
-HANG_STEPS x the longest step this process measured, at least HANG_FLOOR seconds; during the
-start-up grace (until HANG_WARM steps after its first one: compilation, data-loader warm-up,
-the first steps after a restore) at least HANG_GRACE seconds, and so until this process has
-seen a save: a save the training makes on its own, unannounced (no `save_started()`), is a
-long step the first time, and from then on the longest step covers it. A loop of 0.1 s steps
-that has saved is called hung HANG_FLOOR seconds after its last step, a loop of 10 min steps
-after 100 min.
+No step (nor `alive()`) for `hang_after` while no save runs and no stop was decided: dump the
+stacks, write the abort file so the other ranks end too (rather than wait in a collective for a
+peer that is gone), record why, exit HANG_EXIT_CODE (89) for the batch script's in-place
+restart. Nothing is saved. A save on the way out that does not return in time is ended by
+`ForcedExit`; faulthandler's C-level watchdog backs it up for a save stuck in C code holding the
+GIL (it is process-wide: arming it replaces one the program set).
 """
 
 from __future__ import annotations
@@ -191,11 +169,7 @@ class HangWatch:
     launch failed (its Abort) or that this one hung (the seconds without progress)."""
 
     def __init__(
-        self,
-        after: float | str | None,
-        abort_file: str | None,
-        launch: int,
-        timing: Timing,
+        self, after: float | str | None, abort_file: str | None, launch: int, timing: Timing
     ) -> None:
         self.after, self.abort_file, self.launch, self.timing = after, abort_file, launch, timing
         self.settled = False  # a stop was decided (or the hang acted): nothing more to do
@@ -238,7 +212,7 @@ class HangWatch:
 
     def stack_file(self, rank: int) -> tuple[str | None, str]:
         """(this rank's stack file beside the abort file, or None; its first line)."""
-        head = f"rtool-stacks rank={rank} host={_host()} pid={os.getpid()} launch={self.launch}"
+        head = f"rtool-stacks rank={rank} host={node_name()} pid={os.getpid()} launch={self.launch}"
         return (f"{self.abort_file}.stacks-{rank}" if self.abort_file else None), head
 
     def trace_to_file(self, rank: int, tb: TracebackType | None) -> None:
@@ -249,11 +223,12 @@ class HangWatch:
 
     def abort(self, rank: int, reason: str, detail: str) -> None:
         """Tell the other ranks of this launch (the abort file)."""
-        abort = Abort(rank, _host(), os.getpid(), self.launch, reason, detail[:500])
+        abort = Abort(rank, node_name(), os.getpid(), self.launch, reason, detail[:500])
         write_abort(self.abort_file, abort)
 
 
-def _host() -> str:
+def node_name() -> str:
+    """This node's name as Slurm knows it."""
     return os.environ.get("SLURMD_NODENAME") or socket.gethostname()
 
 

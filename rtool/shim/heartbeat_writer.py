@@ -1,12 +1,9 @@
-"""The shim's side of the heartbeat: writes `rtool.core.heartbeat.Heartbeat` records.
-
-One JSON object, rewritten atomically (temp file + rename, no fsync) by rank 0 only: once when
-the Guard is created (`starting`: this run's pid, job ids and start time replace the previous
-run's), while the loop makes progress (at most every `interval` seconds, from the monitor
-thread), while a save on the way out runs (`saving`), on every stop, on finish and on an
-uncaught exception (`crashed`). It is NOT rewritten while the loop is stuck, so an old `time`
-means a hang. Files are opened with O_NOFOLLOW | O_NONBLOCK; a write from the training thread
-waits at most WRITE_TIMEOUT seconds (a stuck file system never holds the training).
+"""The shim's side of the heartbeat (docs/shim.md, "Heartbeat file"): `Heartbeat` records, one
+JSON object rewritten atomically (temp file + rename, no fsync) by rank 0 only: at the start, on
+progress (at most every `interval`, from the monitor thread), a save on the way out (`saving`),
+stops, finish and an uncaught exception. Never while the loop is stuck, so an old `time` means a
+hang. O_NOFOLLOW | O_NONBLOCK; a write from the training thread waits at most WRITE_TIMEOUT
+seconds (a stuck file system never holds the training).
 """
 
 from __future__ import annotations
@@ -58,15 +55,6 @@ def write_file(path: Path, text: str) -> None:
         raise
 
 
-def read_previous(path: str | os.PathLike[str]) -> Heartbeat | None:
-    """The previous run's heartbeat, or None (missing or unreadable: logged)."""
-    try:
-        return read_heartbeat(path)
-    except (HeartbeatFormatError, OSError) as exc:
-        log.warning("rtool.shim: previous heartbeat ignored: %s", exc)
-        return None
-
-
 class HeartbeatWriter:
     """Writes the heartbeat file; thread-safe; silent (logged) on I/O errors."""
 
@@ -79,7 +67,11 @@ class HeartbeatWriter:
         self._made = self._written = 0  # the number of the last record made, and written
         with contextlib.suppress(OSError):
             self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.previous = read_previous(self.path)
+        try:  # the previous run's heartbeat (missing or unreadable: logged)
+            self.previous: Heartbeat | None = read_heartbeat(self.path)
+        except (HeartbeatFormatError, OSError) as exc:
+            log.warning("rtool.shim: previous heartbeat ignored: %s", exc)
+            self.previous = None
         prev = self.previous
         carried = {k: getattr(prev, k) for k in STOP_FIELDS} if prev is not None else {}
         self.current = base.replace(**carried)

@@ -11,7 +11,6 @@ import logging
 import os
 import threading
 import time
-from typing import TYPE_CHECKING
 
 import psutil
 
@@ -21,9 +20,7 @@ from rtool.shim.deadline import Deadline
 from rtool.shim.report import Reporter
 from rtool.shim.state import Loop, MonitorConfig, Sources, Timing
 from rtool.shim.switchfile import file_ident, switch_set
-
-if TYPE_CHECKING:
-    from rtool.shim.watch import InProcessWatch  # more checks the thread makes each round
+from rtool.shim.watch import InProcessWatch
 
 log = logging.getLogger("rtool.shim")
 
@@ -34,7 +31,7 @@ SAVE_OVERHEAD = 0.01
 
 
 class Monitor:
-    """The polling thread (daemon). `poll()` is one round, callable directly in tests."""
+    """The polling thread (daemon); `poll()` is one round."""
 
     def __init__(
         self,
@@ -44,7 +41,7 @@ class Monitor:
         loop: Loop,
         deadline: Deadline,
         report: Reporter,
-        watch: InProcessWatch | None = None,
+        watch: InProcessWatch,
     ) -> None:
         self.config, self.sources, self.timing, self.loop = config, sources, timing, loop
         self.deadline, self.report, self.watch = deadline, report, watch
@@ -80,20 +77,16 @@ class Monitor:
             if self._stop.wait(self.config.opts.poll_interval):
                 return
 
-    def poll(self, mono: float | None = None, wall: float | None = None) -> None:
-        mono = time.monotonic() if mono is None else mono
-        wall = time.time() if wall is None else wall
+    def poll(self) -> None:
+        mono, wall = time.monotonic(), time.time()
         self._poll_switches()
         self._poll_memory()
         self._poll_gpu(mono)
         self._observe_step(mono, wall)
         self._poll_periodic(wall)
         self.deadline.poll(mono, wall)
-        if self.watch is not None:
-            self.watch.round(mono)
+        self.watch.round(mono)
         self._beat(mono)
-
-    # -- probes ---------------------------------------------------------------------------
 
     def _poll_switches(self) -> None:
         c, s = self.config, self.sources
@@ -182,8 +175,7 @@ class Monitor:
             return
         if mono - self._last_beat < self.config.opts.heartbeat_interval:
             return
-        self._last_beat = mono
-        self._beat_step = seen
+        self._last_beat, self._beat_step = mono, seen
         self.report.progress()
 
 

@@ -93,8 +93,10 @@ class GuardOptions:
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> GuardOptions:
-        """RTOOL_* variables, then keyword overrides."""
-        return cls.parse(**{**env_options(environ), **overrides})
+        """RTOOL_* variables (raw strings, parsed as keywords are), then keyword overrides."""
+        env = os.environ if environ is None else environ
+        found = {kw: env[var] for var, kw in ENV_OPTIONS.items() if env.get(var, "").strip() != ""}
+        return cls.parse(**{**found, **overrides})
 
 
 _OFF = {"", "0", "off", "no", "none", "false"}
@@ -103,12 +105,6 @@ _ON = {"1", "on", "yes", "true"}
 
 class ShimConfigError(ValueError):
     """A shim option (keyword or RTOOL_* variable) has a bad value."""
-
-
-def env_options(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """Guard keywords set by RTOOL_* variables (raw strings; Guard parses them)."""
-    env = os.environ if environ is None else environ
-    return {kw: env[var] for var, kw in ENV_OPTIONS.items() if env.get(var, "").strip() != ""}
 
 
 def _units(name: str, parse: Callable[[Any], Any], value: Any) -> Any:

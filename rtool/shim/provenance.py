@@ -1,11 +1,8 @@
 """What the training ran with, for the ledger (docs/guide/provenance.md): the git revision of
-the script's repository and whether the checkout was dirty, the versions of the packages the
-training imported, and a hash of each file named on its command line (`--args "--config
-cfg.yaml"`).
-
-Collected once, in a daemon thread started at the first step (the imports are done by then),
-so the training never waits for it; `git` runs with a timeout, files are hashed up to a size.
-The heartbeat carries the result (`code_version`, `packages`, `inputs`) from then on.
+the script's repository (and whether it was dirty), the imported packages' versions and a hash
+of each file named on its command line. Collected once, in a daemon thread started at the first
+step (the imports are done by then), so the training never waits; `git` has a timeout and files
+are hashed up to a size.
 """
 
 from __future__ import annotations

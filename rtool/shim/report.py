@@ -32,11 +32,7 @@ class Reporter:
     """Heartbeat writes of one Guard (none without a heartbeat path; rank 0 only writes)."""
 
     def __init__(
-        self,
-        path: str | os.PathLike[str] | None,
-        ident: JobIdentity,
-        timing: Timing,
-        loop: Loop,
+        self, path: str | os.PathLike[str] | None, ident: JobIdentity, timing: Timing, loop: Loop
     ) -> None:
         self.ident, self.timing, self.loop = ident, timing, loop
         self.writer = HeartbeatWriter(path, ident.base_record()) if path else None
@@ -76,11 +72,6 @@ class Reporter:
             self.writer.enabled = rank == 0
             self.writer.current = self.writer.current.replace(rank=rank, world_size=world_size)
 
-    def start(self) -> None:
-        """The `starting` write."""
-        if self.writer is not None:
-            self.writer.progress(RunState.STARTING, self.fields())
-
     def fields(self, step: int | None = None) -> dict[str, Any]:
         t = self.timing
         if t.first_step is not None and self.writer is not None and self.writer.enabled:
@@ -107,19 +98,15 @@ class Reporter:
     def progress(self) -> None:
         """A periodic write (the monitor thread); one process (no agreements): its recent step
         time is a sample of the step log."""
-        if self.writer is not None:
-            if not self._agreed and self.timing.recent_step:
-                self.steps.add({"slowest_seconds": self.timing.recent_step})
-            self.writer.progress(RunState.RUNNING, self.fields())
+        if self.writer is not None and not self._agreed and self.timing.recent_step:
+            self.steps.add({"slowest_seconds": self.timing.recent_step})
+        self.write()
 
-    def saved(self) -> None:
-        """A save returned: its step and duration are in the heartbeat at once."""
+    def write(self, state: RunState = RunState.RUNNING, step: int | None = None) -> None:
+        """A write while the run goes on: `starting`, a save on the way out (`saving`), a save
+        returned (`running`: its step and duration are in the heartbeat at once)."""
         if self.writer is not None:
-            self.writer.progress(RunState.RUNNING, self.fields())
-
-    def saving(self, step: int) -> None:
-        if self.writer is not None:
-            self.writer.progress(RunState.SAVING, self.fields(step))
+            self.writer.progress(state, self.fields(step))
 
     def stopped(self, d: Decision, at_progress: bool = False) -> None:
         """A stop (`at_progress`: a hang, whose `time` stays the last progress)."""

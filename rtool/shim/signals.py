@@ -1,14 +1,11 @@
 """Signal handlers of the shim: they only record the signal and wake the step path.
 
-Installed from the main thread only. In a forked child (a DataLoader worker, a fork-started
-pool) the previous handlers come back at once (os.register_at_fork), so the child neither acts
-nor shows the signal as caught in /proc/PID/status SigCgt (the batch script's forwarding skips
-it); a handler that still runs in another process takes the signal's default action.
-
-A Python handler runs only when the main thread returns to the interpreter; a thread stuck in
-C code (a collective, a driver call) never runs it. So the shim also sets Python's wakeup fd
-(when nobody else did): the C-level handler writes each signal number to a pipe that the
-shim's thread reads (`drain_wakeup`), which is how it sees a TERM the training never handles.
+Installed from the main thread only. A forked child (a DataLoader worker) gets the previous
+handlers back at once (os.register_at_fork), so it neither acts nor shows the signal as caught
+in /proc/PID/status SigCgt (the batch script's forwarding skips it); a handler that still runs
+in another process takes the signal's default action. A Python handler runs only when the main
+thread returns to the interpreter, so the shim also sets Python's wakeup fd (when nobody else
+did): its thread reads it (`drain_wakeup`) and so sees a TERM the training never handles.
 """
 
 from __future__ import annotations

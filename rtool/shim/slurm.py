@@ -1,11 +1,10 @@
 """The few Slurm calls the in-loop shim makes: EndTime lookup, hold and cancel of pending tasks,
 and whether Slurm is preempting the job (its save bound and detail: `Preemption`).
 
-The shim reads Slurm's output with the core's pure parsers (`rtool.core.slurm.parse`), but
-its calls are the one documented exception to "every subprocess goes through
-rtool.core.proc": they call
-`subprocess.run(..., timeout=...)` directly (with `SLURM_TIME_FORMAT=standard`, as every Slurm
-call of rtool), never raise, and log a warning when a call fails.
+They are the one documented exception to "every subprocess goes through rtool.core.proc": they
+call `subprocess.run(..., timeout=...)` directly (with `SLURM_TIME_FORMAT=standard`, as every
+Slurm call of rtool), never raise, and log a warning when a call fails. Their output is read with
+the core's pure parsers (`rtool.core.slurm.parse`).
 """
 
 from __future__ import annotations
@@ -15,6 +14,7 @@ import os
 import subprocess
 import time
 from dataclasses import dataclass
+from datetime import datetime
 
 log = logging.getLogger("rtool.shim")
 
@@ -27,23 +27,25 @@ def parse_end_time(show_job: str, job_id: str | None = None) -> float | None:
     the job whose record counts (`123`, or `88_3` for an array task) when the output holds
     several: `scontrol show job <array id>` lists every task of the array, and Slurm gives the
     array's own id to its last task, so the first record may be another, finished task."""
-    from rtool.core.slurm.parse import ParseError, parse_slurm_timestamp
-
-    record = _job_record(show_job, job_id)
-    if record is None:
-        return None
-    try:
-        stamp = parse_slurm_timestamp(record.get("EndTime", ""))
-    except ParseError:
-        return None
+    found = _record_times(show_job, job_id, "EndTime")
+    stamp = found[1][0] if found is not None else None
     return stamp.timestamp() if stamp is not None else None
 
 
-def _job_record(show_job: str, job_id: str | None) -> dict[str, str] | None:
-    # imported when asked (rarely: Slurm exports the end time), so `import rtool.shim` stays light
-    from rtool.core.slurm.parse import parse_scontrol_show_job
+def _record_times(
+    show_job: str, job_id: str | None, *keys: str
+) -> tuple[dict[str, str], list[datetime | None]] | None:
+    """`job_id`'s record (own_record) and its `keys` as times, or None. The parsers are imported
+    when asked (rarely: Slurm exports the end time), so `import rtool.shim` stays light."""
+    from rtool.core.slurm.parse import ParseError, parse_scontrol_show_job, parse_slurm_timestamp
 
-    return own_record(parse_scontrol_show_job(show_job), job_id)
+    rec = own_record(parse_scontrol_show_job(show_job), job_id)
+    if rec is None:
+        return None
+    try:
+        return rec, [parse_slurm_timestamp(rec.get(k, "")) for k in keys]
+    except ParseError:
+        return None
 
 
 def own_record(records: list[dict[str, str]], job_id: str | None) -> dict[str, str] | None:
@@ -104,11 +106,9 @@ def run_slurm(argv: list[str], timeout: float = SLURM_TIMEOUT) -> str | None:
 
 
 def job_end_time(job_id: str, timeout: float = SLURM_TIMEOUT) -> float | None:
-    """When the job's time limit ends: the earlier of `EndTime=` from scontrol (it follows
-    `scontrol update TimeLimit=...`) and $SLURM_JOB_END_TIME (exported by 24.11, not 22.05;
-    fixed when the job started); either one when the other is missing. An array task is
-    looked up as `<array>_<task>` (own_job_id). Called from the monitor thread only (it runs
-    scontrol)."""
+    """When the job's time limit ends: the earlier of scontrol's `EndTime=` (it follows `scontrol
+    update TimeLimit=...`) and $SLURM_JOB_END_TIME (24.11, not 22.05; fixed at the job's start),
+    either alone when the other is missing. Monitor thread only (it runs scontrol)."""
     exported = os.environ.get("SLURM_JOB_END_TIME", "")
     ends = []
     if exported.isdigit() and os.environ.get("SLURM_JOB_ID") == job_id:
@@ -195,16 +195,10 @@ def parse_preemption(
     being preempted (PreemptTime set) or was requeued while attempt `restart` runs (its
     `Restarts=` is higher: GraceTime 0, the job COMPLETING; since `now`), else None. The
     record read is `job_id`'s when the output holds several (own_record)."""
-    from rtool.core.slurm.parse import ParseError, parse_slurm_timestamp
-
-    rec = _job_record(show_job, job_id)
-    if rec is None:
+    found = _record_times(show_job, job_id, "PreemptTime", "StartTime")
+    if found is None:
         return None
-    try:
-        stamp = parse_slurm_timestamp(rec.get("PreemptTime", ""))
-        started = parse_slurm_timestamp(rec.get("StartTime", ""))
-    except ParseError:
-        return None
+    rec, (stamp, started) = found
     part = rec.get("Partition", "")
     if stamp is not None and (started is None or stamp >= started):  # not an earlier attempt's
         return stamp.timestamp(), part, True

@@ -52,18 +52,16 @@ class Decision:
 CONTINUE = Decision()
 
 
+@dataclass(slots=True)
 class Loop:
     """The training loop as the other parts see it (slots: the step path writes it); any part
     calls `wake()` to make the next step look."""
 
-    __slots__ = ("alert", "alive", "rank", "step", "stopping")
-
-    def __init__(self, rank: int) -> None:
-        self.step: int | None = None  # the last step the loop completed (guard.step)
-        self.alive = 0  # bumped by alive(): progress that is not a step (evaluation)
-        self.alert = False  # the next step takes the slow path
-        self.rank = rank  # torch.distributed's rank once detected
-        self.stopping = False  # a stop reached its safe point (its save bounds it now)
+    rank: int  # torch.distributed's rank once detected
+    step: int | None = None  # the last step the loop completed (guard.step)
+    alive: int = 0  # bumped by alive(): progress that is not a step (evaluation)
+    alert: bool = False  # the next step takes the slow path
+    stopping: bool = False  # a stop reached its safe point (its save bounds it now)
 
     def wake(self) -> None:
         self.alert = True

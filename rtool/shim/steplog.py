@@ -1,16 +1,10 @@
 """The short history of step times that rank 0's heartbeat carries (docs/guide/stragglers.md).
 
-At each agreement of the ranks (rtool.shim.distributed) the guard learns the run's step time
-then (the slowest rank's: the others wait for it), which rank was slowest, its node and its
-lag. This keeps, bounded, what `rtool watch run` needs to judge across cron ticks and attempts:
-
-- `recent`: this process's last RECENT agreements (a new attempt starts a new window);
-- `baseline`: the run's steady step times, thinned evenly to at most BASELINE values (when
-  full, every other one is dropped and only one agreement in twice as many is kept), carried
-  from the previous attempt's heartbeat. The first WARMUP agreements of each process (start-up,
-  compilation, the first batches) are in neither.
-
-Standard library only; about 2.5 KB of heartbeat at most.
+At each agreement of the ranks the guard learns the run's step time (the slowest rank's: the
+others wait for it), which rank was slowest, its node and its lag. Kept, bounded (about 2.5 KB):
+`recent`, this process's last RECENT agreements, and `baseline`, the run's steady step times
+across attempts, thinned evenly to at most BASELINE values. The first WARMUP agreements of each
+process (start-up, compilation) are in neither. Standard library only.
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ import logging
 import time
 from collections.abc import Callable
 
+from rtool.core.heartbeat import RunState
 from rtool.shim import slurm as shim_slurm
 from rtool.shim.hang import ForcedExit
 from rtool.shim.heartbeat_writer import JobIdentity
@@ -98,8 +99,6 @@ class Stopper:
             return Decision(save_requested=True, reason=PERIODIC, step=step)
         return Decision(saved=self.do_save(step), save_requested=True, reason=PERIODIC, step=step)
 
-    # -- saves -------------------------------------------------------------------------------
-
     def do_save(self, step: int) -> bool:
         assert self.save is not None
         t0 = self.timing.saving_since = time.monotonic()
@@ -113,7 +112,7 @@ class Stopper:
             self.timing.saving_since = None
         self.timing.saved(step, time.monotonic() - t0)
         if self.final is None:
-            self.report.saved()
+            self.report.write()
         return True
 
     def mark_saved(self, step: int | None, seconds: float | None) -> None:
@@ -124,7 +123,7 @@ class Stopper:
         if self.final is not None:  # the stop's save, made by the caller after the decision
             self.report.stopped(self.final)
         else:
-            self.report.saved()
+            self.report.write()
         if self.switch_pending is not None:
             ident, self.switch_pending = self.switch_pending, None
             self._remove_switch(ident, step)
@@ -149,8 +148,6 @@ class Stopper:
         if self.loop.rank == 0:
             remove_save(self.opts.save_switch, ident, self.src, step)
 
-    # -- stops -------------------------------------------------------------------------------
-
     def stop(self, step: int, reason: str) -> Decision:
         self.loop.stopping = True  # a safe point: the save timeout bounds the rest
         job = self.report.ident.job_id
@@ -167,7 +164,7 @@ class Stopper:
         self._stopping_at = (step, reason)
         self.forced.arm()
         if self.save is not None:
-            self.report.saving(step)
+            self.report.write(RunState.SAVING, step)
             saved = self.do_save(step)
             self.forced.disarm()
             if not saved:
@@ -200,9 +197,7 @@ class Stopper:
     def stopped(
         self, step: int | None, reason: str, code: int, saved: bool, save_requested: bool
     ) -> Decision:
-        nonfinite = f"{self.timing.nonfinite} in a row"
-        here = _detail(self.src, self.opts, self.preempted, reason)
-        detail = nonfinite if reason == NONFINITE else here or "seen on another rank"
+        detail = self._detail(reason)
         d = Decision(saved, True, reason, save_requested, code, step, detail)
         self.final = d
         self.report.stopped(d)
@@ -230,9 +225,6 @@ class Stopper:
             shim_slurm.cancel_pending(array)
         log.info("rtool.shim: training finished at step %s", step)
 
-    def close(self) -> None:
-        self.forced.disarm()
-
     def _on_forced_exit(self) -> None:
         step, reason = self._stopping_at
         log.critical(
@@ -248,6 +240,20 @@ class Stopper:
             Decision(False, True, SAVE_TIMEOUT, True, SAVE_TIMEOUT_EXIT_CODE, step, detail)
         )
 
+    def _detail(self, reason: str) -> str:
+        """What this rank saw of `reason`."""
+        s, preempted = self.src, self.preempted
+        local = {
+            KILLED: s.kill and f"kill switch {self.opts.kill_switch}",
+            SIGNAL: s.signal,
+            PREEMPTED: preempted and preempted.detail(s.signal),
+            TIME_LIMIT: s.time_up,
+            MEMORY: s.memory,
+            GPU_MEMORY: s.gpu,
+            NONFINITE: f"{self.timing.nonfinite} in a row",
+        }.get(reason)
+        return str(local) if local else "seen on another rank"
+
 
 def stop_code(opts: GuardOptions, ident: JobIdentity, reason: str) -> int:
     """The exit code of a stop for `reason`: REQUEUE while requeues are asked for and left."""
@@ -257,23 +263,6 @@ def stop_code(opts: GuardOptions, ident: JobIdentity, reason: str) -> int:
     if opts.max_requeues is None or restarts < opts.max_requeues:
         return opts.requeue_exit_code
     log.warning(
-        "rtool.shim: %d requeues done (max %d): not asking for another",
-        restarts,
-        opts.max_requeues,
+        "rtool.shim: %d requeues done (max %d): not asking for another", restarts, opts.max_requeues
     )
     return 0
-
-
-def _detail(
-    s: Sources, opts: GuardOptions, preempted: shim_slurm.Preemption | None, reason: str
-) -> str | None:
-    """What this rank saw of `reason` (None: it was seen on another rank)."""
-    local = {
-        KILLED: s.kill and f"kill switch {opts.kill_switch}",
-        SIGNAL: s.signal,
-        PREEMPTED: preempted and preempted.detail(s.signal),
-        TIME_LIMIT: s.time_up,
-        MEMORY: s.memory,
-        GPU_MEMORY: s.gpu,
-    }.get(reason)
-    return str(local) if local else None

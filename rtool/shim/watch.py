@@ -12,7 +12,6 @@ from types import TracebackType
 
 from rtool.core.heartbeat import ErrorInfo
 from rtool.shim.hang import Abort, HangWatch, dump_stacks, end_dumped
-from rtool.shim.options import GuardOptions
 from rtool.shim.report import Reporter
 from rtool.shim.signals import SignalFlags
 from rtool.shim.state import (
@@ -41,7 +40,6 @@ class InProcessWatch:
 
     def __init__(
         self,
-        opts: GuardOptions,
         config: MonitorConfig,
         sources: Sources,
         timing: Timing,
@@ -50,7 +48,7 @@ class InProcessWatch:
         hang: HangWatch,
         report: Reporter,
     ) -> None:
-        self.opts, self.config = opts, config
+        self.opts, self.config = config.opts, config
         self.sources, self.timing, self.loop = sources, timing, loop
         self.signals, self.hang, self.report = signals, hang, report
         self.settled = False  # a stop was decided, or the process is being ended
@@ -121,10 +119,8 @@ class InProcessWatch:
 
     def crashed(self, info: ErrorInfo, main_thread: bool, tb: TracebackType | None) -> None:
         """An uncaught exception: the training's own ends the other ranks at once (told first),
-        then is recorded. One raised after another rank of this launch failed (a collective
-        whose peer is gone: gloo's "Connection closed by peer") is that rank's failure: the
-        heartbeat says peer_failed and names it, with this rank's error after it, and this
-        rank's stack file says where it was (the exception's frames)."""
+        then is recorded. One raised after another rank of this launch failed (a collective whose
+        peer is gone) is recorded as that rank's failure (peer_failed), with the stack file."""
         if main_thread and self.blamed_peer:
             return  # said once (`with Guard` records, then the exception reaches the hook)
         peer = self.hang.peer() if main_thread and self.report.ours() else None

@@ -7,15 +7,11 @@
     trainer.train(resume_from_checkpoint=last_checkpoint(args.output_dir))
     sys.exit(rtool_cb.exit_code)                     # 0, 85 (requeue), 86 (non-finite) ...
 
-The Trainer does the saving (its own `checkpoint-N`, so `resume_from_checkpoint` finds it): the
-callback sets `control.should_save` on the save switch and on a stop, and
-`should_training_stop` on a stop, so `train()` returns normally and the script exits with
-`exit_code`. A non-finite loss is read where it is computed (the model output's `loss`; a
-custom `compute_loss` calls `rtool_cb.check_loss(x)`) and its step's update dropped; after
-`max_nonfinite` (3 here) in a row the run stops with no checkpoint at all. Evaluation and the
-Trainer's own saves are progress, not a hang. What happens at each event: docs/shim.md
-(Frameworks). `last_checkpoint(output_dir)` is `get_last_checkpoint` that skips (and sets aside)
-a half-written checkpoint-N (docs/guide/resume.md).
+The Trainer saves (its own `checkpoint-N`): the callback sets `control.should_save` and
+`should_training_stop`, so `train()` returns normally. A non-finite loss (the model output's
+`loss`; a custom `compute_loss` calls `rtool_cb.check_loss(x)`) drops its step's update; after
+`max_nonfinite` (3 here) in a row the run stops unsaved. Each event: docs/shim.md (Frameworks);
+`last_checkpoint` skips (and sets aside) a half-written checkpoint-N (docs/guide/resume.md).
 """
 
 from __future__ import annotations
@@ -80,8 +76,6 @@ class RtoolCallback(GuardCallback, TrainerCallback):  # type: ignore[misc]
         """Add a loss of this step by hand (a custom compute_loss with no `loss` output)."""
         self._losses.append(loss.detach() if hasattr(loss, "detach") else loss)
 
-    # -- events ------------------------------------------------------------------------------
-
     def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> Any:
         model = kwargs.get("model")
         if model is not None and self._hook is None:
@@ -123,14 +117,12 @@ class RtoolCallback(GuardCallback, TrainerCallback):  # type: ignore[misc]
     def on_prediction_step(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         self.guard.alive()  # an evaluation batch: progress, not a hang
 
-    def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        self.guard.alive()  # a step begins: any save before it is over
+    on_step_begin = on_prediction_step  # a step begins: any save before it is over
 
     def on_log(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         self._t0 = time.monotonic()  # a save's time starts after the step's logging
 
-    def on_evaluate(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        self._t0 = time.monotonic()  # ... and after its evaluation
+    on_evaluate = on_log  # ... and after its evaluation
 
     def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         self.guard.mark_saved(state.global_step, time.monotonic() - self._t0)

@@ -7,17 +7,13 @@
     trainer.fit(model, ckpt_path=last_checkpoint("checkpoints"))
     sys.exit(rtool_cb.exit_code)                     # 0, 85 (requeue), 86 (non-finite) ...
 
-The guard saves with `trainer.save_checkpoint(ckpt_path)` (on every rank, at the same step) on
-the save switch and on a stop, then sets `trainer.should_stop`: ModelCheckpoint is told that
-step is saved (one stop, ONE checkpoint) and `fit()` returns normally. rtool owns the signals:
-Lightning's SIGTERM handler and SLURM auto-requeue are displaced, and the requeue goes through
-the exit code (85) and the batch script. A non-finite loss (read in `on_before_backward`;
-`check_loss=False`: not read, it costs one GPU sync per step) drops its step's update; after
-`max_nonfinite` (3 here) in a row the run stops with no checkpoint at all. A run that ends
-complete saves `ckpt_path` at its last step, so a restart runs no step again. What happens at
-each event: docs/shim.md (Frameworks). `last_checkpoint(folder)`: the newest complete `*.ckpt`
-that loads, newer half-written ones set aside (docs/guide/resume.md); `{step}` in `ckpt_path`
-keeps one file per save, so a save cut short leaves the one before it.
+The guard saves with `trainer.save_checkpoint(ckpt_path)` on every rank at the same step, then
+sets `trainer.should_stop` (one stop, ONE checkpoint). rtool owns the signals: Lightning's
+SIGTERM handler and SLURM auto-requeue are displaced; the requeue is exit code 85. A non-finite
+loss (`check_loss=False`: not read, it costs a GPU sync per step) drops its step's update;
+`max_nonfinite` (3 here) in a row stop the run unsaved. A complete run saves its last step, so a
+restart runs no step again. Each event: docs/shim.md (Frameworks); `{step}` in `ckpt_path` keeps
+one file per save, so a save cut short leaves the one before it (docs/guide/resume.md).
 """
 
 from __future__ import annotations
@@ -66,8 +62,6 @@ class RtoolCallback(GuardCallback, Callback):  # type: ignore[misc]
 
     def _save(self, step: int) -> None:
         self._trainer.save_checkpoint(self.ckpt_path.replace("{step}", str(step)))
-
-    # -- hooks -------------------------------------------------------------------------------
 
     def setup(self, trainer: Any, pl_module: Any, stage: str) -> None:
         self._trainer = trainer
