@@ -2,10 +2,11 @@
 (docs/shim.md, "Stop at the deadline, not when the signal lands").
 
 A deadline signal or `exit_before_end` gives a stop time: the job's end minus the lead
-(safety_factor x the longest measured save + EXIT_SLACK; wider margins until a save was
-measured). Near it the step path reads the clock at every step (`Sources.deadline_at`) and stops
-at the last boundary after which one more step would run past it; the thread stops the run
-itself when the stop time passed and no step came.
+(safety_factor x the longest measured save + EXIT_SLACK + the longest exit of earlier attempts,
+`exit_need.py`; wider margins until a save was measured). Near it the step path reads the
+clock at every step (`Sources.deadline_at`) and stops at the last boundary after which one more
+step would run past it; the thread stops the run itself when the stop time passed and no step
+came.
 """
 
 from __future__ import annotations
@@ -46,15 +47,15 @@ class Deadline:
 
     def lead(self, floor: float, mono: float | None = None) -> float:
         """Seconds before the end at which the save must start (`floor`: the margin while no
-        save was measured)."""
+        save was measured); both ways leave the exit that earlier attempts measured."""
         c, t = self.config, self.timing
         if t.longest_save > 0:
-            return c.opts.safety_factor * t.longest_save + EXIT_SLACK
+            return c.opts.safety_factor * t.longest_save + EXIT_SLACK + t.exit_need
         step = t.longest_step if mono is None else max(t.longest_step, t.step_age(mono))
         need = (
             c.opts.safety_factor * (step + t.longest_save) + c.opts.poll_interval + c.extra_latency
         )
-        return max(floor, need)
+        return max(floor, need + t.exit_need)
 
     def margin(self, mono: float | None = None) -> float:
         """The `exit_before_end` margin: fixed, or the learned lead (floor `min_margin`, or
@@ -143,10 +144,14 @@ class Deadline:
         if self.signal_stop_at is not None and self.stop_at == self.signal_stop_at:
             return (
                 f"{s.deadline_signal} announced the end: stopped {left:.1f}s before it "
-                f"(measured save {self.timing.longest_save:.1f}s)"
+                f"(measured save {self.timing.longest_save:.1f}s{self._exit_text()})"
             )
         margin = (c.end_time or wall) - (self.stop_at or wall)
-        return f"{left:.0f}s left of the time limit (exit margin {margin:.0f}s)"
+        return f"{left:.0f}s left of the time limit (exit margin {margin:.0f}s{self._exit_text()})"
+
+    def _exit_text(self) -> str:
+        need = self.timing.exit_need
+        return f", exit {need:.1f}s measured in earlier attempts" if need > 0 else ""
 
     def at_boundary(self, wall: float) -> bool:
         """In the step path, once near: stop now, as one more step would pass the stop time."""

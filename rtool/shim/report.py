@@ -20,6 +20,7 @@ from typing import Any
 
 from rtool.core.heartbeat import ErrorInfo, RunState
 from rtool.shim.checkpoints import last_resume
+from rtool.shim.exit_need import exit_need
 from rtool.shim.heartbeat_writer import HeartbeatWriter, JobIdentity
 from rtool.shim.provenance import Provenance
 from rtool.shim.state import Decision, Loop, Timing
@@ -55,7 +56,9 @@ class Reporter:
     def carry_previous(self) -> None:
         """Start from what the previous run of this training measured and saved (its
         heartbeat): the longest step and save (the time-limit margins learn from them) and
-        its last save (the checkpoint a resume starts from), until this run saves."""
+        its last save (the checkpoint a resume starts from), until this run saves; and how
+        long the stops of earlier attempts took to end their jobs (the batch records)."""
+        self.timing.exit_need = exit_need(os.environ.get("RTOOL_RUN_RECORDS"))
         prev = self.writer.previous if self.writer is not None else None
         if prev is None or (prev.run and self.ident.run and prev.run != self.ident.run):
             return

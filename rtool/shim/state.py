@@ -108,6 +108,7 @@ class Timing:
     recent_step: float | None = None
     longest_step: float = 0.0
     longest_save: float = 0.0
+    exit_need: float = 0.0  # the longest stop-to-end of earlier attempts (exit_need.py)
     saves: int = 0  # bumped by every save, so a step interval with a save is not measured
     last_save_step: int | None = None
     last_save_time: float | None = None

@@ -4,6 +4,7 @@ is ended (so a requeue takes effect at once), its heartbeat saying why."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -70,6 +71,34 @@ def test_a_deadline_signal_trains_on_until_end_minus_the_learned_lead(
     # stopped at the last step boundary before end - lead, the save done before the end
     assert end - lead - 0.15 <= stopped_at <= end - lead + 0.02, (end - stopped_at, lead)
     assert saved_at and saved_at[-1] < end - 0.5
+
+
+def test_the_lead_leaves_the_exit_earlier_attempts_took(
+    make_guard: MakeGuard, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A wide launch needs seconds from its stop to its job's end (every rank's exit, the
+    launcher's, the batch shell's record): the batch records of an earlier attempt say 2.0 s,
+    so the lead after the deadline signal is 2 x the save + the slack + those 2 s."""
+    monkeypatch.setattr(shim_deadline, "EXIT_SLACK", 0.5)
+    records = tmp_path / "hb.json.attempts"
+    hb = {"state": "stopped", "stop_job_id": "41", "stop_time": 1000.0}
+    started = {"event": "start", "job_id": "41", "restart": 0, "time": 900.0}
+    ended = {**started, "event": "end", "time": 1002.0, "heartbeat": hb}
+    records.write_text(json.dumps(started) + "\n" + json.dumps(ended) + "\n")
+    records.chmod(0o600)
+    monkeypatch.setenv("RTOOL_RUN_RECORDS", str(records))
+    switch = tmp_path / "save-now"
+    g = make_guard(lambda s: time.sleep(0.2), save_switch=switch, end_time=time.time() + 600)
+    switch.touch()  # one save, measured: ~0.2 s
+    wait_for(lambda: g.step(0).saved or not switch.exists(), 5, 0.02, "the switch save")
+    end = time.time() + 6.0
+    g._p.config.end_time = end
+    os.kill(os.getpid(), signal.SIGUSR1)
+    d, stopped_at = train_until_stop(g)
+    lead = end - (g._p.deadline.signal_stop_at or 0)
+    assert 2 * 0.2 + 0.5 + 2.0 <= lead < 2 * 0.3 + 0.5 + 2.0, lead
+    assert "exit 2.0s measured in earlier attempts" in str(d.detail), d.detail
+    assert end - lead - 0.15 <= stopped_at <= end - lead + 0.02, (end - stopped_at, lead)
 
 
 def test_the_stop_is_made_at_the_last_step_boundary_not_at_the_poll(
