@@ -15,6 +15,7 @@ import contextlib
 import faulthandler
 import json
 import os
+import re
 import shutil
 import socket
 import stat
@@ -48,11 +49,26 @@ class Abort:
     host: str
     pid: int
     launch: int
-    reason: str  # hung, crashed
+    reason: str  # hung, crashed, lost a peer
     detail: str
 
     def text(self) -> str:
         return f"rank {self.rank} on {self.host} {self.reason}: {self.detail}"
+
+
+#: An exception that says a peer is gone (gloo's pair.cc, NCCL's remote error, a communicator
+#: another rank aborted): the rank that raised it lost a peer, it did not fail on its own. A
+#: plain socket's "Connection reset by peer" (a data loader's) is the rank's own failure.
+PEER_GONE = re.compile(
+    r"pair\.cc:\d{1,6}\][^\n]{0,200}Connection (?:closed|reset) by peer|ncclRemoteError"
+    r"|remote process exiting prematurely|NCCL communicator was aborted on rank \d"
+)
+
+
+def crash_reason(error: str) -> str:
+    """The abort file's reason for an uncaught exception: `lost a peer` when its text says a
+    peer is gone (the others then do not blame this rank for a node that died), else `crashed`."""
+    return "lost a peer" if PEER_GONE.search(error[:4096]) else "crashed"
 
 
 def write_abort(path: str | None, abort: Abort) -> None:

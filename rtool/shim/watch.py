@@ -11,7 +11,7 @@ import signal
 from types import TracebackType
 
 from rtool.core.heartbeat import ErrorInfo
-from rtool.shim.hang import Abort, HangWatch, dump_stacks, end_dumped
+from rtool.shim.hang import Abort, HangWatch, crash_reason, dump_stacks, end_dumped
 from rtool.shim.report import Reporter
 from rtool.shim.signals import SignalFlags
 from rtool.shim.state import (
@@ -126,7 +126,7 @@ class InProcessWatch:
         peer = self.hang.peer() if main_thread and self.report.ours() else None
         if peer is None:
             if main_thread:
-                self.hang.abort(self.loop.rank, "crashed", str(info))
+                self.hang.abort(self.loop.rank, crash_reason(str(info)), str(info))
             self.report.crashed(info, main_thread)
             return
         self.settle()

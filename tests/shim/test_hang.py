@@ -14,7 +14,7 @@ from pathlib import Path
 from rtool.core.heartbeat import RunState, read_heartbeat
 from rtool.runs import stacks
 from rtool.shim import HANG_EXIT_CODE, Guard
-from rtool.shim.hang import Abort, read_abort, write_abort
+from rtool.shim.hang import Abort, crash_reason, read_abort, write_abort
 from tests.helpers import wait_for
 from tests.shim.conftest import ROOT, start_toy, toy_env
 
@@ -203,6 +203,57 @@ def test_a_rank_that_crashes_after_another_rank_failed_names_that_rank(tmp_path:
     (where,) = stacks.read_stacks(str(abort), launch=1)
     line = next(i for i, t in enumerate(GONE.splitlines(), 1) if "Connection closed" in t)
     assert (where.rank, where.where) == (0, f"all_reduce at train.py:{line}"), where
+
+
+FIRST = GONE.replace(
+    'write_abort(sys.argv[1], Abort(1, "n2", 4242, 1, "crashed", "RuntimeError: boom"))', ""
+)
+
+
+def test_a_rank_whose_peer_vanished_tells_the_others_it_lost_a_peer(tmp_path: Path) -> None:
+    """A node died under the launch: its rank left no word, and the first rank whose collective
+    raised gloo's error writes the abort file. It says that rank lost a peer, not that it
+    crashed, so the other ranks do not blame it for the dead node."""
+    abort, hb, script = tmp_path / "abort", tmp_path / "hb0", tmp_path / "train.py"
+    script.write_text(FIRST)
+    env = toy_env(tmp_path, PYTHONPATH=str(ROOT), RANK="0", RTOOL_LAUNCH="1")
+    res = subprocess.run(
+        [sys.executable, str(script), str(abort), str(hb)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert res.returncode == 1 and "Connection closed by peer" in res.stderr, res.stderr
+    told = read_abort(str(abort), launch=1, pid=0)
+    assert told is not None and told.rank == 0 and told.reason == "lost a peer", told
+    assert told.text().startswith("rank 0 on "), told.text()
+    assert "lost a peer: RuntimeError: [pair.cc:553] Connection closed by peer" in told.text()
+
+
+# Verbatim: the errors ranks of the 16-node array raised when n17 died (bench/array_spare.py,
+# torch 2.13 gloo, 2026-11-29); NCCL's from the nccl-error signature's sourced examples.
+GONE_TEXTS = (
+    "RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:553] "
+    "Connection closed by peer [127.0.0.1]:185. This is typically caused by a remote worker "
+    "crashing. Check the logs of the remote worker before reporting an error. GLHF!",
+    "RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:537] Read "
+    "error [127.0.0.1]:32682: Connection reset by peer. This is typically caused by a remote "
+    "worker hanging or bugs in the application.",
+    "ncclRemoteError: A call failed possibly due to a network error or a remote process exiting "
+    "prematurely.",
+    "DistBackendError: NCCL communicator was aborted on rank 3.",
+)
+
+
+def test_which_errors_say_a_peer_is_gone() -> None:
+    assert [crash_reason(t) for t in GONE_TEXTS] == ["lost a peer"] * len(GONE_TEXTS)
+    for own in (
+        "RuntimeError: boom",
+        "CUDA error: an illegal memory access was encountered",
+        "ConnectionResetError: [Errno 104] Connection reset by peer",  # a data loader's socket
+    ):
+        assert crash_reason(own) == "crashed", own
 
 
 def test_an_abort_file_of_another_launch_or_user_is_ignored(tmp_path: Path) -> None:
