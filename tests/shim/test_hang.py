@@ -177,19 +177,21 @@ all_reduce()
 """
 
 
+def _rank0_raises(
+    tmp_path: Path, source: str
+) -> tuple[Path, Path, subprocess.CompletedProcess[str]]:
+    """Run `source` as rank 0 of launch 1: (its abort file, its heartbeat, the finished run)."""
+    abort, hb, script = tmp_path / "abort", tmp_path / "hb0", tmp_path / "train.py"
+    script.write_text(source)
+    env = toy_env(tmp_path, PYTHONPATH=str(ROOT), RANK="0", RTOOL_LAUNCH="1")
+    argv = [sys.executable, str(script), str(abort), str(hb)]
+    return abort, hb, subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
+
+
 def test_a_rank_that_crashes_after_another_rank_failed_names_that_rank(tmp_path: Path) -> None:
     """Rank 0's all-reduce raised because rank 1 was gone; its monitor (a poll of 600 s) never
     read the abort file: the crash hook does, so the heartbeat blames rank 1, not gloo."""
-    abort, hb, script = tmp_path / "abort", tmp_path / "hb0", tmp_path / "train.py"
-    script.write_text(GONE)
-    env = toy_env(tmp_path, PYTHONPATH=str(ROOT), RANK="0", RTOOL_LAUNCH="1")
-    res = subprocess.run(
-        [sys.executable, str(script), str(abort), str(hb)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    abort, hb, res = _rank0_raises(tmp_path, GONE)
     assert res.returncode == 1 and "Connection closed by peer" in res.stderr, res.stderr
     got = read_heartbeat(hb)
     assert got is not None and got.state is RunState.STOPPED, got
@@ -214,21 +216,15 @@ def test_a_rank_whose_peer_vanished_tells_the_others_it_lost_a_peer(tmp_path: Pa
     """A node died under the launch: its rank left no word, and the first rank whose collective
     raised gloo's error writes the abort file. It says that rank lost a peer, not that it
     crashed, so the other ranks do not blame it for the dead node."""
-    abort, hb, script = tmp_path / "abort", tmp_path / "hb0", tmp_path / "train.py"
-    script.write_text(FIRST)
-    env = toy_env(tmp_path, PYTHONPATH=str(ROOT), RANK="0", RTOOL_LAUNCH="1")
-    res = subprocess.run(
-        [sys.executable, str(script), str(abort), str(hb)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    abort, hb, res = _rank0_raises(tmp_path, FIRST)
     assert res.returncode == 1 and "Connection closed by peer" in res.stderr, res.stderr
     told = read_abort(str(abort), launch=1, pid=0)
     assert told is not None and told.rank == 0 and told.reason == "lost a peer", told
     assert told.text().startswith("rank 0 on "), told.text()
     assert "lost a peer: RuntimeError: [pair.cc:553] Connection closed by peer" in told.text()
+    own = read_heartbeat(hb)  # its own record keeps its own error
+    assert own is not None and own.state is RunState.CRASHED, own
+    assert "Connection closed by peer" in str(own.error), own.error
 
 
 # Verbatim: the errors ranks of the 16-node array raised when n17 died (bench/array_spare.py,
