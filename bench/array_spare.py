@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import socket
 import subprocess
 import sys
 import tempfile
@@ -38,6 +37,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from devtools.localslurm import control
+from devtools.localslurm.slurmconf import free_ports
 from rtool.core.slurm import ACTIVE_STATES, Slurm, expand_hostlist
 
 DDP = Path(__file__).resolve().parent.parent / "tests" / "e2e" / "ddp_toy.py"
@@ -65,16 +65,10 @@ def active(slurm: Slurm, name: str) -> list[str]:
     return [j.job_id for j in slurm.squeue(names=[name]) if j.state in ACTIVE_STATES]
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def submit(nodes: int, run: Path, name: str, limit: str) -> str:
     launcher = (
         f"{sys.executable} -m torch.distributed.run --nnodes {nodes} --nproc-per-node 1 "
-        f"--rdzv-backend c10d --rdzv-endpoint 127.0.0.1:{free_port()} --rdzv-id {name} "
+        f"--rdzv-backend c10d --rdzv-endpoint 127.0.0.1:{free_ports(1)[0]} --rdzv-id {name} "
         "--rdzv-conf timeout=600"
     )
     env = os.environ | {"DDP_DIR": str(run), "DDP_STEPS": "50000", "OMP_NUM_THREADS": "1",
