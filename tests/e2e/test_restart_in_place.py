@@ -82,8 +82,10 @@ def test_a_crash_and_a_hang_are_restarted_in_place_from_the_last_checkpoint(
     assert sorted({s.step for s in lines}) == list(range(200))
     (record,) = slurm.show_job(job)
     assert record["Restarts"] == "0"  # never requeued: restarted inside the allocation
-    assert back < 3 + 20, back  # the threshold, the dump, the check, a 2 s backoff, start-up
+    assert back < 3 + 20, back  # the threshold, the dump, the check, a 1 s wait, start-up
     out = _output(tmp_path)
+    assert "waiting 1s before launch 2" in out  # the second restart waits 1 s ...
+    assert "before launch 1" not in out  # ... the first is at once
     assert "restarting the training in place (launch 1) after crashed: RuntimeError" in out
     assert "restarting the training in place (launch 2) after hung: no step for" in out
     assert "py-spy dump" in out  # the hung launch's stacks are in the log
