@@ -11,7 +11,7 @@ from the launch's heartbeat, the job's memory cgroup, Slurm's node states and th
    heartbeat the shim wrote as the launch ended; a periodic one lags the steps and does not
    count) is not restarted again (it would only crash again);
 3. a node Slurm shows down, drained or not responding, or that a node-level failure signature in
-   the launch's log names (an XID, an ECC error, an NCCL timeout naming its peer), is bad: the
+   the launch's log names (an XID, an ECC error, a lost GPU; never an NCCL timeout), is bad: the
    attempt ends with a requeue that excludes it (`rtool.nodes.preflight_job.requeue_away`);
 4. then the pre-flight's checks run on every node, as before the first launch.
 

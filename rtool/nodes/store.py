@@ -30,7 +30,7 @@ class EvidenceKind(str, Enum):
     """Why a node is suspect."""
 
     NODE_FAIL = "node_fail"  # an attempt on it ended NODE_FAIL (sacct)
-    SIGNATURE = "signature"  # a node-level signature in a run's log (XID, ECC, NCCL timeout)
+    SIGNATURE = "signature"  # a node-level signature in a run's log (XID, ECC, a lost GPU)
     PREFLIGHT = "preflight"  # the pre-flight check failed on it
     DRAIN = "drain"  # Slurm drained it (or set it down) with a reason, under or before a run
     SLOW = "slow"  # consistently the slowest node of a run in two attempts on different peers
