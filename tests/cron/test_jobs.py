@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -100,3 +102,22 @@ def test_status_lists_never_run_and_recorded_jobs(tmp_path: Path) -> None:
     row = next(ln for ln in lines if ln.startswith("cron.hourly/a.sh"))
     assert "1.2s" in row and " 3 " in row and "failed" in row and "/x/a.log" in row
     assert any(ln.startswith("b.sh") and "never" in ln for ln in lines)
+
+
+def test_the_examples_suggest_commands_rtool_has() -> None:
+    examples = Path(manage.__file__).parent / "examples"
+    suggested = [
+        ln.split("rtool ", 1)[1].split()
+        for name in ("rtool-watch.sh.example", "rtool-watch.cron")
+        for ln in (examples / name).read_text().splitlines()
+        if ln.startswith("# ") and " rtool watch " in f" {ln} "
+    ]
+    assert len(suggested) == 5, suggested
+    for words in suggested:
+        sub = words[:2]  # "watch all", "watch job" ...
+        got = subprocess.run(
+            [sys.executable, "-m", "rtool", *sub, "--help"], capture_output=True, text=True
+        )
+        assert got.returncode == 0, (words, got.stderr)
+        needs_path = "PATH..." in got.stdout
+        assert not needs_path or (len(words) > 2 and not words[2].startswith("|")), words
