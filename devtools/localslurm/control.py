@@ -36,6 +36,7 @@ from devtools.localslurm.slurmconf import (
     MAX_SIMULATED,
     PREEMPTION,
     Layout,
+    partition_lines,
     system_program,
     write_slurm_conf,
 )
@@ -176,7 +177,7 @@ def up(
     ensure_munge()
     have = cluster.layout
     shape = (nodes, simulated, accounting, list(extra), rel.name)
-    if have and _shape(have) == shape and _current(cluster) and ready(cluster):
+    if have and _shape(have) == shape and _current(cluster, have) and ready(cluster):
         return cluster
     problem = ""
     for _attempt in range(3):  # a port taken between picking and binding: new ports, again
@@ -201,13 +202,15 @@ def _shape(layout: Layout) -> tuple[int, int, bool, list[str], str]:
     return len(layout.nodes), len(layout.simulated), layout.accounting, layout.extra, layout.release
 
 
-def _current(cluster: Cluster) -> bool:
-    """The running cluster's slurm.conf has today's partitions (a cluster started before the
-    preemption partitions existed is started again)."""
+def _current(cluster: Cluster, layout: Layout) -> bool:
+    """The running cluster's slurm.conf has the partitions written today for its layout (a
+    cluster started before the preemption partitions existed is started again)."""
     try:
-        return "PartitionName=high " in cluster.conf.read_text()
+        conf = cluster.conf.read_text().splitlines()
     except OSError:
         return False
+    want = partition_lines(layout.node_range, preempt=PREEMPTION[0] in layout.extra)
+    return all(line in conf for line in want)
 
 
 def _start(cluster: Cluster, layout: Layout, timeout: float) -> None:

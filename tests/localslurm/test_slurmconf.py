@@ -7,7 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from devtools.localslurm.slurmconf import MAX_NODES, MAX_SIMULATED, Layout, write_slurm_conf
+from devtools.localslurm.control import _current
+from devtools.localslurm.nodeops import Cluster
+from devtools.localslurm.slurmconf import (
+    MAX_NODES,
+    MAX_SIMULATED,
+    PREEMPTION,
+    Layout,
+    write_slurm_conf,
+)
 
 
 def test_simulated_nodes_follow_the_real_ones_on_n1s_port_and_are_picked_last(
@@ -58,3 +66,18 @@ def test_two_clusters_on_this_host_number_their_jobs_apart(tmp_path: Path) -> No
         conf = write_slurm_conf(tmp_path / name, layout, "/bin/false").read_text()
         firsts += [ln for ln in conf.splitlines() if ln.startswith("FirstJobId=")]
     assert len(firsts) == 2 and firsts[0] != firsts[1], firsts
+
+
+def test_up_reuses_a_running_cluster_whose_partitions_are_todays(tmp_path: Path) -> None:
+    cluster = Cluster(tmp_path)
+    plain, preempt = Layout.new(2, accounting=False), Layout.new(2, False, extra=PREEMPTION)
+    write_slurm_conf(tmp_path, plain, "/bin/false")
+    assert _current(cluster, plain)  # a plain cluster is reused (no preemption partitions)
+    assert not _current(cluster, preempt)  # asked for preemption: started again
+    write_slurm_conf(tmp_path, preempt, "/bin/false")
+    assert _current(cluster, preempt)
+    conf = cluster.conf.read_text()
+    cluster.conf.write_text(conf.replace(" PriorityTier=2 PreemptMode=OFF", ""))
+    assert not _current(cluster, preempt)  # written before today's partitions: started again
+    cluster.conf.unlink()
+    assert not _current(cluster, plain)
