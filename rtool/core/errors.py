@@ -16,7 +16,7 @@ class UsageError(RtoolError):
 
 
 class ConfigError(RtoolError):
-    """A broken config file: every problem is listed, exit code 2."""
+    """A broken config file: one problem is one line, several are listed; exit code 2."""
 
     exit_code = 2
 
@@ -24,6 +24,9 @@ class ConfigError(RtoolError):
         self.problems = problems
         self.source = source
         where = f" in {source}" if source else ""
+        if len(problems) == 1:
+            super().__init__(f"config error{where}: {problems[0]}")
+            return
         lines = [f"{len(problems)} config error(s){where}:"] + [f"  {p}" for p in problems]
         super().__init__("\n".join(lines))
 

@@ -34,6 +34,14 @@ def test_three_mistakes_in_three_sections_are_all_named(tmp_path: Path, cli) -> 
     assert "Traceback" not in res.err
 
 
+def test_one_mistake_is_one_line(tmp_path: Path, cli) -> None:
+    cfg = tmp_path / "rtool.toml"
+    cfg.write_text('[cron]\nkeep_logz = "7d"\n')
+    res = cli("--config", str(cfg), "config", "check")
+    assert res.code == 2
+    assert res.err.strip() == f"rtool: config error in {cfg}: cron.keep_logz (line 2): unknown key"
+
+
 def test_defaults_when_no_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("HOME", str(tmp_path))
