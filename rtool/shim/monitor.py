@@ -138,13 +138,13 @@ class Monitor:
             self.loop.wake()
 
     def save_interval(self) -> float | None:
-        """Seconds between the saves of `save_every` (auto: the longest measured save over
+        """Seconds between the saves of `save_every` (auto: the typical measured save over
         SAVE_OVERHEAD; None until a save was measured)."""
-        every = self.config.opts.save_every
+        every, typical = self.config.opts.save_every, self.timing.typical_save()
         if isinstance(every, (int, float)):
             return float(every)
-        if every == "auto" and self.timing.longest_save > 0:
-            return self.timing.longest_save / SAVE_OVERHEAD
+        if every == "auto" and typical > 0:
+            return typical / SAVE_OVERHEAD
         return None
 
     def _poll_periodic(self, wall: float) -> None:

@@ -69,6 +69,7 @@ class Reporter:
         if prev.last_saved_step is not None:
             t.last_save_step, t.last_save_time = prev.last_saved_step, prev.last_save_time
             t.last_save_seconds = prev.last_save_seconds
+            t.recent_saves = [prev.last_save_seconds] if prev.last_save_seconds else []
 
     def set_rank(self, rank: int, world_size: int) -> None:
         if self.writer is not None:

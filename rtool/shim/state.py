@@ -20,6 +20,8 @@ F_KILL, F_SIGNAL, F_TIME, F_MEMORY, F_GPU, F_NONFINITE, F_SAVE, F_PERIODIC = (
 # -- what the guard decided at a step, its stop reasons and exit codes ----------------------
 
 REQUEUE_EXIT_CODE = 85
+#: How many of the latest measured saves `save_every = "auto"` takes the median of.
+RECENT_SAVES = 5
 NONFINITE_EXIT_CODE = 86
 SAVE_FAILED_EXIT_CODE = 87
 SAVE_TIMEOUT_EXIT_CODE = 88
@@ -113,6 +115,7 @@ class Timing:
     last_save_step: int | None = None
     last_save_time: float | None = None
     last_save_seconds: float | None = None
+    recent_saves: list[float] = field(default_factory=list)  # the last RECENT_SAVES measured
     first_step: int | None = None  # the first step of this process
     first_step_time: float | None = None  # when it was seen
     saving_since: float | None = None  # monotonic start of a save in progress (no hang then)
@@ -129,6 +132,15 @@ class Timing:
         if seconds is not None:
             self.last_save_seconds = seconds
             self.longest_save = max(self.longest_save, seconds)
+            self.recent_saves = [*self.recent_saves, seconds][-RECENT_SAVES:]
+
+    def typical_save(self) -> float:
+        """The median of the recent measured saves (one slow save does not set the cadence),
+        else the longest carried from an earlier attempt; 0 before any."""
+        if not self.recent_saves:
+            return self.longest_save
+        s = sorted(self.recent_saves)
+        return (s[(len(s) - 1) // 2] + s[len(s) // 2]) / 2
 
     def step_age(self, mono: float) -> float:
         """How long the current step has run so far (0 before the first step)."""

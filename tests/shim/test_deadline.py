@@ -325,3 +325,14 @@ def test_a_preemption_is_read_from_the_jobs_preempt_time() -> None:
     assert Preemption(at, "low", 20).left(at + 5) == 15
     assert Preemption(at, "low", 20).left(at + 25) == 0
     assert Preemption(at, "low0", 0).left(at + 1) is None
+
+
+def test_save_every_auto_follows_the_typical_save_not_one_slow_one(make_guard: MakeGuard) -> None:
+    g = make_guard(None, save_every="auto")
+    for seconds in (0.005, 0.005, 0.2, 0.005):  # one save 40x slower (a file system hiccup)
+        g.mark_saved(0, seconds)
+    assert g._p.monitor.save_interval() == pytest.approx(0.5)  # the median of the recent saves
+    assert g._p.timing.longest_save == 0.2  # the stop before the time limit still plans for it
+    for _ in range(5):  # saves got slower for good: the cadence follows within a few saves
+        g.mark_saved(0, 0.05)
+    assert g._p.monitor.save_interval() == pytest.approx(5.0)
