@@ -20,8 +20,6 @@ F_KILL, F_SIGNAL, F_TIME, F_MEMORY, F_GPU, F_NONFINITE, F_SAVE, F_PERIODIC = (
 # -- what the guard decided at a step, its stop reasons and exit codes ----------------------
 
 REQUEUE_EXIT_CODE = 85
-#: How many of the latest measured saves `save_every = "auto"` takes the median of.
-RECENT_SAVES = 5
 NONFINITE_EXIT_CODE = 86
 SAVE_FAILED_EXIT_CODE = 87
 SAVE_TIMEOUT_EXIT_CODE = 88
@@ -101,6 +99,10 @@ class Sources:
             (self.periodic, F_PERIODIC),
         )
         return sum(bit for found, bit in bits if found)
+
+
+#: How many of the latest measured saves `save_every = "auto"` takes the median of.
+RECENT_SAVES = 5
 
 
 @dataclass
