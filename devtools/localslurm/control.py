@@ -36,7 +36,7 @@ from devtools.localslurm.slurmconf import (
     MAX_SIMULATED,
     PREEMPTION,
     Layout,
-    partition_lines,
+    layout_partitions,
     system_program,
     write_slurm_conf,
 )
@@ -209,8 +209,7 @@ def _current(cluster: Cluster, layout: Layout) -> bool:
         conf = cluster.conf.read_text().splitlines()
     except OSError:
         return False
-    want = partition_lines(layout.node_range, preempt=PREEMPTION[0] in layout.extra)
-    return all(line in conf for line in want)
+    return all(line in conf for line in layout_partitions(layout))
 
 
 def _start(cluster: Cluster, layout: Layout, timeout: float) -> None:

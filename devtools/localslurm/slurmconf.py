@@ -142,7 +142,7 @@ def write_slurm_conf(directory: Path, layout: Layout, slurmd: str) -> Path:
         lines.append("SchedulerParameters=bf_interval=1,sched_interval=2")
     lines += layout.extra
     lines += _node_lines(layout, host, cpus, mem)
-    lines += partition_lines(layout.node_range, preempt=PREEMPTION[0] in layout.extra)
+    lines += layout_partitions(layout)
     conf = d / "slurm.conf"
     conf.write_text("\n".join(lines) + "\n")
     write_gres_conf(d, layout)
@@ -212,6 +212,11 @@ PREEMPT_PARTITIONS = (
     ("low0", "PriorityTier=1 PreemptMode=REQUEUE GraceTime=0"),
     ("high", "PriorityTier=2 PreemptMode=OFF"),
 )
+
+
+def layout_partitions(layout: Layout) -> list[str]:
+    """The partition lines slurm.conf gets for `layout` (preemptible ones when it asks)."""
+    return partition_lines(layout.node_range, preempt=PREEMPTION[0] in layout.extra)
 
 
 def partition_lines(nodes: str, preempt: bool = False) -> list[str]:
